@@ -1,0 +1,282 @@
+package policy
+
+import "time"
+
+// Character classes used when scanning User-Agent headers (SEMANTICS.md §5).
+const (
+	classToken    = 1 << iota // [A-Za-z0-9_-]: may appear in a product token
+	classWordPrev             // [A-Za-z0-9_.-]: a token may not follow it
+	classWordNext             // [A-Za-z0-9_.]: a token may not precede it
+	classItemSep              // whitespace ; , ( ): separates header items
+)
+
+// charClass maps a byte to its classes. It is computed once and never
+// written afterwards.
+var charClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		alnum := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+		if alnum || b == '_' || b == '-' {
+			t[c] |= classToken
+		}
+		if alnum || b == '_' || b == '.' || b == '-' {
+			t[c] |= classWordPrev
+		}
+		if alnum || b == '_' || b == '.' {
+			t[c] |= classWordNext
+		}
+		switch b {
+		case ' ', '\t', '\n', '\v', '\f', '\r', ';', ',', '(', ')':
+			t[c] |= classItemSep
+		}
+	}
+	return t
+}()
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// tokenTable is an open-addressing hash set of the lower-cased group tokens,
+// so that a header can be scanned once, hashing each candidate word as it
+// grows, without allocating or lower-casing a copy.
+type tokenTable struct {
+	slots  []tokenSlot
+	mask   uint64
+	maxLen int
+	lens   uint64 // bit n set: some token has length n (n < 64)
+	long   bool   // some token is 64 bytes or longer
+	first  [4]uint64
+}
+
+type tokenSlot struct {
+	hash  uint64
+	tok   string // lower-cased; "" marks an empty slot
+	group int32
+}
+
+func hashString(s string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+// build fills the table with the specific (non-"*") merged groups.
+func (t *tokenTable) build(merged []mergedGroup, global int32) {
+	n := 0
+	for i := range merged {
+		if int32(i) != global {
+			n++
+		}
+	}
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	t.slots = make([]tokenSlot, size)
+	t.mask = uint64(size - 1)
+	for i := range merged {
+		if int32(i) == global {
+			continue
+		}
+		tok := merged[i].lower
+		h := hashString(tok)
+		j := h & t.mask
+		for t.slots[j].tok != "" {
+			j = (j + 1) & t.mask
+		}
+		t.slots[j] = tokenSlot{hash: h, tok: tok, group: int32(i)}
+		t.maxLen = max(t.maxLen, len(tok))
+		if len(tok) < 64 {
+			t.lens |= 1 << len(tok)
+		} else {
+			t.long = true
+		}
+		t.first[tok[0]>>6] |= 1 << (tok[0] & 63)
+	}
+}
+
+// lookup returns the group whose token equals the lower-cased s, or -1.
+func (t *tokenTable) lookup(s string, h uint64) int32 {
+	for j := h & t.mask; ; j = (j + 1) & t.mask {
+		sl := &t.slots[j]
+		if sl.tok == "" {
+			return -1
+		}
+		if sl.hash == h && len(sl.tok) == len(s) && equalLower(s, sl.tok) {
+			return sl.group
+		}
+	}
+}
+
+// equalLower reports whether s lower-cased equals the lower-case l.
+func equalLower(s, l string) bool {
+	for i := 0; i < len(s); i++ {
+		if lower(s[i]) != l[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scanTokens calls fn for every group token that occurs in the header ua as
+// a whole word (SEMANTICS.md §5): items holding "://" or "@" are skipped; a
+// token must not follow [a-z0-9_.-] nor precede [a-z0-9_.], and may precede
+// '-' (the hyphen fallback). fn receives the group and the token length.
+func (t *tokenTable) scanTokens(ua string, fn func(group int32, n int)) {
+	if t.maxLen == 0 {
+		return
+	}
+	i := 0
+	for i < len(ua) {
+		if charClass[ua[i]]&classItemSep != 0 {
+			i++
+			continue
+		}
+		end := i
+		skip := false
+		for end < len(ua) && charClass[ua[end]]&classItemSep == 0 {
+			switch ua[end] {
+			case '@':
+				skip = true
+			case ':':
+				if end+2 < len(ua) && ua[end+1] == '/' && ua[end+2] == '/' {
+					skip = true
+				}
+			}
+			end++
+		}
+		if !skip {
+			t.scanItem(ua, i, end, fn)
+		}
+		i = end
+	}
+}
+
+// scanItem scans ua[lo:hi], one header item, for group tokens.
+func (t *tokenTable) scanItem(ua string, lo, hi int, fn func(group int32, n int)) {
+	for j := lo; j < hi; {
+		c := ua[j]
+		if charClass[c]&classToken == 0 {
+			j++
+			continue
+		}
+		if j > lo && charClass[ua[j-1]]&classWordPrev != 0 {
+			// Inside a word (e.g. after '.'): no token may start here.
+			j++
+			continue
+		}
+		// ua[j:e] is a run of token bytes starting a word.
+		e := j
+		lc := lower(c)
+		if t.first[lc>>6]&(1<<(lc&63)) == 0 {
+			for e < hi && charClass[ua[e]]&classToken != 0 {
+				e++
+			}
+			j = e
+			continue
+		}
+		h := uint64(fnvOffset)
+		for ; e < hi && charClass[ua[e]]&classToken != 0; e++ {
+			n := e - j
+			if ua[e] == '-' && n > 0 && n <= t.maxLen {
+				t.candidate(ua[j:e], h, fn)
+			}
+			if n < t.maxLen {
+				h = (h ^ uint64(lower(ua[e]))) * fnvPrime
+			}
+		}
+		if n := e - j; n <= t.maxLen && (e == hi || charClass[ua[e]]&classWordNext == 0) {
+			t.candidate(ua[j:e], h, fn)
+		}
+		j = e
+	}
+}
+
+func (t *tokenTable) candidate(s string, h uint64, fn func(group int32, n int)) {
+	n := len(s)
+	if n < 64 && t.lens&(1<<n) == 0 || n >= 64 && !t.long {
+		return
+	}
+	if g := t.lookup(s, h); g >= 0 {
+		fn(g, n)
+	}
+}
+
+// Agent is the outcome of choosing a group for one user agent. It is a small
+// value that holds no allocation; compute it once per request and call
+// Decide for each view of the target.
+type Agent struct {
+	r     *Robots
+	group int32  // merged group that applies; -1 when none
+	ua    string // kept for the rare case of several equally specific groups
+	n     int    // length of the winning token; 0 for "*" or none
+	multi bool   // several groups of tokens of length n matched
+}
+
+// Agent chooses the group that applies to userAgent (SEMANTICS.md §5): the
+// longest group token found as a whole word in the header (URL and e-mail
+// items ignored, case-insensitive, hyphen fallback), all equally long
+// matches merged; else the merged "*" groups; else none. userAgent may be a
+// bare product token or a whole User-Agent header.
+func (r *Robots) Agent(userAgent string) Agent {
+	a := Agent{r: r, group: -1, ua: userAgent}
+	r.tokens.scanTokens(userAgent, func(g int32, n int) {
+		switch {
+		case n > a.n:
+			a.n, a.group, a.multi = n, g, false
+		case n == a.n && g != a.group:
+			a.multi = true
+			a.group = min(a.group, g)
+		}
+	})
+	if a.group < 0 {
+		a.group = r.global
+		a.n = 0
+	}
+	return a
+}
+
+// Group returns the token of the group that applies, as written in the file
+// (the first-written one when several apply); "*" for the global group; ""
+// when no group applies.
+func (a Agent) Group() string {
+	if a.group < 0 {
+		return ""
+	}
+	return a.r.merged[a.group].name
+}
+
+// Specific reports whether a group other than "*" applies, that is, whether
+// the robots.txt names this user agent.
+func (a Agent) Specific() bool {
+	return a.group >= 0 && a.group != a.r.global
+}
+
+// CrawlDelay returns the Crawl-delay of the group that applies, the largest
+// value when several groups are merged; 0 when there is none.
+func (a Agent) CrawlDelay() time.Duration {
+	if a.group < 0 {
+		return 0
+	}
+	if !a.multi {
+		return a.r.merged[a.group].delay
+	}
+	var d time.Duration
+	a.r.tokens.scanTokens(a.ua, func(g int32, n int) {
+		if n == a.n {
+			d = max(d, a.r.merged[g].delay)
+		}
+	})
+	return d
+}

@@ -1,0 +1,96 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+)
+
+// maxOrderFindings caps the match-order findings reported per rule set.
+const maxOrderFindings = 20
+
+// Lint returns diagnostics for the file, sorted by line: lines that are
+// ignored or misread (unknown directives, accepted typos and key prefixes,
+// missing colons, rules before any user-agent line, unparsable lines),
+// agent names that lose characters, patterns that can never match,
+// Crawl-delay lines that glue two groups together, content past the size
+// cap, byte order marks inside the file, and rule pairs that longest-match
+// parsers (RFC 9309, Google) and first-match parsers (the 1996 draft and
+// many older libraries) read differently.
+func (r *Robots) Lint() []Diagnostic {
+	out := append([]Diagnostic(nil), r.diags...)
+	done := make(map[int32]bool)
+	for _, m := range r.merged {
+		if done[m.set] {
+			continue
+		}
+		done[m.set] = true
+		out = append(out, r.lintOrder(m)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+// lintOrder finds targets whose verdict differs between longest-match and
+// first-match readings of the rules of m. For every rule it tries the
+// shortest target the rule matches, so every finding is backed by a real
+// example; pairs that only conflict on longer targets may be missed.
+func (r *Robots) lintOrder(m mergedGroup) []Diagnostic {
+	var out []Diagnostic
+	seen := make(map[[2]int32]bool)
+	extra := 0
+	sc := r.scratch.Get().(*scratch)
+	defer r.scratch.Put(sc)
+	var buf []byte
+	for _, fg := range m.fgs {
+		g := r.groups[fg]
+		for ri := g.ruleLo; ri < g.ruleHi; ri++ {
+			p := r.rules[ri].Pattern
+			if p == "" || p[0] != '/' && p[0] != '*' {
+				continue
+			}
+			var segs [][]byte
+			segs, _, buf = canonicalPattern(buf, p)
+			sc.target = sc.target[:0]
+			for _, s := range segs {
+				sc.target = append(sc.target, s...)
+			}
+			res := newResult()
+			r.match(m.set, sc, &res)
+			d := Decision{Allowed: true}
+			r.verdict(&res, &d)
+			if res.first < 0 || d.Rule == nil {
+				continue
+			}
+			first := &r.rules[res.first]
+			firstAllows := first.Kind == Allow || first.Pattern == ""
+			if firstAllows == d.Allowed {
+				continue
+			}
+			key := [2]int32{res.first, int32(d.Rule.Line)}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if len(out) >= maxOrderFindings {
+				extra++
+				continue
+			}
+			verb := map[bool]string{true: "allows", false: "blocks"}
+			out = append(out, Diagnostic{
+				Line:     d.Rule.Line,
+				Severity: Warning,
+				Code:     "match-order",
+				Message: fmt.Sprintf("for %q the longest match (RFC 9309, Google) is %q (line %d), which %s it; "+
+					"first-match parsers (1996 draft) apply %q (line %d) and %s it",
+					sc.target, d.Rule.String(), d.Rule.Line, verb[d.Allowed], first.String(), first.Line, verb[firstAllows]),
+			})
+		}
+	}
+	if extra > 0 {
+		out = append(out, Diagnostic{
+			Line: r.groups[m.fgs[0]].line, Severity: Warning, Code: "match-order",
+			Message: fmt.Sprintf("%d more rule pairs of the group of %q read differently under first-match parsers", extra, m.name),
+		})
+	}
+	return out
+}

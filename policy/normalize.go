@@ -1,0 +1,78 @@
+package policy
+
+// This file holds the percent-encoding normalisation that RFC 9309 §2.2.2
+// asks for, applied the same way to patterns and to request targets
+// (SEMANTICS.md §6).
+
+const upperHex = "0123456789ABCDEF"
+
+// unhex returns the value of a hex digit and whether c is one.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// isUnreserved reports whether c is an RFC 3986 unreserved character.
+func isUnreserved(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// mustEncode reports whether c may not stand raw in a URI and is therefore
+// percent-encoded: bytes of 0x80 and above, controls, space, and
+// " < > \ ^ ` { | }.
+func mustEncode(c byte) bool {
+	if c <= ' ' || c >= 0x7f {
+		return true
+	}
+	switch c {
+	case '"', '<', '>', '\\', '^', '`', '{', '|', '}':
+		return true
+	}
+	return false
+}
+
+// appendNormalized appends s to dst in the normalised form of SEMANTICS.md
+// §6: every %xx escape with upper-case hex, escapes of unreserved characters
+// decoded, and bytes that may not stand raw in a URI encoded. A '%' that does
+// not start a valid escape is kept as it is, on both sides alike.
+//
+// With literal set, a raw '*' or '$' is written as %2A or %24: that is the
+// form in which targets are matched, so that a pattern's %2A and %24 (and a
+// '$' that is not the pattern's last character) match them literally.
+func appendNormalized(dst []byte, s string, literal bool) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				v := hi<<4 | lo
+				if isUnreserved(v) {
+					dst = append(dst, v)
+				} else {
+					dst = append(dst, '%', upperHex[hi], upperHex[lo])
+				}
+				i += 2
+				continue
+			}
+		}
+		if mustEncode(c) {
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+			continue
+		}
+		if literal && (c == '*' || c == '$') {
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}

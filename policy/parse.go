@@ -1,0 +1,490 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Robots is a parsed and compiled robots.txt file. It is immutable after
+// Parse and safe for concurrent use by many goroutines.
+type Robots struct {
+	text     string      // the parsed part of the body, after the BOM
+	rules    []Rule      // every rule of every group, in file order
+	groups   []fileGroup // groups as written
+	merged   []mergedGroup
+	global   int32 // index into merged of the merged "*" group, or -1
+	tokens   tokenTable
+	sets     []ruleSet
+	sitemaps []string
+	diags    []Diagnostic // found while parsing; Lint adds the rest
+	trunc    bool
+	size     int // bytes of the original body
+
+	m       matcher
+	scratch sync.Pool // *scratch, per Robots because its size depends on the tries
+}
+
+// fileGroup is a group as written: its agent tokens and a contiguous range
+// of r.rules.
+type fileGroup struct {
+	agents         []string
+	line           int
+	ruleLo, ruleHi int32
+	delay          time.Duration
+}
+
+// mergedGroup is every group that names one token (case-insensitively), or
+// every "*" group, merged (RFC 9309 §2.2.1).
+type mergedGroup struct {
+	name  string  // the token as first written
+	lower string  // lower-cased token, "*" for the global group
+	fgs   []int32 // file groups, in file order
+	set   int32   // index into Robots.sets
+	delay time.Duration
+}
+
+// ruleSet is the compiled union of the rules of some file groups. Merged
+// groups made of the same file groups share one (a group of 166 agents with
+// one rule compiles once).
+type ruleSet struct {
+	root    int32
+	hasStar bool
+}
+
+// keyKind classifies the key of a directive line.
+type keyKind uint8
+
+const (
+	keyOther keyKind = iota
+	keyUserAgent
+	keyAllow
+	keyDisallow
+	keySitemap
+	keyCrawlDelay
+)
+
+// keySpelling is a key prefix that selects a directive, as Google's parser
+// accepts them (SEMANTICS.md §2). typo marks misspellings.
+type keySpelling struct {
+	prefix string
+	kind   keyKind
+	typo   bool
+}
+
+// keySpellings is checked in order; the first prefix that matches wins.
+var keySpellings = [...]keySpelling{
+	{"user-agent", keyUserAgent, false},
+	{"useragent", keyUserAgent, true},
+	{"user agent", keyUserAgent, true},
+	{"allow", keyAllow, false},
+	{"disallow", keyDisallow, false},
+	{"dissallow", keyDisallow, true},
+	{"dissalow", keyDisallow, true},
+	{"disalow", keyDisallow, true},
+	{"diasllow", keyDisallow, true},
+	{"disallaw", keyDisallow, true},
+	{"sitemap", keySitemap, false},
+	{"site-map", keySitemap, true},
+	{"crawl-delay", keyCrawlDelay, false},
+	{"crawldelay", keyCrawlDelay, true},
+	{"crawl delay", keyCrawlDelay, true},
+}
+
+// knownOther lists records that have no effect on matching but are common
+// enough not to be reported as unknown.
+var knownOther = [...]string{"host", "clean-param", "noindex", "nofollow", "request-rate", "visit-time", "cache-delay", "content-signal", "content-usage"}
+
+// classifyKey returns the directive a key selects and the canonical
+// spelling it was matched against ("" for other records).
+func classifyKey(key string) (keyKind, keySpelling) {
+	for _, s := range keySpellings {
+		if len(key) >= len(s.prefix) && strings.EqualFold(key[:len(s.prefix)], s.prefix) {
+			return s.kind, s
+		}
+	}
+	return keyOther, keySpelling{}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r' || c == '\n'
+}
+
+func trimSpace(s string) string {
+	i, j := 0, len(s)
+	for i < j && isSpace(s[i]) {
+		i++
+	}
+	for j > i && isSpace(s[j-1]) {
+		j--
+	}
+	return s[i:j]
+}
+
+// splitKeyValue splits a comment-free, trimmed line into key and value
+// (SEMANTICS.md §2). Without a colon, exactly two whitespace-separated words
+// are accepted as key and value, as Google does.
+func splitKeyValue(line string) (key, value string, ok, noColon bool) {
+	sep := strings.IndexByte(line, ':')
+	if sep < 0 {
+		ws := strings.IndexAny(line, " \t")
+		if ws < 0 {
+			return "", "", false, false
+		}
+		rest := line[ws:]
+		rest = strings.TrimLeft(rest, " \t")
+		if strings.ContainsAny(rest, " \t") {
+			return "", "", false, false
+		}
+		key, value = trimSpace(line[:ws]), rest
+		return key, value, key != "", true
+	}
+	key = trimSpace(line[:sep])
+	if key == "" {
+		return "", "", false, false
+	}
+	return key, trimSpace(line[sep+1:]), true, false
+}
+
+// agentToken extracts the product token of a user-agent value
+// (SEMANTICS.md §4): "*" (or "*" and whitespace) is the global group;
+// otherwise the leading run of [A-Za-z0-9_-], digits kept.
+func agentToken(v string) (tok string, global bool) {
+	if v == "*" || len(v) > 1 && v[0] == '*' && isSpace(v[1]) {
+		return "*", true
+	}
+	i := 0
+	for i < len(v) && isTokenByte(v[i]) {
+		i++
+	}
+	return v[:i], false
+}
+
+// isTokenByte reports whether c may appear in a product token: [A-Za-z0-9_-].
+func isTokenByte(c byte) bool {
+	return charClass[c]&classToken != 0
+}
+
+// parseDelay parses a Crawl-delay value in decimal seconds ("10", "0.5").
+// Negative or malformed values are rejected.
+func parseDelay(v string) (time.Duration, bool) {
+	intPart, frac, hasDot := strings.Cut(v, ".")
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	for _, s := range []string{intPart, frac} {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return 0, false
+			}
+		}
+	}
+	if hasDot && frac == "" && intPart == "" {
+		return 0, false
+	}
+	const maxSeconds = 1 << 32 // about 136 years; anything larger is clamped
+	var secs int64
+	for i := 0; i < len(intPart); i++ {
+		secs = secs*10 + int64(intPart[i]-'0')
+		if secs > maxSeconds {
+			secs = maxSeconds
+			break
+		}
+	}
+	var nanos int64
+	scale := int64(100_000_000)
+	for i := 0; i < len(frac) && scale > 0; i++ {
+		nanos += int64(frac[i]-'0') * scale
+		scale /= 10
+	}
+	return time.Duration(secs)*time.Second + time.Duration(nanos), true
+}
+
+// parser holds the state of one Parse call.
+type parser struct {
+	r          *Robots
+	cur        int32 // current file group, -1 before the first user-agent line
+	ruleSeen   bool  // an Allow/Disallow line came since cur opened
+	delayLine  int   // line of a Crawl-delay in the current group before any rule, 0 if none
+	lastUALine int
+	blankSince bool // an empty line came since the last user-agent line
+	byToken    map[string]int32
+}
+
+// Parse reads a robots.txt body and compiles its rules. It never fails:
+// lines it cannot read are skipped (and reported by Lint), and only the
+// first MaxBodySize bytes are read. Any input, including HTML, binary data
+// and empty input, yields a usable *Robots; an empty one allows everything.
+func Parse(body []byte) *Robots {
+	r := &Robots{global: -1, size: len(body)}
+	if len(body) > MaxBodySize {
+		body = body[:MaxBodySize]
+		r.trunc = true
+	}
+	bom := [3]byte{0xEF, 0xBB, 0xBF}
+	skip := 0
+	for skip < len(bom) && skip < len(body) && body[skip] == bom[skip] {
+		skip++
+	}
+	r.text = string(body[skip:])
+	p := &parser{r: r, cur: -1, byToken: make(map[string]int32)}
+	p.run()
+	r.compile()
+	r.scratch.New = func() any { return r.m.newScratch() }
+	return r
+}
+
+// run splits the text into lines and handles each (SEMANTICS.md §2).
+func (p *parser) run() {
+	text := p.r.text
+	line := 0
+	start := 0
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && text[i] != '\n' && text[i] != '\r' {
+			continue
+		}
+		line++
+		p.line(line, text[start:i])
+		if i < len(text) && text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n' {
+			i++
+		}
+		start = i + 1
+	}
+	if p.r.trunc {
+		p.diag(line, Warning, "size-cap", "the file is "+strconv.Itoa(p.r.size)+" bytes; everything after the first "+
+			strconv.Itoa(MaxBodySize)+" bytes (from this line on) is ignored")
+	}
+	if p.cur >= 0 {
+		p.r.groups[p.cur].ruleHi = int32(len(p.r.rules))
+	}
+}
+
+func (p *parser) diag(line int, sev Severity, code, msg string) {
+	p.r.diags = append(p.r.diags, Diagnostic{Line: line, Severity: sev, Code: code, Message: msg})
+}
+
+// line handles one line of the file.
+func (p *parser) line(n int, s string) {
+	if len(s) > MaxLineLength {
+		p.diag(n, Warning, "line-too-long", "line is "+strconv.Itoa(len(s))+" bytes; only the first "+
+			strconv.Itoa(MaxLineLength)+" are read")
+		s = s[:MaxLineLength]
+	}
+	if i := strings.Index(s, "\xEF\xBB\xBF"); i >= 0 {
+		p.diag(n, Warning, "bom-mid-file", "a UTF-8 byte order mark stands inside the file; it is read as ordinary bytes and spoils this line")
+	} else if n == 1 && strings.HasPrefix(s, "\xC3\xAF\xC2\xBB\xC2\xBF") {
+		p.diag(n, Warning, "bom-mid-file", "the file starts with a UTF-8 byte order mark encoded twice (bytes C3 AF C2 BB C2 BF); it spoils the first line")
+	}
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		s = s[:i]
+	}
+	s = trimSpace(s)
+	if s == "" {
+		p.blankSince = true
+		return
+	}
+	key, value, ok, noColon := splitKeyValue(s)
+	if !ok {
+		p.diag(n, Warning, "unparsable-line", "line is not a \"key: value\" directive and is ignored")
+		return
+	}
+	kind, spelling := classifyKey(key)
+	if kind != keyOther {
+		canonical := strings.ReplaceAll(spelling.prefix, " ", "-")
+		switch {
+		case spelling.typo:
+			p.diag(n, Warning, "accepted-typo", "key \""+key+"\" is read as \""+canonicalName(kind)+"\"; other crawlers may ignore the line")
+		case len(key) != len(spelling.prefix):
+			p.diag(n, Warning, "key-prefix", "key \""+key+"\" is read as \""+canonicalName(kind)+"\" because it starts with \""+canonical+"\"; other crawlers may ignore the line")
+		}
+		if noColon {
+			p.diag(n, Warning, "missing-colon", "line has no colon; it is read as \""+canonicalName(kind)+": "+value+"\", as Google does, but other crawlers ignore it")
+		}
+	}
+	switch kind {
+	case keyUserAgent:
+		p.userAgent(n, value)
+	case keyAllow:
+		p.rule(n, Allow, value)
+	case keyDisallow:
+		p.rule(n, Disallow, value)
+	case keySitemap:
+		p.r.sitemaps = append(p.r.sitemaps, value)
+	case keyCrawlDelay:
+		p.crawlDelay(n, value)
+	default:
+		lk := strings.ToLower(key)
+		for _, k := range knownOther {
+			if lk == k {
+				p.diag(n, Info, "ignored-directive", "\""+key+"\" has no effect on what may be fetched")
+				return
+			}
+		}
+		p.diag(n, Warning, "unknown-directive", "unknown directive \""+key+"\" is ignored")
+	}
+}
+
+func canonicalName(k keyKind) string {
+	switch k {
+	case keyUserAgent:
+		return "User-agent"
+	case keyAllow:
+		return "Allow"
+	case keyDisallow:
+		return "Disallow"
+	case keySitemap:
+		return "Sitemap"
+	case keyCrawlDelay:
+		return "Crawl-delay"
+	}
+	return ""
+}
+
+// userAgent handles a user-agent line (SEMANTICS.md §3 and §4).
+func (p *parser) userAgent(n int, value string) {
+	r := p.r
+	tok, global := agentToken(value)
+	switch {
+	case global && value != "*":
+		p.diag(n, Info, "agent-truncated", "user-agent \""+value+"\" is read as \"*\"")
+	case !global && tok == "":
+		p.diag(n, Warning, "agent-empty", "user-agent \""+value+"\" has no product token (letters, digits, '_' and '-') and never matches")
+	case !global && tok != value:
+		p.diag(n, Warning, "agent-truncated", "user-agent \""+value+"\" is cut to \""+tok+"\": only letters, digits, '_' and '-' form a token")
+	}
+	if p.cur < 0 || p.ruleSeen {
+		if p.cur >= 0 {
+			r.groups[p.cur].ruleHi = int32(len(r.rules))
+		}
+		r.groups = append(r.groups, fileGroup{line: n, ruleLo: int32(len(r.rules))})
+		p.cur = int32(len(r.groups) - 1)
+		p.ruleSeen = false
+		p.delayLine = 0
+	} else {
+		switch {
+		case p.delayLine > 0:
+			p.diag(n, Warning, "crawl-delay-joins-group", "this user-agent joins the group of line "+strconv.Itoa(r.groups[p.cur].line)+
+				" because no Allow or Disallow came between them: the Crawl-delay of line "+strconv.Itoa(p.delayLine)+
+				" and the rules below apply to both")
+		case p.blankSince:
+			p.diag(n, Info, "blank-line-in-group", "a blank line does not end a group (RFC 9309): this user-agent shares the rules of line "+
+				strconv.Itoa(r.groups[p.cur].line)+"'s group, while 1990s parsers read two records")
+		}
+	}
+	p.lastUALine = n
+	p.blankSince = false
+	g := &r.groups[p.cur]
+	g.agents = append(g.agents, tok)
+	if tok == "" {
+		return
+	}
+	key := strings.ToLower(tok)
+	mi, ok := p.byToken[key]
+	if !ok {
+		mi = int32(len(r.merged))
+		r.merged = append(r.merged, mergedGroup{name: tok, lower: key})
+		p.byToken[key] = mi
+		if global {
+			r.global = mi
+		}
+	}
+	m := &r.merged[mi]
+	if len(m.fgs) == 0 || m.fgs[len(m.fgs)-1] != p.cur {
+		m.fgs = append(m.fgs, p.cur)
+	}
+}
+
+// rule handles an Allow or Disallow line.
+func (p *parser) rule(n int, kind RuleKind, value string) {
+	if p.cur < 0 {
+		p.diag(n, Warning, "rule-before-user-agent", kind.String()+" line comes before any user-agent line and is ignored")
+		return
+	}
+	p.ruleSeen = true
+	if value != "" && value[0] != '/' && value[0] != '*' {
+		p.diag(n, Warning, "never-matches", "pattern \""+value+"\" does not start with '/' or '*' and never matches")
+	}
+	p.r.rules = append(p.r.rules, Rule{Kind: kind, Pattern: value, Line: n, Priority: len(appendNormalized(nil, value, false))})
+}
+
+// crawlDelay handles a Crawl-delay line (SEMANTICS.md §8).
+func (p *parser) crawlDelay(n int, value string) {
+	if p.cur < 0 {
+		p.diag(n, Warning, "rule-before-user-agent", "Crawl-delay line comes before any user-agent line and is ignored")
+		return
+	}
+	d, ok := parseDelay(value)
+	if !ok {
+		p.diag(n, Warning, "bad-crawl-delay", "Crawl-delay \""+value+"\" is not a non-negative number of seconds and is ignored")
+		return
+	}
+	g := &p.r.groups[p.cur]
+	if d > g.delay {
+		g.delay = d
+	}
+	if !p.ruleSeen && p.delayLine == 0 {
+		p.delayLine = n
+	}
+}
+
+// compile builds the merged groups' rule sets and the token table.
+func (r *Robots) compile() {
+	b := newTrieBuilder()
+	setByKey := make(map[string]int32)
+	var key []byte
+	for i := range r.merged {
+		m := &r.merged[i]
+		for _, fg := range m.fgs {
+			if d := r.groups[fg].delay; d > m.delay {
+				m.delay = d
+			}
+		}
+		key = key[:0]
+		for _, fg := range m.fgs {
+			key = strconv.AppendInt(key, int64(fg), 10)
+			key = append(key, ',')
+		}
+		si, ok := setByKey[string(key)]
+		if !ok {
+			var ids []int32
+			for _, fg := range m.fgs {
+				g := r.groups[fg]
+				for ri := g.ruleLo; ri < g.ruleHi; ri++ {
+					ids = append(ids, ri)
+				}
+			}
+			root, star := b.build(r.rules, ids)
+			si = int32(len(r.sets))
+			r.sets = append(r.sets, ruleSet{root: root, hasStar: star})
+			setByKey[string(key)] = si
+		}
+		m.set = si
+	}
+	r.m = b.finish()
+	r.tokens.build(r.merged, r.global)
+}
+
+// Groups returns the groups of the file as written, in file order, without
+// merging. The result is a copy.
+func (r *Robots) Groups() []Group {
+	out := make([]Group, len(r.groups))
+	for i, g := range r.groups {
+		out[i] = Group{
+			Agents:     append([]string(nil), g.agents...),
+			Line:       g.line,
+			Rules:      append([]Rule(nil), r.rules[g.ruleLo:g.ruleHi]...),
+			CrawlDelay: g.delay,
+		}
+	}
+	return out
+}
+
+// Sitemaps returns the values of the Sitemap lines, in file order.
+func (r *Robots) Sitemaps() []string {
+	return append([]string(nil), r.sitemaps...)
+}
+
+// Truncated reports whether the body was longer than MaxBodySize, so that
+// its tail was ignored.
+func (r *Robots) Truncated() bool { return r.trunc }

@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits applied while reading a robots.txt file (SEMANTICS.md §1 and §2).
+const (
+	// MaxBodySize is the number of bytes of a robots.txt body that Parse reads.
+	// Anything after it is ignored, as Google does; RFC 9309 requires at
+	// least 500 KiB to be parsed.
+	MaxBodySize = 512000
+
+	// MaxLineLength is the number of bytes of one line that Parse keeps
+	// (8×2083−1, as Google's parser). The rest of the line is dropped before
+	// comments are stripped.
+	MaxLineLength = 16663
+)
+
+// RuleKind says whether a rule allows or disallows the paths it matches.
+type RuleKind uint8
+
+// The two kinds of rule a group can hold.
+const (
+	Disallow RuleKind = iota + 1
+	Allow
+)
+
+// String returns the directive name as it is written in robots.txt files.
+func (k RuleKind) String() string {
+	switch k {
+	case Allow:
+		return "Allow"
+	case Disallow:
+		return "Disallow"
+	}
+	return "RuleKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Rule is one Allow or Disallow line of a group.
+type Rule struct {
+	// Kind is Allow or Disallow.
+	Kind RuleKind
+	// Pattern is the rule's value as written in the file, after comment
+	// stripping and trimming; it may be empty.
+	Pattern string
+	// Line is the 1-based line number of the rule in the file.
+	Line int
+	// Priority is the length in octets of the normalised pattern, with '*'
+	// and a final '$' counted (SEMANTICS.md §7). The longest matching rule
+	// wins; ties go to Allow.
+	Priority int
+}
+
+// String returns the rule in robots.txt syntax, e.g. "Disallow: /private/".
+func (r *Rule) String() string {
+	if r == nil {
+		return "<no rule>"
+	}
+	if r.Pattern == "" {
+		return r.Kind.String() + ":"
+	}
+	return r.Kind.String() + ": " + r.Pattern
+}
+
+// Group is one group of the file as written: a run of user-agent lines and
+// the rules that follow them. Groups that name the same agent are not merged
+// here; merging happens when a group is chosen (see Robots.Agent).
+type Group struct {
+	// Agents holds the user-agent tokens of the group as written, after the
+	// token is cut at the first character outside [A-Za-z0-9_-]
+	// (SEMANTICS.md §4). The global group is "*". A value that yields no
+	// token at all (such as "*Bot") is kept as "" and never matches.
+	Agents []string
+	// Line is the line number of the group's first user-agent line.
+	Line int
+	// Rules holds the group's Allow and Disallow lines in file order.
+	Rules []Rule
+	// CrawlDelay is the largest valid Crawl-delay given inside the group,
+	// or 0 when there is none.
+	CrawlDelay time.Duration
+}
+
+// Decision is the verdict for one user agent and one request target.
+type Decision struct {
+	// Allowed reports whether the target may be fetched.
+	Allowed bool
+	// Group is the user-agent token of the group that applied, as written in
+	// the file (the first spelling when several groups were merged); "*" for
+	// the global group; "" when no group applies.
+	Group string
+	// Rule is the deciding rule: the longest matching Disallow when the
+	// target is disallowed, otherwise the longest matching Allow, or an empty
+	// Disallow when that is all that matched. It is nil when no rule matched
+	// or the target is exempt. It points into the Robots and must not be
+	// modified.
+	Rule *Rule
+	// CrawlDelay is the Crawl-delay of the applied group (the largest value
+	// when merged groups disagree); 0 when there is none.
+	CrawlDelay time.Duration
+	// Exempt reports that the target's path is /robots.txt, which is always
+	// allowed (RFC 9309 §2.2.2), whatever the rules say.
+	Exempt bool
+}
+
+// String explains the decision in one line, e.g.
+// `disallowed for group "GPTBot" by "Disallow: /private/" (line 12)`.
+func (d Decision) String() string {
+	var b strings.Builder
+	if d.Allowed {
+		b.WriteString("allowed")
+	} else {
+		b.WriteString("disallowed")
+	}
+	switch d.Group {
+	case "":
+		b.WriteString(" (no group applies)")
+	default:
+		fmt.Fprintf(&b, " for group %q", d.Group)
+	}
+	switch {
+	case d.Exempt:
+		b.WriteString(": /robots.txt is always allowed")
+	case d.Rule != nil:
+		fmt.Fprintf(&b, " by %q (line %d)", d.Rule.String(), d.Rule.Line)
+	case d.Group != "":
+		b.WriteString(": no rule matches")
+	}
+	if d.CrawlDelay > 0 {
+		fmt.Fprintf(&b, ", crawl-delay %s", d.CrawlDelay)
+	}
+	return b.String()
+}
+
+// Severity ranks a lint diagnostic.
+type Severity uint8
+
+// Severities, from the least to the most serious.
+const (
+	// Info notes something legal that readers of the file may misread.
+	Info Severity = iota + 1
+	// Warning marks a line that is ignored, misread by some crawlers, or not
+	// what its author probably meant.
+	Warning
+)
+
+// String returns "info" or "warning".
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	}
+	return "severity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Diagnostic is one finding of Robots.Lint.
+type Diagnostic struct {
+	// Line is the 1-based line the finding is about (0 for the whole file).
+	Line int
+	// Severity ranks the finding.
+	Severity Severity
+	// Code is a short stable identifier, e.g. "unknown-directive", usable
+	// for filtering.
+	Code string
+	// Message explains the finding in one sentence.
+	Message string
+}
+
+// String formats the diagnostic as "line 12: warning: message [code]".
+func (d Diagnostic) String() string {
+	return "line " + strconv.Itoa(d.Line) + ": " + d.Severity.String() + ": " + d.Message + " [" + d.Code + "]"
+}
