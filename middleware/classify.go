@@ -1,0 +1,231 @@
+package middleware
+
+import (
+	_ "embed"
+	"strings"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mileusna/useragent"
+
+	"github.com/robotsguard/robotsguard/policy"
+)
+
+//go:generate go run ./internal/gencrawlers -in ../testdata/useragents -out crawlers.txt
+
+// crawlersTxt is the list of known crawler and HTTP tool tokens, derived
+// from monperrus/crawler-user-agents and ai-robots-txt/ai.robots.txt (both
+// MIT; attribution in the file's header).
+//
+//go:embed crawlers.txt
+var crawlersTxt string
+
+// maxCachedUA is the longest User-Agent header whose classification is
+// cached; longer ones are classified every time, so that a flood of huge
+// headers cannot fill the cache with megabytes.
+const maxCachedUA = 1024
+
+// Kinds of known tokens.
+const (
+	kindCrawler uint8 = 1 << iota
+	kindTool
+)
+
+// tokenSet matches known tokens case-insensitively on word boundaries. In a
+// header, words are runs of letters and digits, so '.', '_', '-' and '/'
+// separate them ("www.deadlinkchecker.com" and "binlar_2.6.3" name their
+// crawlers): a token that starts with a letter or digit must not follow one,
+// and a token that ends with one must not precede one, except that tokens of
+// longLen bytes or more may run on into a longer word ("GigablastOpenSource"),
+// being too long to occur by chance. A token that starts with '^' matches
+// only at the start of the header.
+type tokenSet struct {
+	byPrefix map[string][]knownToken // key: first 3 bytes of the token
+	short    []knownToken            // tokens shorter than 3 bytes
+	anchored []knownToken            // tokens that must start the header
+}
+
+// longLen is the length from which a token may end inside a word.
+const longLen = 9
+
+type knownToken struct {
+	tok  string // lower-case, without '^'
+	kind uint8
+}
+
+func newTokenSet() *tokenSet { return &tokenSet{byPrefix: make(map[string][]knownToken)} }
+
+func (s *tokenSet) add(tok string, kind uint8) {
+	tok = strings.ToLower(tok)
+	switch {
+	case strings.HasPrefix(tok, "^"):
+		if len(tok) > 1 {
+			s.anchored = append(s.anchored, knownToken{tok[1:], kind})
+		}
+	case len(tok) < 3:
+		s.short = append(s.short, knownToken{tok, kind})
+	default:
+		s.byPrefix[tok[:3]] = append(s.byPrefix[tok[:3]], knownToken{tok, kind})
+	}
+}
+
+// parseCrawlers adds the lines of crawlers.txt to s.
+func (s *tokenSet) parseCrawlers(txt string) {
+	for line := range strings.Lines(txt) {
+		line = strings.TrimRight(line, "\r\n")
+		kind, tok, ok := strings.Cut(line, "\t")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch kind {
+		case "crawler":
+			s.add(tok, kindCrawler)
+		case "tool":
+			s.add(tok, kindTool)
+		}
+	}
+}
+
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+// match returns the union of the kinds of the tokens found in the
+// lower-cased header h.
+func (s *tokenSet) match(h []byte) uint8 {
+	var kinds uint8
+	for _, t := range s.anchored {
+		kinds |= t.at(h, 0, true)
+	}
+	for i := 0; i < len(h); i++ {
+		startOK := i == 0 || !isAlnum(h[i-1])
+		if !startOK && isAlnum(h[i]) {
+			continue // inside a word: only tokens starting with punctuation fit
+		}
+		if i+3 <= len(h) {
+			for _, t := range s.byPrefix[string(h[i:i+3])] {
+				kinds |= t.at(h, i, startOK)
+			}
+		}
+		for _, t := range s.short {
+			kinds |= t.at(h, i, startOK)
+		}
+	}
+	return kinds
+}
+
+// at returns t.kind when t occurs in h at i on word boundaries, else 0.
+func (t knownToken) at(h []byte, i int, startOK bool) uint8 {
+	n := len(t.tok)
+	if len(h)-i < n || string(h[i:i+n]) != t.tok {
+		return 0
+	}
+	if isAlnum(t.tok[0]) && !startOK {
+		return 0
+	}
+	if n < longLen && isAlnum(t.tok[n-1]) && i+n < len(h) && isAlnum(h[i+n]) {
+		return 0
+	}
+	return t.kind
+}
+
+// classifier decides whether a User-Agent header belongs to a bot, for the
+// parts that do not depend on a site's robots.txt: mileusna/useragent, the
+// embedded crawler list, the configured extra tokens and the opt-in levels.
+// Results are kept in a bounded LRU cache.
+type classifier struct {
+	tokens    *tokenSet
+	emptyBot  bool
+	toolsBots bool
+	cache     *lru.Cache[string, *uaInfo]
+}
+
+// uaInfo is the cached classification of one header. spec memoises, for the
+// robots.txt last seen with the header, whether one of its specific groups
+// names the header, so that a browser costs no group scan per request.
+type uaInfo struct {
+	bot  bool
+	hits atomic.Uint32
+	spec atomic.Pointer[specMemo]
+}
+
+type specMemo struct {
+	robots   *policy.Robots
+	specific bool
+}
+
+// promoteEvery is how often (in hits) a cache hit refreshes the entry's LRU
+// position. Other hits only read under a shared lock, which keeps the hot
+// path cheap and still keeps busy entries from being evicted.
+const promoteEvery = 64
+
+func newClassifier(cfg Config) *classifier {
+	s := newTokenSet()
+	s.parseCrawlers(crawlersTxt)
+	for _, b := range cfg.Bots {
+		s.add(b, kindCrawler)
+	}
+	cache, _ := lru.New[string, *uaInfo](cfg.UACacheSize) // size > 0 is checked by Config
+	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache}
+}
+
+// isBot reports whether ua is classified as a bot.
+func (c *classifier) isBot(ua string) bool { return c.lookup(ua).bot }
+
+// lookup returns the cached classification of ua, computing it on a miss.
+func (c *classifier) lookup(ua string) *uaInfo {
+	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
+		return &uaInfo{bot: c.compute(ua)}
+	}
+	if v, ok := c.cache.Peek(ua); ok {
+		if v.hits.Add(1)%promoteEvery == 0 {
+			c.cache.Get(ua)
+		}
+		return v
+	}
+	v := &uaInfo{bot: c.compute(ua)}
+	c.cache.Add(strings.Clone(ua), v)
+	return v
+}
+
+// specific reports whether a specific group of r names ua, memoised in info.
+func (info *uaInfo) specific(r *policy.Robots, ua string) bool {
+	if m := info.spec.Load(); m != nil && m.robots == r {
+		return m.specific
+	}
+	s := r.Agent(ua).Specific()
+	info.spec.Store(&specMemo{robots: r, specific: s})
+	return s
+}
+
+// compute classifies ua without the cache.
+func (c *classifier) compute(ua string) bool {
+	if strings.TrimSpace(ua) == "" {
+		return c.emptyBot
+	}
+	return c.classify(ua)
+}
+
+// classify does the work of isBot without the cache.
+func (c *classifier) classify(ua string) bool {
+	var buf [256]byte
+	h := buf[:0]
+	if len(ua) > len(buf) {
+		h = make([]byte, 0, len(ua))
+	}
+	for i := 0; i < len(ua); i++ {
+		ch := ua[i]
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		h = append(h, ch)
+	}
+	kinds := c.tokens.match(h)
+	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
+		return true
+	}
+	if kinds&kindTool != 0 {
+		// A known tool that the operator did not opt in: mileusna/useragent
+		// must not override that choice.
+		return false
+	}
+	return useragent.Parse(ua).Bot
+}

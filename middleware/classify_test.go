@@ -1,0 +1,129 @@
+package middleware
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+func loadBrowsers(t testing.TB) []string {
+	f, err := os.Open("../testdata/useragents/browsers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+type crawlerEntry struct {
+	Pattern   string   `json:"pattern"`
+	Instances []string `json:"instances"`
+}
+
+func loadCrawlers(t testing.TB) []crawlerEntry {
+	b, err := os.ReadFile("../testdata/useragents/crawlers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []crawlerEntry
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustClassifier(t testing.TB, cfg Config) *classifier {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newClassifier(cfg)
+}
+
+func TestBrowsersAreNeverBots(t *testing.T) {
+	for _, cfg := range []Config{{}, {HTTPToolsAreBots: true, EmptyUserAgentIsBot: true}} {
+		c := mustClassifier(t, cfg)
+		for _, ua := range loadBrowsers(t) {
+			if c.isBot(ua) {
+				t.Errorf("browser classified as bot (tools=%v): %s", cfg.HTTPToolsAreBots, ua)
+			}
+		}
+	}
+}
+
+func TestEveryCrawlerInstanceIsBot(t *testing.T) {
+	def := mustClassifier(t, Config{})
+	tools := mustClassifier(t, Config{HTTPToolsAreBots: true})
+	n, toolOnly := 0, 0
+	for _, e := range loadCrawlers(t) {
+		for _, ua := range e.Instances {
+			n++
+			if !tools.isBot(ua) {
+				t.Errorf("crawler not bound even with http_tools_are_bots (pattern %q): %s", e.Pattern, ua)
+				continue
+			}
+			if !def.isBot(ua) {
+				toolOnly++
+			}
+		}
+	}
+	t.Logf("%d crawler instances; %d are HTTP tools bound only with http_tools_are_bots", n, toolOnly)
+}
+
+func TestTokenBoundaries(t *testing.T) {
+	c := mustClassifier(t, Config{Bots: []string{"lcc", "spider"}})
+	tests := []struct {
+		ua  string
+		bot bool
+	}{
+		{"LCC (+http://corpora.uni-leipzig.de/crawler_faq.html)", true},
+		{"Mozilla/5.0 XLCCX", false},
+		{"Mozilla/5.0 (compatible; SPIDER/1.0)", true},
+		{"Mozilla/5.0 Spiderman/2.0", false},
+		{"Mozilla/5.0 (Linux; Android 9; KFONWI) Silk/136.4.1 like Chrome/136.0 Safari/537.36", false},
+		{"Silk/1.0 crawler", true},
+		{"www.deadlinkchecker.com XMLHTTP/1.0", true},
+		{"Mozilla/5.0 (compatible; googlebot/2.1)", true},
+		{"Mozilla/5.0 (compatible; GOOGLEBOT/2.1)", true},
+	}
+	for _, tt := range tests {
+		if got := c.isBot(tt.ua); got != tt.bot {
+			t.Errorf("isBot(%q) = %v, want %v", tt.ua, got, tt.bot)
+		}
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	for _, ua := range loadBrowsers(f)[:20] {
+		f.Add(ua)
+	}
+	f.Add("Googlebot/2.1")
+	f.Add("")
+	f.Add(strings.Repeat("bot", 500))
+	c := mustClassifier(f, Config{})
+	tools := mustClassifier(f, Config{HTTPToolsAreBots: true})
+	f.Fuzz(func(t *testing.T, ua string) {
+		a, b := c.isBot(ua), c.isBot(ua) // cached answer equals computed one
+		if a != b || a != c.classify(ua) && strings.TrimSpace(ua) != "" {
+			t.Fatalf("inconsistent classification of %q", ua)
+		}
+		if a && !tools.isBot(ua) {
+			t.Fatalf("opting in tools unbound %q", ua)
+		}
+		// Case does not matter for the token list.
+		if c.tokens.match([]byte(strings.ToLower(ua))) != c.tokens.match(lowerBytes(strings.ToUpper(ua))) {
+			t.Fatalf("token match depends on case: %q", ua)
+		}
+	})
+}
+
+func lowerBytes(s string) []byte { return []byte(strings.ToLower(s)) }

@@ -1,0 +1,214 @@
+package middleware
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults and limits of Config. A zero field takes its default.
+const (
+	DefaultRefresh      = 10 * time.Minute
+	MaxRefresh          = 24 * time.Hour
+	DefaultFetchTimeout = 5 * time.Second
+	MaxFetchTimeout     = time.Minute
+	DefaultIPv4Prefix   = 32
+	DefaultIPv6Prefix   = 64
+	DefaultMaxKeys      = 100000
+	DefaultMaxSites     = 1000
+	DefaultUACacheSize  = 10000
+)
+
+// Values of Config.OnUnreachable.
+const (
+	UnreachableDisallow = "disallow"
+	UnreachableAllow    = "allow"
+)
+
+// Values of Config.CrawlDelayKey.
+const (
+	KeyIP    = "ip"
+	KeyGroup = "group"
+)
+
+// Config is the serialisable configuration of an Enforcer. Its JSON form is
+// what the Caddy module reads, so every field has a snake_case tag and every
+// zero value means "use the default".
+type Config struct {
+	// RobotsTxt says where each site's robots.txt comes from. Empty (the
+	// default) means the protected site itself: a virtual GET /robots.txt
+	// sent to the handler that serves the site (Request.Origin), so whatever
+	// serves the site is what gets enforced. A value starting with http://
+	// or https:// is a URL fetched with the Enforcer's own HTTP client; any
+	// other value is a file path, read again at every refresh. WithSource
+	// overrides this field.
+	RobotsTxt string `json:"robots_txt,omitempty"`
+
+	// Refresh is how long a fetched robots.txt is used before it is fetched
+	// again. Default 10m; at most 24h (RFC 9309 §2.4). While a refresh runs,
+	// requests are decided with the previous copy.
+	Refresh Duration `json:"refresh,omitempty"`
+
+	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
+	// time a request waits for the first fetch of its site. Default 5s; at
+	// most 1m.
+	FetchTimeout Duration `json:"fetch_timeout,omitempty"`
+
+	// OnUnreachable says what bots may do when a site's robots.txt is
+	// unreachable (5xx, 429, network error, timeout) and no earlier copy is
+	// known: "disallow" (the default, as RFC 9309 §2.3.1.4 asks) or "allow".
+	OnUnreachable string `json:"on_unreachable,omitempty"`
+
+	// CrawlDelayKey selects the key of the Crawl-delay limiter: "ip" (the
+	// default) keys by site, group and client-IP prefix; "group" keys by site
+	// and group only, for setups that verify crawlers' addresses, so that one
+	// crawler spread over many addresses shares one budget.
+	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
+
+	// IPv4Prefix is the prefix length that groups IPv4 clients in the
+	// limiter key. Default 32 (one address); 1 to 32.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+
+	// IPv6Prefix is the prefix length that groups IPv6 clients in the
+	// limiter key. Default 64 (one subnet, the usual smallest allocation);
+	// 1 to 128.
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+
+	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
+	// When full, expired keys are evicted first, then arbitrary ones (about
+	// 1%). One key costs about 100 bytes (see the package documentation).
+	MaxKeys int `json:"max_keys,omitempty"`
+
+	// MaxSites caps the number of sites whose robots.txt is cached; the
+	// least recently used site is dropped first. Default 1000. It matters
+	// for catch-all servers that accept any Host header.
+	MaxSites int `json:"max_sites,omitempty"`
+
+	// Bots lists extra product tokens that mark a client as a bot when they
+	// occur as a whole word in its User-Agent header (case-insensitive).
+	Bots []string `json:"bots,omitempty"`
+
+	// EmptyUserAgentIsBot binds clients that send no User-Agent header (or an
+	// empty one) as bots, judged by the "*" group. Default false.
+	EmptyUserAgentIsBot bool `json:"empty_user_agent_is_bot,omitempty"`
+
+	// HTTPToolsAreBots binds HTTP libraries and command-line tools (curl,
+	// Wget, python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
+	// Default false: scripts and monitoring often use them legitimately.
+	HTTPToolsAreBots bool `json:"http_tools_are_bots,omitempty"`
+
+	// UACacheSize bounds the LRU cache of User-Agent classifications.
+	// Default 10000 headers.
+	UACacheSize int `json:"ua_cache_size,omitempty"`
+
+	// DryRun decides, logs and reports every request but lets all of them
+	// through, to try a configuration on live traffic.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// Duration is a time.Duration that reads JSON strings such as "10m" as well
+// as integer nanoseconds, the way Caddy's caddy.Duration does, and writes
+// strings.
+type Duration time.Duration
+
+// UnmarshalJSON accepts a Go duration string or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("duration must be a string like \"10m\" or integer nanoseconds, got %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string such as "10m0s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// withDefaults returns a copy of c with zero fields set to their defaults,
+// or an error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	errf := func(field, format string, args ...any) error {
+		return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
+	}
+	switch {
+	case c.Refresh < 0:
+		return c, errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
+	case c.Refresh == 0:
+		c.Refresh = Duration(DefaultRefresh)
+	case time.Duration(c.Refresh) > MaxRefresh:
+		return c, errf("refresh", "must be at most 24h, got %s", time.Duration(c.Refresh))
+	}
+	switch {
+	case c.FetchTimeout < 0:
+		return c, errf("fetch_timeout", "must be positive, got %s", time.Duration(c.FetchTimeout))
+	case c.FetchTimeout == 0:
+		c.FetchTimeout = Duration(DefaultFetchTimeout)
+	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
+		return c, errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
+	}
+	switch c.OnUnreachable {
+	case "":
+		c.OnUnreachable = UnreachableDisallow
+	case UnreachableDisallow, UnreachableAllow:
+	default:
+		return c, errf("on_unreachable", "must be %q or %q, got %q", UnreachableDisallow, UnreachableAllow, c.OnUnreachable)
+	}
+	switch c.CrawlDelayKey {
+	case "":
+		c.CrawlDelayKey = KeyIP
+	case KeyIP, KeyGroup:
+	default:
+		return c, errf("crawl_delay_key", "must be %q or %q, got %q", KeyIP, KeyGroup, c.CrawlDelayKey)
+	}
+	if c.IPv4Prefix == 0 {
+		c.IPv4Prefix = DefaultIPv4Prefix
+	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
+		return c, errf("ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
+	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = DefaultIPv6Prefix
+	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
+		return c, errf("ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
+	}
+	if c.MaxKeys == 0 {
+		c.MaxKeys = DefaultMaxKeys
+	} else if c.MaxKeys < 0 {
+		return c, errf("max_keys", "must be positive, got %d", c.MaxKeys)
+	}
+	if c.MaxSites == 0 {
+		c.MaxSites = DefaultMaxSites
+	} else if c.MaxSites < 0 {
+		return c, errf("max_sites", "must be positive, got %d", c.MaxSites)
+	}
+	if c.UACacheSize == 0 {
+		c.UACacheSize = DefaultUACacheSize
+	} else if c.UACacheSize < 0 {
+		return c, errf("ua_cache_size", "must be positive, got %d", c.UACacheSize)
+	}
+	bots := make([]string, 0, len(c.Bots))
+	for i, b := range c.Bots {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return c, errf(fmt.Sprintf("bots[%d]", i), "token must have at least 2 characters, got %q", b)
+		}
+		bots = append(bots, t)
+	}
+	c.Bots = bots
+	return c, nil
+}

@@ -1,0 +1,151 @@
+package middleware
+
+import "strings"
+
+// splitTarget returns the path and the query (with its '?') of a
+// request-target. An absolute-form target loses its scheme and authority.
+func splitTarget(t string) (path, query string) {
+	if len(t) > 0 && t[0] != '/' {
+		if i := strings.Index(t, "://"); i >= 0 {
+			rest := t[i+3:]
+			if j := strings.IndexAny(rest, "/?"); j >= 0 {
+				t = rest[j:]
+			} else {
+				t = ""
+			}
+		}
+	}
+	if i := strings.IndexByte(t, '#'); i >= 0 {
+		t = t[:i]
+	}
+	path, query = t, ""
+	if i := strings.IndexByte(t, '?'); i >= 0 {
+		path, query = t[:i], t[i:]
+	}
+	if path == "" {
+		path = "/"
+	}
+	return path, query
+}
+
+// needsDecodedView reports whether the decoded view of path can differ from
+// path: it holds an escape, an empty segment or a dot-segment.
+func needsDecodedView(path string) bool {
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '%':
+			return true
+		case '/':
+			if i+1 < len(path) && (path[i+1] == '/' || path[i+1] == '.') {
+				return true
+			}
+		case '\\':
+			return true
+		}
+	}
+	return len(path) == 0 || path[0] != '/'
+}
+
+// decodedTarget returns the second, defensive view of a request-target
+// (SEMANTICS.md §6a): the path fully percent-decoded (reserved escapes such
+// as %2F included), dot-segments removed (RFC 3986 §5.2.4) and repeated
+// slashes collapsed, followed by the query as sent. Decoded bytes that
+// would change how the target is read again ('%', '?', '#') are
+// re-escaped, so decoding happens exactly once. ok is false when the view
+// equals the target, so callers can skip it without allocating.
+func decodedTarget(path, query string) (string, bool) {
+	if !needsDecodedView(path) {
+		return "", false
+	}
+	dec := make([]byte, 0, len(path)+1)
+	if len(path) == 0 || path[0] != '/' {
+		dec = append(dec, '/')
+	}
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c == '%' && i+2 < len(path) {
+			if hi, ok := unhexDigit(path[i+1]); ok {
+				if lo, ok := unhexDigit(path[i+2]); ok {
+					c = hi<<4 | lo
+					i += 2
+				}
+			}
+		}
+		if c == '\\' {
+			c = '/' // some servers treat a backslash as a separator
+		}
+		dec = append(dec, c)
+	}
+	segs := removeDotSegments(dec)
+	var b strings.Builder
+	b.Grow(len(segs) + len(query) + 8)
+	for _, c := range segs {
+		switch c {
+		case '%':
+			b.WriteString("%25")
+		case '?':
+			b.WriteString("%3F")
+		case '#':
+			b.WriteString("%23")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteString(query)
+	return b.String(), true
+}
+
+// removeDotSegments collapses repeated slashes and removes "." and ".."
+// segments of an absolute path, keeping a trailing slash.
+func removeDotSegments(p []byte) []byte {
+	out := make([]byte, 0, len(p))
+	segStart := []int{} // start offsets in out of each kept segment's '/'
+	for i := 0; i < len(p); {
+		// p[i] == '/'
+		j := i + 1
+		for j < len(p) && p[j] != '/' {
+			j++
+		}
+		seg := p[i+1 : j]
+		last := j >= len(p)
+		switch string(seg) {
+		case "":
+			if last {
+				out = append(out, '/')
+			}
+		case ".":
+			if last {
+				out = append(out, '/')
+			}
+		case "..":
+			if n := len(segStart); n > 0 {
+				out = out[:segStart[n-1]]
+				segStart = segStart[:n-1]
+			}
+			if last {
+				out = append(out, '/')
+			}
+		default:
+			segStart = append(segStart, len(out))
+			out = append(out, '/')
+			out = append(out, seg...)
+		}
+		i = j
+	}
+	if len(out) == 0 {
+		out = append(out, '/')
+	}
+	return out
+}
+
+func unhexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,58 @@
+// Package middleware enforces a site's own robots.txt on the bots that visit
+// it: a bot gets 403 Forbidden for a path its group may not fetch and 429 Too
+// Many Requests with Retry-After when it is faster than its group's
+// Crawl-delay; browsers pass untouched.
+//
+// The Enforcer is the one engine behind the net/http middleware (Handler,
+// Middleware) and the Caddy module. Decide holds the whole decision and
+// writes nothing, so other front ends can answer in their own way.
+//
+// # Where robots.txt comes from
+//
+// By default each site (scheme and host, port kept) is asked for its own
+// /robots.txt through the handler that serves it: a virtual GET with a
+// private response writer and fresh headers, whose context lets it pass the
+// Enforcer. A URL or a file can be configured instead (Config.RobotsTxt), or
+// any Source (WithSource). Files are cached per site for Config.Refresh
+// (default 10 minutes, at most 24 hours); one fetch runs per site at a time,
+// and requests keep using the previous copy while it runs. Answers follow
+// RFC 9309 §2.3.1: 2xx is parsed (the first 500 KiB), redirects are followed
+// up to five hops, 4xx other than 429 means no rules, and 5xx, 429, network
+// errors and timeouts keep the last good copy or, without one, disallow
+// everything for bots (Config.OnUnreachable).
+//
+// # Who is a bot
+//
+// A client is bound when its User-Agent header names a specific group of the
+// site's robots.txt (as a whole word, SEMANTICS.md §5), when
+// mileusna/useragent marks it as a bot, when it holds a token of the
+// embedded list of known crawlers (crawlers.txt, derived from
+// monperrus/crawler-user-agents and ai-robots-txt/ai.robots.txt), or a token
+// of Config.Bots. Tokens match case-insensitively on word boundaries, never
+// as raw substrings. Empty User-Agent headers and HTTP tools (curl,
+// python-requests, ...) are bound only on request. Classifications are kept
+// in a bounded LRU cache, so a repeated header costs one lookup.
+//
+// # Decisions
+//
+// A disallowed path gets 403 whether the path is read as sent (RFC 9309) or
+// decoded (percent-decoding of every escape, dot-segments removed, repeated
+// slashes collapsed), so encoding tricks do not get past a rule. Crawl-delay
+// is enforced on allowed paths with GCRA and burst 1: a request is allowed
+// when at least the delay has passed since the previous allowed one of the
+// same key; Retry-After is the real remaining wait rounded up to whole
+// seconds. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
+// IPv6 by default), or site and group (Config.CrawlDelayKey).
+//
+// # Memory and logging
+//
+// The limiter keeps one int64 per key in a map keyed by a 48-byte struct
+// whose strings are shared with the site cache; measured at about 100 bytes
+// per key (BenchmarkLimiterKeys), so the default cap of 100,000 keys costs
+// about 10 MB. When the cap is reached, expired keys are dropped first.
+//
+// Each denial and throttle is logged at Info level with site, group, rule
+// line, client IP and User-Agent, through a zap sampler: per second and per
+// message, the first 10 lines are written and then one in 100, so a flood
+// cannot fill a disk. Metrics belong in an Observer.
+package middleware

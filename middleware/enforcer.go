@@ -1,0 +1,309 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Log sampling of denial and throttle lines: per second and per message,
+// the first logSampleFirst lines are written, then one in
+// logSampleThereafter.
+const (
+	logSampleTick       = time.Second
+	logSampleFirst      = 10
+	logSampleThereafter = 100
+)
+
+// Enforcer applies each site's robots.txt to the bots that visit it. It is
+// safe for concurrent use. Build it with New; Decide is the decision alone,
+// Handler the net/http front end.
+type Enforcer struct {
+	cfg        Config
+	now        func() time.Time
+	clientIP   func(*http.Request) string
+	sites      *siteCache
+	classes    *classifier
+	limits     *limiter
+	obs        Observer
+	log        *zap.Logger // decision lines, sampled
+	deny       ResponseFunc
+	throttle   ResponseFunc
+	client     *http.Client
+	byGroup    bool
+	allowUnrch bool
+
+	bufs sync.Pool // *[]byte for response bodies
+
+	// Header values shared by every stopped request; never modified.
+	hdrText, hdrNoStore, hdrNosniff []string
+}
+
+// New validates cfg, applies its defaults and returns an Enforcer. An invalid
+// field yields an error that names it, e.g.
+// "robots_guard: refresh: must be at most 24h, got 48h0m0s".
+func New(cfg Config, opts ...Option) (*Enforcer, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o := options{logger: zap.NewNop(), clientIP: remoteAddr}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	injected := o.now
+	if o.now == nil {
+		o.now = time.Now
+	}
+	e := &Enforcer{
+		cfg:        cfg,
+		now:        o.now,
+		clientIP:   o.clientIP,
+		classes:    newClassifier(cfg),
+		limits:     newLimiter(cfg.MaxKeys),
+		obs:        o.observer,
+		deny:       o.deny,
+		throttle:   o.throttle,
+		byGroup:    cfg.CrawlDelayKey == KeyGroup,
+		allowUnrch: cfg.OnUnreachable == UnreachableAllow,
+		hdrText:    []string{"text/plain; charset=utf-8"},
+		hdrNoStore: []string{"no-store"},
+		hdrNosniff: []string{"nosniff"},
+	}
+	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
+	if e.deny == nil {
+		e.deny = e.writeVerdict
+	}
+	if e.throttle == nil {
+		e.throttle = e.writeVerdict
+	}
+	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, logSampleTick, logSampleFirst, logSampleThereafter)
+	}))
+	e.client = newHTTPClient(o.transport, time.Duration(cfg.FetchTimeout))
+	src := o.source
+	if src == nil {
+		switch {
+		case cfg.RobotsTxt == "":
+			src = SiteSource(e.client)
+		case strings.HasPrefix(cfg.RobotsTxt, "http://") || strings.HasPrefix(cfg.RobotsTxt, "https://"):
+			u, err := url.Parse(cfg.RobotsTxt)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("robots_guard: robots_txt: invalid URL %q", cfg.RobotsTxt)
+			}
+			src = URLSource(u, e.client)
+		default:
+			src = FileSource(cfg.RobotsTxt)
+		}
+	}
+	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), o.logger, o.observer)
+	return e, nil
+}
+
+// Middleware returns the net/http middleware of a new Enforcer: protecting a
+// handler takes three lines.
+//
+//	guard, err := middleware.Middleware(middleware.Config{})
+//	if err != nil { ... }
+//	http.ListenAndServe(":8080", guard(mux))
+func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, error) {
+	e, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return e.Handler, nil
+}
+
+// Config returns the configuration in force, defaults applied.
+func (e *Enforcer) Config() Config { return e.cfg }
+
+// Close releases idle connections of the robots.txt HTTP client. The
+// Enforcer stays usable.
+func (e *Enforcer) Close() error {
+	e.client.CloseIdleConnections()
+	return nil
+}
+
+func remoteAddr(r *http.Request) string { return r.RemoteAddr }
+
+// Decide decides what to do with one request; it does not write anything.
+// The steps: /robots.txt and the Enforcer's own fetches pass; the site's
+// robots.txt is looked up (fetched when needed); clients that are not bots
+// pass; the path is judged for the bot's group in the RFC 9309 view and in
+// the decoded view, and either one disallowing it denies it; an allowed path
+// is then subject to the group's Crawl-delay.
+func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
+	if ctx.Value(internalKey{}) != nil {
+		return e.done(req, Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun})
+	}
+	if isRobotsTxt(req.Target) {
+		return e.done(req, Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun})
+	}
+	info := e.classes.lookup(req.UserAgent)
+	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host), req.Origin)
+	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
+	if !info.bot && !info.specific(st.robots, req.UserAgent) {
+		return e.done(req, v)
+	}
+	agent := st.robots.Agent(req.UserAgent)
+	v.Bot = true
+	v.Group = agent.Group()
+	if st.unreachable && !e.allowUnrch {
+		v.Action, v.Reason = Deny, ReasonUnreachable
+		return e.done(req, v)
+	}
+	path, query := splitTarget(req.Target)
+	target := req.Target
+	if target == "" || target[0] != '/' {
+		target = path + query
+	}
+	d := agent.Decide(target)
+	v.CrawlDelay = d.CrawlDelay
+	if d.Exempt {
+		v.Reason = ReasonRobotsTxt
+		return e.done(req, v)
+	}
+	if !d.Allowed {
+		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
+		return e.done(req, v)
+	}
+	if dec, ok := decodedTarget(path, query); ok {
+		if d2 := agent.Decide(dec); !d2.Allowed && !d2.Exempt {
+			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
+			return e.done(req, v)
+		}
+	}
+	v.Reason = ReasonAllowed
+	if d.CrawlDelay > 0 {
+		k := limitKey{site: ent.site, group: v.Group}
+		if !e.byGroup {
+			k.ip = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+		}
+		if ok, wait := e.limits.allow(k, e.now().UnixNano(), d.CrawlDelay); !ok {
+			v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
+		}
+	}
+	return e.done(req, v)
+}
+
+// isRobotsTxt reports whether the path of target is /robots.txt.
+func isRobotsTxt(target string) bool {
+	const p = "/robots.txt"
+	if len(target) >= len(p) && target[:len(p)] == p {
+		return len(target) == len(p) || target[len(p)] == '?' || target[len(p)] == '#'
+	}
+	if target != "" && target[0] != '/' {
+		path, _ := splitTarget(target)
+		return path == p
+	}
+	return false
+}
+
+// done reports a verdict to the observer and the log, and returns it.
+func (e *Enforcer) done(req Request, v Verdict) Verdict {
+	if e.obs != nil {
+		e.obs.ObserveDecision(v.Site, v.Group, v.Action, v.Reason)
+	}
+	if v.Action == Allow {
+		return v
+	}
+	msg := "robots_guard: denied"
+	if v.Action == Throttle {
+		msg = "robots_guard: throttled"
+	}
+	if ce := e.log.Check(zapcore.InfoLevel, msg); ce != nil {
+		line := 0
+		if v.Rule != nil {
+			line = v.Rule.Line
+		}
+		ce.Write(
+			zap.String("site", v.Site),
+			zap.String("group", v.Group),
+			zap.String("reason", v.Reason.String()),
+			zap.Int("rule_line", line),
+			zap.Duration("retry_after", v.RetryAfter),
+			zap.String("client_ip", req.ClientIP),
+			zap.String("user_agent", req.UserAgent),
+			zap.String("target", req.Target),
+			zap.Bool("dry_run", v.DryRun),
+		)
+	}
+	return v
+}
+
+// Handler returns next wrapped by the Enforcer: allowed requests reach next,
+// denied ones get 403 and throttled ones 429 with Retry-After (or what
+// WithDenyHandler and WithThrottleHandler write). next also serves the
+// site's robots.txt to the default source.
+func (e *Enforcer) Handler(next http.Handler) http.Handler {
+	return &handler{e: e, next: next}
+}
+
+type handler struct {
+	e    *Enforcer
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e := h.e
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	v := e.Decide(r.Context(), Request{
+		Scheme:    scheme,
+		Host:      r.Host,
+		Target:    target,
+		UserAgent: userAgent(r.Header),
+		ClientIP:  e.clientIP(r),
+		Origin:    h.next,
+	})
+	switch {
+	case !v.Enforced():
+		h.next.ServeHTTP(w, r)
+	case v.Action == Deny:
+		e.deny(w, r, v)
+	default:
+		e.throttle(w, r, v)
+	}
+}
+
+// userAgent returns the User-Agent header; the key is canonical already, so
+// the map is read directly.
+func userAgent(h http.Header) string {
+	if v := h["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// writeVerdict is the default answer to a stopped request: the status,
+// Retry-After for Throttle, and the message as a text/plain body that no
+// cache may keep (the answer depends on the User-Agent).
+func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
+	h := w.Header()
+	h["Content-Type"] = e.hdrText
+	h["Cache-Control"] = e.hdrNoStore
+	h["X-Content-Type-Options"] = e.hdrNosniff
+	if v.Action == Throttle {
+		h["Retry-After"] = []string{strconv.FormatInt(v.RetryAfterSeconds(), 10)}
+	}
+	w.WriteHeader(v.StatusCode())
+	bp := e.bufs.Get().(*[]byte)
+	b := append(v.AppendMessage((*bp)[:0]), '\n')
+	_, _ = w.Write(b)
+	*bp = b
+	e.bufs.Put(bp)
+}

@@ -1,0 +1,603 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+const (
+	uaChrome  = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	uaGPTBot  = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+	uaGoogle  = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+	uaBing    = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+	uaAhrefs  = "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"
+	uaCurl    = "curl/8.5.0"
+	uaFooBot  = "FooAgent/1.0"
+	robotsTxt = `User-agent: *
+Disallow: /private/
+
+User-agent: GPTBot
+Disallow: /
+Allow: /public/
+
+User-agent: Googlebot
+Disallow: /nogoogle/
+
+User-agent: bingbot
+Crawl-delay: 10
+Disallow: /a/b
+`
+)
+
+// clock is an injected clock for tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// site returns a handler serving robots and "ok" elsewhere.
+func site(robots string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, robots) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func mustNew(t testing.TB, cfg Config, opts ...Option) *Enforcer {
+	t.Helper()
+	e, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func do(h http.Handler, ua, target string) *httptest.ResponseRecorder {
+	return doIP(h, ua, target, "192.0.2.1:1234")
+}
+
+func doIP(h http.Handler, ua, target, remote string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", "http://example.com"+target, nil)
+	req.RequestURI = target
+	req.RemoteAddr = remote
+	if ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestDecisions(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		ua, path string
+		code     int
+		body     string // substring of the body
+	}{
+		{"browser passes * disallow", Config{}, uaChrome, "/private/x", 200, "ok"},
+		{"unknown bot gets * rules", Config{}, uaAhrefs, "/private/x", 403, "line 2 for *"},
+		{"unknown bot allowed elsewhere", Config{}, uaAhrefs, "/open", 200, "ok"},
+		{"GPTBot disallowed with line", Config{}, uaGPTBot, "/anything", 403, "Disallowed by robots.txt line 5 for GPTBot"},
+		{"GPTBot allowed by longer Allow", Config{}, uaGPTBot, "/public/page", 200, "ok"},
+		{"own group overrides *", Config{}, uaGoogle, "/private/x", 200, "ok"},
+		{"own group disallow", Config{}, uaGoogle, "/nogoogle/x", 403, "line 9 for Googlebot"},
+		{"robots.txt always allowed", Config{}, uaGPTBot, "/robots.txt", 200, "User-agent"},
+		{"robots.txt with query", Config{}, uaGPTBot, "/robots.txt?x=1", 200, "User-agent"},
+		{"escaped slash", Config{}, uaBing, "/a%2Fb", 403, "(decoded path)"},
+		{"dot segments", Config{}, uaBing, "/x/../a/b", 403, "line 13 for bingbot"},
+		{"double slash", Config{}, uaBing, "//a/b", 403, "(decoded path)"},
+		{"encoded dot segments", Config{}, uaBing, "/x/%2E%2E/a/b", 403, "(decoded path)"},
+		{"unreserved escape RFC view", Config{}, uaGPTBot, "/%70ublic/x", 200, "ok"},
+		{"encoded private for *", Config{}, uaAhrefs, "/%70rivate/", 403, "Disallowed"},
+		{"dry run passes", Config{DryRun: true}, uaGPTBot, "/anything", 200, "ok"},
+		{"extra bot token", Config{Bots: []string{"fooagent"}}, uaFooBot, "/private/", 403, "for *"},
+		{"unknown token not a bot", Config{}, uaFooBot, "/private/", 200, "ok"},
+		{"tool passes by default", Config{}, uaCurl, "/private/", 200, "ok"},
+		{"tool bound when opted in", Config{HTTPToolsAreBots: true}, uaCurl, "/private/", 403, "for *"},
+		{"empty UA passes by default", Config{}, "", "/private/", 200, "ok"},
+		{"empty UA bound when opted in", Config{EmptyUserAgentIsBot: true}, "", "/private/", 403, "for *"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := mustNew(t, tt.cfg).Handler(site(robotsTxt))
+			rec := do(h, tt.ua, tt.path)
+			if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.body) {
+				t.Fatalf("got %d %q, want %d containing %q", rec.Code, rec.Body.String(), tt.code, tt.body)
+			}
+			if rec.Code == 403 {
+				if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+					t.Errorf("Content-Type = %q", ct)
+				}
+				if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {
+					t.Errorf("Cache-Control = %q", cc)
+				}
+			}
+		})
+	}
+}
+
+func TestGroupTokenMakesBot(t *testing.T) {
+	// FooAgent is unknown to every list, but the site names it.
+	h := mustNew(t, Config{}).Handler(site("User-agent: FooAgent\nDisallow: /\n"))
+	if rec := do(h, uaFooBot, "/x"); rec.Code != 403 {
+		t.Fatalf("FooBot: got %d", rec.Code)
+	}
+	if rec := do(h, uaChrome, "/x"); rec.Code != 200 {
+		t.Fatalf("browser: got %d", rec.Code)
+	}
+}
+
+func TestCrawlDelay(t *testing.T) {
+	clk := newClock()
+	e := mustNew(t, Config{}, WithClock(clk.Now))
+	h := e.Handler(site(robotsTxt))
+	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
+		t.Fatalf("first: %d", rec.Code)
+	}
+	clk.Add(3500 * time.Millisecond)
+	rec := do(h, uaBing, "/page")
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "7" {
+		t.Fatalf("second: %d Retry-After %q, want 429 and 7 (6.5s rounded up)", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	// A disallowed path answers 403 and spends nothing.
+	if rec := do(h, uaBing, "/a/b"); rec.Code != 403 {
+		t.Fatalf("disallowed: %d", rec.Code)
+	}
+	// Another address has its own budget; the same /64 shares one.
+	if rec := doIP(h, uaBing, "/page", "198.51.100.7:1"); rec.Code != 200 {
+		t.Fatalf("other IP: %d", rec.Code)
+	}
+	if rec := doIP(h, uaBing, "/page", "[2001:db8::1]:1"); rec.Code != 200 {
+		t.Fatalf("v6 first: %d", rec.Code)
+	}
+	if rec := doIP(h, uaBing, "/page", "[2001:db8::ffff]:1"); rec.Code != 429 {
+		t.Fatalf("same /64: %d", rec.Code)
+	}
+	clk.Add(6500 * time.Millisecond)
+	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
+		t.Fatalf("after the wait: %d", rec.Code)
+	}
+	// The throttle answer of Decide carries the real wait.
+	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/p", UserAgent: uaBing, ClientIP: "192.0.2.1", Origin: site(robotsTxt)})
+	if v.Action != Throttle || v.RetryAfter != 10*time.Second || v.RetryAfterSeconds() != 10 {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+func TestCrawlDelayKeyGroup(t *testing.T) {
+	clk := newClock()
+	h := mustNew(t, Config{CrawlDelayKey: KeyGroup}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	do(h, uaBing, "/p")
+	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
+		t.Fatalf("group key: other IP got %d", rec.Code)
+	}
+}
+
+func TestDryRunObserves(t *testing.T) {
+	obs := &countObserver{}
+	h := mustNew(t, Config{DryRun: true}, WithObserver(obs)).Handler(site(robotsTxt))
+	do(h, uaGPTBot, "/x")
+	do(h, uaChrome, "/x")
+	if got := obs.get("deny/disallowed"); got != 1 {
+		t.Fatalf("deny observed %d times, want 1; %v", got, obs.m)
+	}
+	if got := obs.get("allow/not_bot"); got != 1 {
+		t.Fatalf("not_bot observed %d times", got)
+	}
+	if got := obs.get("fetch/ok"); got != 1 {
+		t.Fatalf("fetch observed %d times", got)
+	}
+}
+
+type countObserver struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (o *countObserver) inc(k string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]int{}
+	}
+	o.m[k]++
+}
+func (o *countObserver) get(k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m[k]
+}
+func (o *countObserver) ObserveDecision(site, group string, a Action, r Reason) {
+	o.inc(a.String() + "/" + r.String())
+}
+func (o *countObserver) ObserveFetch(site string, out FetchOutcome) { o.inc("fetch/" + out.String()) }
+
+// statusSite serves robots.txt with the given handler.
+func statusSite(f http.HandlerFunc) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", f)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func redirectChain(n int, final string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var hop int
+		fmt.Sscanf(r.URL.Query().Get("hop"), "%d", &hop)
+		if hop < n {
+			http.Redirect(w, r, fmt.Sprintf("/robots.txt?hop=%d", hop+1), http.StatusMovedPermanently)
+			return
+		}
+		io.WriteString(w, final)
+	}
+}
+
+func TestStatusHandling(t *testing.T) {
+	big := strings.Repeat("# padding\n", 52000) + "User-agent: *\nDisallow: /late/\n" // rule after 500 KiB
+	tests := []struct {
+		name   string
+		cfg    Config
+		robots http.HandlerFunc
+		path   string
+		code   int
+	}{
+		{"2xx parsed", Config{}, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\nDisallow: /x\n") }, "/x", 403},
+		{"404 allows all", Config{}, http.NotFound, "/x", 200},
+		{"403 allows all", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, "/x", 200},
+		{"500 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, "/x", 403},
+		{"503 allow when configured", Config{OnUnreachable: UnreachableAllow}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
+		{"429 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, "/x", 403},
+		{"panic disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { panic("boom") }, "/x", 403},
+		{"3 redirects followed", Config{}, redirectChain(3, "User-agent: *\nDisallow: /x\n"), "/x", 403},
+		{"5 redirects followed", Config{}, redirectChain(5, "User-agent: *\nDisallow: /x\n"), "/x", 403},
+		{"6 redirects: unavailable", Config{}, redirectChain(6, "User-agent: *\nDisallow: /x\n"), "/x", 200},
+		{"redirect without Location", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(302) }, "/x", 200},
+		{"huge body truncated", Config{}, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, "/late/x", 200},
+		{"garbage", Config{}, func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte("\x00\xff<html>Disallow /x</html>\x89PNG"))
+		}, "/x", 200},
+		{"html page with rules", Config{}, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "<html>\nUser-agent: *\nDisallow: /x\n</html>")
+		}, "/x", 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := mustNew(t, tt.cfg).Handler(statusSite(tt.robots))
+			if rec := do(h, uaAhrefs, tt.path); rec.Code != tt.code {
+				t.Fatalf("got %d, want %d (%s)", rec.Code, tt.code, rec.Body.String())
+			}
+		})
+	}
+}
+
+func TestFetchTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		h := mustNew(t, Config{FetchTimeout: Duration(2 * time.Second)}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			<-release // hangs, ignoring the context
+		}))
+		start := time.Now()
+		if rec := do(h, uaAhrefs, "/x"); rec.Code != 403 {
+			t.Fatalf("bot during hanging fetch: %d", rec.Code)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("waited %s, want the 2s timeout", d)
+		}
+		// Later requests do not wait, and no second fetch starts.
+		start = time.Now()
+		for range 10 {
+			if rec := do(h, uaChrome, "/x"); rec.Code != 200 {
+				t.Fatalf("browser: %d", rec.Code)
+			}
+		}
+		time.Sleep(5 * time.Minute) // fake time: a retry is due
+		do(h, uaAhrefs, "/x")
+		if time.Since(start) != 5*time.Minute {
+			t.Fatal("requests waited for the hanging fetch")
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("%d fetches ran at once, want 1", n)
+		}
+		close(release)
+		synctest.Wait()
+	})
+}
+
+func TestRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		body, status := "User-agent: *\nDisallow: /old\n", 200
+		set := func(b string, s int) { mu.Lock(); body, status = b, s; mu.Unlock() }
+		var fetches atomic.Int32
+		h := mustNew(t, Config{Refresh: Duration(time.Hour)}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+			fetches.Add(1)
+			mu.Lock()
+			defer mu.Unlock()
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}))
+		check := func(path string, want int) {
+			t.Helper()
+			if rec := do(h, uaAhrefs, path); rec.Code != want {
+				t.Fatalf("%s: got %d, want %d", path, rec.Code, want)
+			}
+		}
+		check("/old", 403)
+		set("User-agent: *\nDisallow: /new\n", 200)
+		time.Sleep(59 * time.Minute)
+		check("/old", 403) // still cached
+		time.Sleep(2 * time.Minute)
+		check("/old", 403) // stale copy served while the refresh runs
+		synctest.Wait()
+		check("/old", 200)
+		check("/new", 403)
+		// The origin fails: the last good copy is kept.
+		set("", 500)
+		time.Sleep(61 * time.Minute)
+		check("/new", 403)
+		synctest.Wait()
+		check("/new", 403)
+		check("/old", 200)
+		if n := fetches.Load(); n != 3 {
+			t.Fatalf("%d fetches, want 3", n)
+		}
+	})
+}
+
+func TestSingleFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		gate := make(chan struct{})
+		h := mustNew(t, Config{}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			<-gate
+			io.WriteString(w, "User-agent: *\nDisallow: /x\n")
+		}))
+		var wg sync.WaitGroup
+		codes := make([]int, 100)
+		for i := range 100 {
+			wg.Go(func() { codes[i] = do(h, uaAhrefs, "/x").Code })
+		}
+		synctest.Wait() // all 100 requests wait on the one fetch
+		close(gate)
+		wg.Wait()
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("%d fetches for 100 concurrent requests, want 1", n)
+		}
+		for i, c := range codes {
+			if c != 403 {
+				t.Fatalf("request %d: %d", i, c)
+			}
+		}
+	})
+}
+
+func TestSources(t *testing.T) {
+	rules := "User-agent: *\nDisallow: /x\n"
+	srv := httptest.NewServer(redirectChain(2, rules))
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "robots.txt")
+	if err := os.WriteFile(file, []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		opts []Option
+		code int
+	}{
+		{"url with redirects", Config{RobotsTxt: srv.URL + "/robots.txt"}, nil, 403},
+		{"url 404", Config{RobotsTxt: srv.URL + "/nothing"}, nil, 403}, // the chain handler serves every path
+		{"file", Config{RobotsTxt: file}, nil, 403},
+		{"missing file", Config{RobotsTxt: filepath.Join(dir, "none")}, nil, 200},
+		{"bytes", Config{}, []Option{WithSource(BytesSource([]byte(rules)))}, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustNew(t, tt.cfg, tt.opts...)
+			defer e.Close()
+			if rec := do(e.Handler(site("")), uaAhrefs, "/x"); rec.Code != tt.code {
+				t.Fatalf("got %d, want %d", rec.Code, tt.code)
+			}
+		})
+	}
+}
+
+func TestURLSourceStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/500":
+			w.WriteHeader(500)
+		case "/big":
+			io.WriteString(w, strings.Repeat("x", 600000)+"\nUser-agent: *\nDisallow: /x\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for path, want := range map[string]int{"/500": 403, "/404": 200, "/big": 200} {
+		e := mustNew(t, Config{RobotsTxt: srv.URL + path})
+		if rec := do(e.Handler(site("")), uaAhrefs, "/x"); rec.Code != want {
+			t.Errorf("%s: got %d, want %d", path, rec.Code, want)
+		}
+		e.Close()
+	}
+}
+
+func TestVirtualFetchIsPrivate(t *testing.T) {
+	var seen http.Header
+	var internal bool
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			seen = r.Header.Clone()
+			internal = IsInternalFetch(r.Context())
+			w.Header().Set("Set-Cookie", "secret=1")
+			io.WriteString(w, "User-agent: *\nDisallow: /\n")
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	h := mustNew(t, Config{}).Handler(origin)
+	req := httptest.NewRequest("GET", "/page", nil)
+	req.Header.Set("User-Agent", uaAhrefs)
+	req.Header.Set("Cookie", "session=abc")
+	req.Header.Set("Authorization", "Bearer x")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Fatalf("got %d", rec.Code)
+	}
+	if seen.Get("Cookie") != "" || seen.Get("Authorization") != "" || strings.Contains(seen.Get("User-Agent"), "Ahrefs") {
+		t.Fatalf("client headers leaked into the fetch: %v", seen)
+	}
+	if rec.Header().Get("Set-Cookie") != "" {
+		t.Fatal("fetch headers leaked into the answer")
+	}
+	if !internal {
+		t.Fatal("fetch context not marked internal")
+	}
+}
+
+func TestSiteCacheCap(t *testing.T) {
+	e := mustNew(t, Config{MaxSites: 2})
+	h := e.Handler(site(robotsTxt))
+	for _, host := range []string{"a.example", "B.example", "c.example:8080", "b.example"} {
+		req := httptest.NewRequest("GET", "http://"+host+"/x", nil)
+		req.Header.Set("User-Agent", uaAhrefs)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if n := e.sites.lru.Len(); n != 2 {
+		t.Fatalf("%d sites cached, want 2", n)
+	}
+	if _, ok := e.sites.lru.Peek(siteKey{host: "b.example"}); !ok {
+		t.Fatal("host not lower-cased in the key")
+	}
+}
+
+func TestLimiterCap(t *testing.T) {
+	l := newLimiter(3)
+	now := int64(1e12)
+	key := func(i int) limitKey { return limitKey{site: "s", group: "g", ip: [16]byte{byte(i)}} }
+	l.allow(key(1), now, time.Second)
+	l.allow(key(2), now, time.Hour)
+	l.allow(key(3), now, time.Hour)
+	now += int64(2 * time.Second) // key 1 expired
+	l.allow(key(4), now, time.Hour)
+	if _, ok := l.tats[key(1)]; ok || l.len() != 3 {
+		t.Fatalf("expired key not evicted first: %v", l.tats)
+	}
+	l.allow(key(5), now, time.Hour) // none expired: one arbitrary key goes
+	if l.len() != 3 {
+		t.Fatalf("len %d, want 3", l.len())
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Refresh: Duration(48 * time.Hour)}, "robots_guard: refresh: must be at most 24h, got 48h0m0s"},
+		{Config{Refresh: -1}, "robots_guard: refresh:"},
+		{Config{FetchTimeout: Duration(time.Hour)}, "robots_guard: fetch_timeout:"},
+		{Config{OnUnreachable: "maybe"}, "robots_guard: on_unreachable:"},
+		{Config{CrawlDelayKey: "ua"}, "robots_guard: crawl_delay_key:"},
+		{Config{IPv4Prefix: 33}, "robots_guard: ipv4_prefix:"},
+		{Config{IPv6Prefix: -1}, "robots_guard: ipv6_prefix:"},
+		{Config{MaxKeys: -1}, "robots_guard: max_keys:"},
+		{Config{MaxSites: -1}, "robots_guard: max_sites:"},
+		{Config{UACacheSize: -1}, "robots_guard: ua_cache_size:"},
+		{Config{Bots: []string{"ok", " "}}, "robots_guard: bots[1]:"},
+		{Config{RobotsTxt: "http://"}, "robots_guard: robots_txt:"},
+	}
+	for _, tt := range tests {
+		_, err := New(tt.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+	if _, err := Middleware(Config{Refresh: Duration(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	var c Config
+	if err := jsonUnmarshal(`{"refresh":"15m","fetch_timeout":2000000000,"dry_run":true}`, &c); err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(c.Refresh) != 15*time.Minute || time.Duration(c.FetchTimeout) != 2*time.Second || !c.DryRun {
+		t.Fatalf("%+v", c)
+	}
+	if err := jsonUnmarshal(`{"refresh":"soon"}`, &c); err == nil {
+		t.Fatal("bad duration accepted")
+	}
+}
+
+func TestCustomResponders(t *testing.T) {
+	clk := newClock()
+	h := mustNew(t, Config{}, WithClock(clk.Now),
+		WithDenyHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(451) }),
+		WithThrottleHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(503) }),
+	).Handler(site(robotsTxt))
+	if c := do(h, uaGPTBot, "/x").Code; c != 451 {
+		t.Fatalf("deny: %d", c)
+	}
+	do(h, uaBing, "/p")
+	if c := do(h, uaBing, "/p").Code; c != 503 {
+		t.Fatalf("throttle: %d", c)
+	}
+}
+
+func TestDecodedTarget(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/a/b", ""},
+		{"/a%2Fb", "/a/b"},
+		{"/x/../a/b", "/a/b"},
+		{"//a//b/", "/a/b/"},
+		{"/a/./b/.", "/a/b/"},
+		{"/../../a", "/a"},
+		{"/%2e%2e/a?q=%2F", "/a?q=%2F"},
+		{"/a%253F", "/a%253F"},
+		{"/a%3Fb", "/a%3Fb"},
+		{"/a\\b", "/a/b"},
+	}
+	for _, tt := range tests {
+		p, q := splitTarget(tt.in)
+		got, ok := decodedTarget(p, q)
+		if !ok {
+			got = ""
+		}
+		if got != tt.want {
+			t.Errorf("decodedTarget(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package middleware
+
+import (
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Option configures what a Config cannot express: code and live objects.
+type Option func(*options)
+
+type options struct {
+	logger    *zap.Logger
+	now       func() time.Time
+	clientIP  func(*http.Request) string
+	source    Source
+	observer  Observer
+	deny      ResponseFunc
+	throttle  ResponseFunc
+	transport http.RoundTripper
+}
+
+// ResponseFunc writes the answer to a request the Enforcer stopped. The
+// default writes the status, Retry-After for Throttle, and Verdict.Message
+// as a short text/plain body marked no-store.
+type ResponseFunc func(w http.ResponseWriter, r *http.Request, v Verdict)
+
+// Observer receives one call per decision and per robots.txt fetch, for
+// metrics. Every argument is a bounded label: no client address, User-Agent
+// or path is passed. Implementations must be safe for concurrent use and
+// fast; they run on the request path.
+type Observer interface {
+	// ObserveDecision is called once per decided request. site is empty for
+	// requests exempt before the site is looked up (/robots.txt, internal
+	// fetches).
+	ObserveDecision(site, group string, action Action, reason Reason)
+	// ObserveFetch is called once per robots.txt fetch.
+	ObserveFetch(site string, outcome FetchOutcome)
+}
+
+// WithLogger sets the logger. Default: no logging. Denials and throttles are
+// logged at Info level, sampled (see the package documentation); fetch
+// failures are logged at Warn level.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithClock sets the function that tells the time, for tests. Default
+// time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
+}
+
+// WithClientIP sets how Handler finds the client's address. The default uses
+// http.Request.RemoteAddr, the TCP peer. Behind a reverse proxy or CDN pair
+// it with an extractor that trusts X-Forwarded-For only from known proxy
+// addresses: reading that header blindly lets any client choose its
+// Crawl-delay key. The function returns "ip" or "ip:port".
+func WithClientIP(f func(*http.Request) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.clientIP = f
+		}
+	}
+}
+
+// WithSource sets where robots.txt files come from, overriding
+// Config.RobotsTxt. See SiteSource, URLSource, FileSource and BytesSource.
+func WithSource(s Source) Option {
+	return func(o *options) {
+		if s != nil {
+			o.source = s
+		}
+	}
+}
+
+// WithObserver sets the metrics observer. Default: none.
+func WithObserver(obs Observer) Option {
+	return func(o *options) { o.observer = obs }
+}
+
+// WithDenyHandler replaces the default 403 answer of Handler.
+func WithDenyHandler(f ResponseFunc) Option {
+	return func(o *options) { o.deny = f }
+}
+
+// WithThrottleHandler replaces the default 429 answer of Handler. A
+// replacement should set Retry-After from Verdict.RetryAfterSeconds.
+func WithThrottleHandler(f ResponseFunc) Option {
+	return func(o *options) { o.throttle = f }
+}
+
+// WithTransport sets the RoundTripper of the HTTP client used for robots.txt
+// URLs (the URL source, and cross-site redirects of the default source).
+// Default: a dedicated http.Transport.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(o *options) { o.transport = rt }
+}

@@ -1,0 +1,195 @@
+package middleware
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/robotsguard/robotsguard/policy"
+)
+
+// Request is what the Enforcer needs to know about one HTTP request. The
+// net/http Handler fills it from the *http.Request; the Caddy module fills it
+// from what Caddy knows (the original URI before rewrites, the client_ip
+// variable, the server as Origin).
+type Request struct {
+	// Scheme is "http" or "https"; empty means "http".
+	Scheme string
+	// Host is the Host header of the request, port included when present.
+	// Together with Scheme it names the site whose robots.txt applies.
+	Host string
+	// Target is the request-target as the client sent it, before any
+	// rewrite: the escaped path plus "?query" when a query is present.
+	// Empty means "/".
+	Target string
+	// UserAgent is the User-Agent header.
+	UserAgent string
+	// ClientIP is the client's address, "ip" or "ip:port", as resolved by a
+	// trusted-proxy aware layer. It is parsed only when a Crawl-delay
+	// applies.
+	ClientIP string
+	// Origin is the handler that serves the site. The default robots.txt
+	// source sends it a virtual GET /robots.txt. It may be nil when another
+	// source is configured.
+	Origin http.Handler
+}
+
+// Action is what the Enforcer decided to do with a request.
+type Action uint8
+
+// The three actions.
+const (
+	// Allow passes the request to the next handler.
+	Allow Action = iota
+	// Deny answers 403 Forbidden: robots.txt disallows the path for the bot.
+	Deny
+	// Throttle answers 429 Too Many Requests with Retry-After: the bot is
+	// faster than its group's Crawl-delay.
+	Throttle
+)
+
+// String returns "allow", "deny" or "throttle", usable as a metric label.
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Deny:
+		return "deny"
+	case Throttle:
+		return "throttle"
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Reason says why an Action was chosen. Its string forms are a small fixed
+// set, usable as a metric label.
+type Reason uint8
+
+// The reasons of a Verdict.
+const (
+	// ReasonNotBot: the client is not classified as a bot.
+	ReasonNotBot Reason = iota
+	// ReasonRobotsTxt: the request is for /robots.txt, always allowed.
+	ReasonRobotsTxt
+	// ReasonInternal: the request is the Enforcer's own robots.txt fetch.
+	ReasonInternal
+	// ReasonAllowed: robots.txt allows the path for the bot.
+	ReasonAllowed
+	// ReasonDisallowed: robots.txt disallows the path as sent.
+	ReasonDisallowed
+	// ReasonDisallowedDecoded: robots.txt disallows the decoded view of the
+	// path (percent-decoded, dot-segments removed, slashes collapsed).
+	ReasonDisallowedDecoded
+	// ReasonUnreachable: the site's robots.txt is unreachable and
+	// on_unreachable is "disallow".
+	ReasonUnreachable
+	// ReasonCrawlDelay: the bot is faster than its group's Crawl-delay.
+	ReasonCrawlDelay
+)
+
+var reasonNames = [...]string{
+	ReasonNotBot:            "not_bot",
+	ReasonRobotsTxt:         "robots_txt",
+	ReasonInternal:          "internal_fetch",
+	ReasonAllowed:           "allowed",
+	ReasonDisallowed:        "disallowed",
+	ReasonDisallowedDecoded: "disallowed_decoded",
+	ReasonUnreachable:       "unreachable",
+	ReasonCrawlDelay:        "crawl_delay",
+}
+
+// String returns the reason in snake_case, e.g. "disallowed".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Verdict is the Enforcer's decision for one request.
+type Verdict struct {
+	// Action is what the rules ask for. In dry-run mode it is still the
+	// decided action; see Enforced.
+	Action Action
+	// Reason says why.
+	Reason Reason
+	// DryRun reports that the Enforcer is in dry-run mode: the request must
+	// pass whatever Action says.
+	DryRun bool
+	// Bot reports whether the client was classified as a bot.
+	Bot bool
+	// Site is the scheme and host whose robots.txt applied, e.g.
+	// "https://example.com"; empty for exempt requests.
+	Site string
+	// Group is the user-agent token of the applied group as written in
+	// robots.txt, "*" for the global group, "" when none applies.
+	Group string
+	// Rule is the deciding Disallow line for Deny verdicts with
+	// ReasonDisallowed or ReasonDisallowedDecoded; nil otherwise. It must not
+	// be modified.
+	Rule *policy.Rule
+	// CrawlDelay is the Crawl-delay of the applied group, 0 when none.
+	CrawlDelay time.Duration
+	// RetryAfter is the real remaining wait of a Throttle verdict.
+	RetryAfter time.Duration
+}
+
+// Enforced reports whether the request must be stopped: the action is Deny
+// or Throttle and the Enforcer is not in dry-run mode.
+func (v Verdict) Enforced() bool { return v.Action != Allow && !v.DryRun }
+
+// StatusCode returns the HTTP status of the verdict: 403 for Deny, 429 for
+// Throttle and 200 for Allow.
+func (v Verdict) StatusCode() int {
+	switch v.Action {
+	case Deny:
+		return http.StatusForbidden
+	case Throttle:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusOK
+}
+
+// RetryAfterSeconds returns RetryAfter rounded up to whole seconds, the value
+// of the Retry-After header of a Throttle verdict. It is at least 1 for a
+// Throttle verdict.
+func (v Verdict) RetryAfterSeconds() int64 {
+	s := int64((v.RetryAfter + time.Second - 1) / time.Second)
+	if s < 1 && v.Action == Throttle {
+		s = 1
+	}
+	return s
+}
+
+// Message returns the short text explaining a Deny or Throttle verdict, e.g.
+// "Disallowed by robots.txt line 12 for GPTBot".
+func (v Verdict) Message() string { return string(v.AppendMessage(nil)) }
+
+// AppendMessage appends Message to b; it lets callers avoid an allocation.
+func (v Verdict) AppendMessage(b []byte) []byte {
+	switch v.Action {
+	case Deny:
+		if v.Reason == ReasonUnreachable {
+			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
+		}
+		b = append(b, "Disallowed by robots.txt"...)
+		if v.Rule != nil {
+			b = append(b, " line "...)
+			b = strconv.AppendInt(b, int64(v.Rule.Line), 10)
+		}
+		b = append(b, " for "...)
+		b = append(b, v.Group...)
+		if v.Reason == ReasonDisallowedDecoded {
+			b = append(b, " (decoded path)"...)
+		}
+	case Throttle:
+		b = append(b, "Crawl-delay of robots.txt for "...)
+		b = append(b, v.Group...)
+		b = append(b, " exceeded: retry after "...)
+		b = strconv.AppendInt(b, v.RetryAfterSeconds(), 10)
+		b = append(b, " s"...)
+	default:
+		b = append(b, "Allowed"...)
+	}
+	return b
+}
