@@ -54,7 +54,16 @@ type tokenTable struct {
 	maxLen int
 	lens   uint64 // bit n set: some token has length n (n < 64)
 	long   bool   // some token is 64 bytes or longer
-	first  [4]uint64
+	filter [1 << filterBits / 64]uint64
+}
+
+// filterBits sizes tokenTable.filter, a one-hash Bloom filter over (first
+// byte, last byte, length) of the tokens: words of a browser's header
+// almost never pass it, so they are never hashed in full.
+const filterBits = 10
+
+func filterBit(first, last byte, n int) uint32 {
+	return (uint32(lower(first))<<16 | uint32(lower(last))<<8 | uint32(n&0xff)) * 0x9E3779B1 >> (32 - filterBits)
 }
 
 type tokenSlot struct {
@@ -102,7 +111,8 @@ func (t *tokenTable) build(merged []mergedGroup, global int32) {
 		} else {
 			t.long = true
 		}
-		t.first[tok[0]>>6] |= 1 << (tok[0] & 63)
+		b := filterBit(tok[0], tok[len(tok)-1], len(tok))
+		t.filter[b>>6] |= 1 << (b & 63)
 	}
 }
 
@@ -133,80 +143,113 @@ func equalLower(s, l string) bool {
 // a whole word (SEMANTICS.md §5): items holding "://" or "@" are skipped; a
 // token must not follow [a-z0-9_.-] nor precede [a-z0-9_.], and may precede
 // '-' (the hyphen fallback). fn receives the group and the token length.
+//
+// The header is read once: the tokens found in an item are held back until
+// the item ends, and dropped if it turns out to be a URL or an e-mail.
 func (t *tokenTable) scanTokens(ua string, fn func(group int32, n int)) {
 	if t.maxLen == 0 {
 		return
 	}
-	i := 0
-	for i < len(ua) {
-		if charClass[ua[i]]&classItemSep != 0 {
+	var held [4]tokenHit
+	nh := 0
+	lost := false // more hits in this item than held has room for
+	item := 0     // start of the current item
+	skip := false
+	flush := func(end int) {
+		switch {
+		case skip:
+		case lost:
+			t.scanItem(ua, item, end, fn)
+		default:
+			for _, h := range held[:nh] {
+				fn(h.group, h.n)
+			}
+		}
+		nh, lost, skip = 0, false, false
+	}
+	hold := func(group int32, n int) {
+		if nh == len(held) {
+			lost = true
+			return
+		}
+		held[nh] = tokenHit{group, n}
+		nh++
+	}
+	for i := 0; i < len(ua); {
+		c := ua[i]
+		cl := charClass[c]
+		if cl&classItemSep != 0 {
+			if i > item {
+				flush(i)
+			}
+			i++
+			item = i
+			continue
+		}
+		if cl&classToken == 0 || i > item && charClass[ua[i-1]]&classWordPrev != 0 {
+			if c == '@' || c == ':' && i+2 < len(ua) && ua[i+1] == '/' && ua[i+2] == '/' {
+				skip = true
+			}
 			i++
 			continue
 		}
-		end := i
-		skip := false
-		for end < len(ua) && charClass[ua[end]]&classItemSep == 0 {
-			switch ua[end] {
-			case '@':
-				skip = true
-			case ':':
-				if end+2 < len(ua) && ua[end+1] == '/' && ua[end+2] == '/' {
-					skip = true
-				}
-			}
-			end++
+		if skip {
+			i++
+			continue
 		}
-		if !skip {
-			t.scanItem(ua, i, end, fn)
-		}
-		i = end
+		e := t.scanWord(ua, i, len(ua), hold)
+		i = e
 	}
+	if len(ua) > item {
+		flush(len(ua))
+	}
+}
+
+// tokenHit is a group token found in a header.
+type tokenHit struct {
+	group int32
+	n     int
 }
 
 // scanItem scans ua[lo:hi], one header item, for group tokens.
 func (t *tokenTable) scanItem(ua string, lo, hi int, fn func(group int32, n int)) {
 	for j := lo; j < hi; {
 		c := ua[j]
-		if charClass[c]&classToken == 0 {
+		if charClass[c]&classToken == 0 || j > lo && charClass[ua[j-1]]&classWordPrev != 0 {
 			j++
 			continue
 		}
-		if j > lo && charClass[ua[j-1]]&classWordPrev != 0 {
-			// Inside a word (e.g. after '.'): no token may start here.
-			j++
-			continue
-		}
-		// ua[j:e] is a run of token bytes starting a word.
-		e := j
-		lc := lower(c)
-		if t.first[lc>>6]&(1<<(lc&63)) == 0 {
-			for e < hi && charClass[ua[e]]&classToken != 0 {
-				e++
-			}
-			j = e
-			continue
-		}
-		h := uint64(fnvOffset)
-		for ; e < hi && charClass[ua[e]]&classToken != 0; e++ {
-			n := e - j
-			if ua[e] == '-' && n > 0 && n <= t.maxLen {
-				t.candidate(ua[j:e], h, fn)
-			}
-			if n < t.maxLen {
-				h = (h ^ uint64(lower(ua[e]))) * fnvPrime
-			}
-		}
-		if n := e - j; n <= t.maxLen && (e == hi || charClass[ua[e]]&classWordNext == 0) {
-			t.candidate(ua[j:e], h, fn)
-		}
-		j = e
+		j = t.scanWord(ua, j, hi, fn)
 	}
 }
 
-func (t *tokenTable) candidate(s string, h uint64, fn func(group int32, n int)) {
+// scanWord reads the run of token bytes that starts a word at ua[j], up to
+// hi, reports the group tokens among the word and its parts before each
+// '-', and returns the end of the run.
+func (t *tokenTable) scanWord(ua string, j, hi int, fn func(group int32, n int)) int {
+	e := j
+	for ; e < hi && charClass[ua[e]]&classToken != 0; e++ {
+		if ua[e] == '-' && e > j {
+			t.candidate(ua[j:e], fn)
+		}
+	}
+	if e == hi || charClass[ua[e]]&classWordNext == 0 {
+		t.candidate(ua[j:e], fn)
+	}
+	return e
+}
+
+func (t *tokenTable) candidate(s string, fn func(group int32, n int)) {
 	n := len(s)
-	if n < 64 && t.lens&(1<<n) == 0 || n >= 64 && !t.long {
+	if n > t.maxLen || n < 64 && t.lens&(1<<n) == 0 || n >= 64 && !t.long {
 		return
+	}
+	if b := filterBit(s[0], s[n-1], n); t.filter[b>>6]&(1<<(b&63)) == 0 {
+		return
+	}
+	h := uint64(fnvOffset)
+	for i := 0; i < n; i++ {
+		h = (h ^ uint64(lower(s[i]))) * fnvPrime
 	}
 	if g := t.lookup(s, h); g >= 0 {
 		fn(g, n)

@@ -1,15 +1,17 @@
 package policy
 
+import (
+	"bytes"
+	"strings"
+)
+
 // requestPath returns the part of a request target that rules are matched
 // against (SEMANTICS.md §6): the path and query, without a fragment and,
 // for an absolute URL, without scheme and authority. It never allocates;
 // the caller prepends '/' when needsSlash is set.
 func requestPath(target string) (p string, needsSlash bool) {
-	for i := 0; i < len(target); i++ {
-		if target[i] == '#' {
-			target = target[:i]
-			break
-		}
+	if i := strings.IndexByte(target, '#'); i >= 0 {
+		target = target[:i]
 	}
 	if target != "" && target[0] != '/' && target[0] != '?' {
 		if i := schemeEnd(target); i > 0 {
@@ -52,13 +54,14 @@ func canonicalTarget(dst []byte, target string) ([]byte, int) {
 	if slash {
 		dst = append(dst, '/')
 	}
-	dst = appendNormalized(dst, p, true)
-	pathLen := len(dst)
-	for i, c := range dst {
-		if c == '?' {
-			pathLen = i
-			break
-		}
+	if isCanonical(p) {
+		dst = append(dst, p...)
+	} else {
+		dst = appendNormalized(dst, p, true)
+	}
+	pathLen := bytes.IndexByte(dst, '?')
+	if pathLen < 0 {
+		pathLen = len(dst)
 	}
 	return dst, pathLen
 }
@@ -123,12 +126,7 @@ func (a Agent) Decide(target string) Decision {
 
 // match runs the matcher of rule set si over the canonical target in sc.
 func (r *Robots) match(si int32, sc *scratch, res *result) {
-	set := r.sets[si]
-	if set.hasStar {
-		r.m.nfa(r.rules, set.root, sc.target, res, sc)
-	} else {
-		r.m.walk(r.rules, set.root, sc.target, res)
-	}
+	r.m.match(r.rules, r.sets[si].root, sc.target, res, false)
 }
 
 // verdict fills Allowed and Rule from the matching rules.

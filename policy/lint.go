@@ -5,8 +5,13 @@ import (
 	"sort"
 )
 
-// maxOrderFindings caps the match-order findings reported per rule set.
-const maxOrderFindings = 20
+// maxOrderFindings caps the match-order findings reported per rule set, and
+// maxOrderProbes the distinct example targets tried per rule set, which
+// bounds Lint's work on huge files.
+const (
+	maxOrderFindings = 20
+	maxOrderProbes   = 5000
+)
 
 // Lint returns diagnostics for the file, sorted by line: lines that are
 // ignored or misread (unknown directives, accepted typos and key prefixes,
@@ -19,12 +24,13 @@ const maxOrderFindings = 20
 func (r *Robots) Lint() []Diagnostic {
 	out := append([]Diagnostic(nil), r.diags...)
 	done := make(map[int32]bool)
+	seen := make(map[[2]int32]bool) // pairs already reported, across rule sets
 	for _, m := range r.merged {
 		if done[m.set] {
 			continue
 		}
 		done[m.set] = true
-		out = append(out, r.lintOrder(m)...)
+		out = append(out, r.lintOrder(m, seen)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
@@ -34,13 +40,14 @@ func (r *Robots) Lint() []Diagnostic {
 // first-match readings of the rules of m. For every rule it tries the
 // shortest target the rule matches, so every finding is backed by a real
 // example; pairs that only conflict on longer targets may be missed.
-func (r *Robots) lintOrder(m mergedGroup) []Diagnostic {
+func (r *Robots) lintOrder(m mergedGroup, seen map[[2]int32]bool) []Diagnostic {
 	var out []Diagnostic
-	seen := make(map[[2]int32]bool)
+	probed := make(map[string]bool)
 	extra := 0
 	sc := r.scratch.Get().(*scratch)
 	defer r.scratch.Put(sc)
 	var buf []byte
+groups:
 	for _, fg := range m.fgs {
 		g := r.groups[fg]
 		for ri := g.ruleLo; ri < g.ruleHi; ri++ {
@@ -49,13 +56,24 @@ func (r *Robots) lintOrder(m mergedGroup) []Diagnostic {
 				continue
 			}
 			var segs [][]byte
-			segs, _, buf = canonicalPattern(buf, p)
+			segs, _, buf = canonicalPattern(buf, p, nil, nil)
 			sc.target = sc.target[:0]
 			for _, s := range segs {
 				sc.target = append(sc.target, s...)
 			}
+			if probed[string(sc.target)] {
+				continue
+			}
+			if len(probed) == maxOrderProbes {
+				out = append(out, Diagnostic{
+					Line: r.rules[ri].Line, Severity: Info, Code: "match-order",
+					Message: fmt.Sprintf("match-order check stopped after %d distinct rules of the group of %q", maxOrderProbes, m.name),
+				})
+				break groups
+			}
+			probed[string(sc.target)] = true
 			res := newResult()
-			r.match(m.set, sc, &res)
+			r.m.match(r.rules, r.sets[m.set].root, sc.target, &res, true)
 			d := Decision{Allowed: true}
 			r.verdict(&res, &d)
 			if res.first < 0 || d.Rule == nil {

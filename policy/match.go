@@ -2,59 +2,135 @@ package policy
 
 import (
 	"bytes"
+	"math/bits"
+	"slices"
 	"sort"
 )
 
-// Patterns are compiled into one radix trie per rule set, with '*' as a
-// special edge. Matching a target runs the trie as a Thompson NFA: the set
-// of live positions advances one target byte at a time, so the work is
-// linear in the target length for a given file, whatever the patterns,
-// and there is no backtracking. A trie without '*' is walked as a plain
-// deterministic trie. Patterns that share prefixes are matched once.
+// Patterns are compiled into one radix trie per rule set. A pattern
+// without '*' ends at a trie node. A pattern with '*' is split at its
+// first '*': the literal head is a trie path and the rest (literal
+// segments, each preceded by a '*', and an optional '$') hangs off the node
+// where the head ends, in a list sorted best first.
+//
+// Matching walks the trie once along the target (one deterministic path,
+// linear in the target length), collecting the rules that end on the path.
+// Then, for the wildcard lists met on the way, each pattern's remaining
+// segments are searched for left to right, each at its leftmost occurrence
+// after the previous one. Leftmost placement is always optimal for
+// patterns whose only operator is '*', so one pass per pattern decides it
+// without backtracking: the work is linear in the target length for every
+// pattern. Lists are sorted by the verdict order (priority, then Allow,
+// then file order), so a list is abandoned as soon as none of its
+// remaining patterns could change the verdict, and a 128-bit byte filter
+// skips patterns that need a byte the target does not have.
 
 // node is a compiled trie node: a literal label, then a branch point.
 type node struct {
 	lab0, lab1 int32 // label = matcher.lab[lab0:lab1]
-	slot       int32 // first of the node's len(label)+1 dedup slots
 	kid0, kid1 int32 // children in matcher.kids / matcher.kidb, sorted by first byte
-	star       int32 // child through '*', or -1
-	isStar     bool  // the node was entered through '*' (it loops on any byte)
+	st0, st1   int32 // wildcard patterns whose head ends here, scanned: matcher.stars[st0:st1]
+	ix         int32 // more of them, indexed by a bigram: matcher.ix[ix], or -1
 
-	// Rules that end here: pref* match any continuation, end* ($) only the
-	// end of the target. -1 when none. first* is the lowest rule index
-	// ending here (file order), used by Lint to model first-match parsers.
+	// Star-free rules that end here: pref* match any continuation, end*
+	// ($) only the end of the target. -1 when none. first* is the lowest
+	// rule index ending here (file order), used by Lint to model
+	// first-match parsers.
 	prefAllow, prefDis, endAllow, endDis int32
 	firstPref, firstEnd                  int32
 }
 
+// starPat is the part of a wildcard pattern after its first '*'.
+type starPat struct {
+	rule       int32
+	prio       int32
+	allow      bool
+	anchored   bool      // the pattern ends in '$'
+	seg0, seg1 int32     // literal segments: matcher.segs[seg0:seg1]
+	need       [2]uint64 // the bytes the segments contain (ASCII; canonical forms are ASCII)
+	bg         [4]uint16 // bigramBit of up to four bigrams of the segments, rarest first
+	nbg        uint8
+}
+
+// span is a range of matcher.lab.
+type span struct{ lo, hi int32 }
+
 // matcher holds the flattened tries of all rule sets of a Robots.
 type matcher struct {
-	nodes  []node
-	lab    []byte
-	kids   []int32
-	kidb   []byte
-	nslots int
-	star   bool // some rule set has a '*'
+	nodes []node
+	lab   []byte
+	kids  []int32
+	kidb  []byte
+	stars []starPat
+	segs  []span
+
+	// Bigram indexes of long wildcard lists (see starIndex).
+	ix      []starIndex
+	buckets []int32 // per index, popcount(occ)+1 offsets into bidx
+	bidx    []int32 // indices into stars, each bucket sorted best first
+}
+
+// starIndex indexes the wildcard patterns of one trie node by the rarest
+// bigram (two adjacent bytes) of their segments, so that only the patterns
+// whose bigram occurs in the target are tried. Files such as shopify.com's
+// have hundreds of "/*..." patterns; trying them all for every request
+// would cost microseconds.
+type starIndex struct {
+	occ  [bigramWords]uint64 // bit h: some pattern's key bigram has bigramBit h
+	rank [bigramWords]uint16 // buckets before word w of occ
+	b0   int32               // buckets[b0:] holds popcount(occ)+1 offsets
+	need starPat             // need: the bytes that every indexed pattern needs
+	top  starPat             // the best indexed pattern (priority, kind, rule)
+}
+
+const (
+	bigramBits  = 10 // bigram sets are 1<<bigramBits-bit Bloom filters
+	bigramWords = 1 << bigramBits / 64
+	minIndexed  = 8 // the length from which a node's wildcard list is indexed
+	maxBigrams  = 4 // bigrams per pattern in its filter
+)
+
+// bigramBit maps the bigram (a, b) to a bit of a bigram set.
+func bigramBit(a, b byte) uint32 {
+	return (uint32(a)<<8 | uint32(b)) * 0x9E3779B1 >> (32 - bigramBits)
 }
 
 // bnode is a trie node while building.
 type bnode struct {
-	label  []byte
-	isStar bool
-	kids   []*bnode
-	star   *bnode
-	term   [4]int32 // prefAllow, prefDis, endAllow, endDis
-	first  [2]int32
-	index  int32
+	label []byte
+	kids  []*bnode
+	stars []bstar
+	term  [4]int32 // prefAllow, prefDis, endAllow, endDis
+	first [2]int32
 }
 
-func newBnode(label []byte, isStar bool) *bnode {
-	return &bnode{label: label, isStar: isStar, term: [4]int32{-1, -1, -1, -1}, first: [2]int32{-1, -1}}
+// bstar is a starPat while building.
+type bstar struct {
+	rule     int32
+	anchored bool
+	segs     [][]byte
+}
+
+func newBnode(label []byte) *bnode {
+	return &bnode{label: label, term: [4]int32{-1, -1, -1, -1}, first: [2]int32{-1, -1}}
 }
 
 type trieBuilder struct {
-	m   matcher
-	buf []byte
+	m     matcher
+	buf   []byte
+	arena []byte // backing store of the builder's pattern bytes
+	segs  [][]byte
+}
+
+// alloc returns n bytes of the builder's arena, so that the patterns of a
+// large file do not cost one allocation each.
+func (b *trieBuilder) alloc(n int) []byte {
+	if cap(b.arena)-len(b.arena) < n {
+		b.arena = make([]byte, 0, max(n, 64<<10))
+	}
+	lo := len(b.arena)
+	b.arena = b.arena[:lo+n]
+	return b.arena[lo : lo : lo+n]
 }
 
 func newTrieBuilder() *trieBuilder { return &trieBuilder{} }
@@ -62,14 +138,20 @@ func newTrieBuilder() *trieBuilder { return &trieBuilder{} }
 // canonicalPattern turns a pattern into the literal segments between its
 // '*'s, in the byte form in which targets are matched: normalised, with a
 // '$' that is not last written %24. anchored reports a final '$'.
-func canonicalPattern(buf []byte, pattern string) (segs [][]byte, anchored bool, _ []byte) {
+//
+// The segments are appended to segs[:0] and their bytes carved from out,
+// which must have room for 3*len(pattern) bytes; both may be nil.
+func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte) (_ [][]byte, anchored bool, _ []byte) {
+	segs = segs[:0]
 	if pattern != "" && pattern[len(pattern)-1] == '$' {
 		anchored = true
 		pattern = pattern[:len(pattern)-1]
 	}
 	buf = appendNormalized(buf[:0], pattern, false)
 	// Within the normalised pattern, '*' is a wildcard and '$' a literal.
-	out := make([]byte, 0, len(buf)+8)
+	if out == nil {
+		out = make([]byte, 0, 3*len(pattern))
+	}
 	start := 0
 	for _, c := range buf {
 		switch c {
@@ -88,23 +170,28 @@ func canonicalPattern(buf []byte, pattern string) (segs [][]byte, anchored bool,
 }
 
 // build compiles the rules with the given indices into a trie and returns
-// its root and whether it holds a '*'.
-func (b *trieBuilder) build(rules []Rule, ids []int32) (int32, bool) {
-	root := newBnode(nil, false)
-	hasStar := false
+// its root.
+func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
+	root := newBnode(nil)
 	insert := func(segs [][]byte, anchored bool, ri int32) {
-		n := root
-		for i, seg := range segs {
-			if i > 0 && !n.isStar { // "**" is one '*'
-				if n.star == nil {
-					n.star = newBnode(nil, true)
+		n := insertLiteral(root, segs[0])
+		rest := segs[1:]
+		if len(bytes.Join(rest, nil)) == 0 {
+			// "/a*" and "/a*$" match what the prefix "/a" matches.
+			anchored = anchored && len(rest) == 0
+			rest = nil
+		}
+		if len(rest) > 0 {
+			// "**" is one '*': drop empty segments but the last (a
+			// trailing '*' or "*$" matches anything).
+			kept := make([][]byte, 0, len(rest))
+			for i, s := range rest {
+				if len(s) > 0 || i == len(rest)-1 {
+					kept = append(kept, s)
 				}
-				n = n.star
-				hasStar = true
-			} else if i > 0 {
-				hasStar = true
 			}
-			n = insertLiteral(n, seg)
+			n.stars = append(n.stars, bstar{rule: ri, anchored: anchored, segs: kept})
+			return
 		}
 		slot, fslot := 0, 0
 		if anchored {
@@ -128,18 +215,20 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) (int32, bool) {
 		}
 		var segs [][]byte
 		var anchored bool
-		segs, anchored, b.buf = canonicalPattern(b.buf, p)
+		segs, anchored, b.buf = canonicalPattern(b.buf, p, b.segs, b.alloc(3*len(p)))
+		b.segs = segs
 		insert(segs, anchored, ri)
 		// Index.html rule (SEMANTICS.md §7): Allow: <prefix>/index.htm...
 		// also allows <prefix>/ exactly, at the Allow's own priority.
 		if rule.Kind == Allow {
 			if slash := lastSlash(p); slash >= 0 && hasPrefix(p[slash:], "/index.htm") {
-				segs, _, b.buf = canonicalPattern(b.buf, p[:slash+1])
+				segs, _, b.buf = canonicalPattern(b.buf, p[:slash+1], b.segs, b.alloc(3*(slash+1)))
+				b.segs = segs
 				insert(segs, true, ri)
 			}
 		}
 	}
-	return b.flatten(root), hasStar
+	return b.flatten(rules, root)
 }
 
 func lastSlash(s string) int {
@@ -165,7 +254,7 @@ func insertLiteral(n *bnode, seg []byte) *bnode {
 			}
 		}
 		if k == nil {
-			k = newBnode(seg, false)
+			k = newBnode(seg)
 			n.kids = append(n.kids, k)
 			return k
 		}
@@ -175,10 +264,10 @@ func insertLiteral(n *bnode, seg []byte) *bnode {
 		}
 		if common < len(k.label) {
 			// Split k: its tail moves into a new child.
-			tail := &bnode{label: k.label[common:], kids: k.kids, star: k.star, term: k.term, first: k.first}
+			tail := &bnode{label: k.label[common:], kids: k.kids, stars: k.stars, term: k.term, first: k.first}
 			k.label = k.label[:common]
 			k.kids = []*bnode{tail}
-			k.star = nil
+			k.stars = nil
 			k.term = [4]int32{-1, -1, -1, -1}
 			k.first = [2]int32{-1, -1}
 		}
@@ -190,8 +279,17 @@ func insertLiteral(n *bnode, seg []byte) *bnode {
 
 // flatten appends the trie below root to the matcher and returns the
 // root's index.
-func (b *trieBuilder) flatten(root *bnode) int32 {
+func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 	m := &b.m
+	var count func(n *bnode) int
+	count = func(n *bnode) int {
+		c := 1
+		for _, k := range n.kids {
+			c += count(k)
+		}
+		return c
+	}
+	m.nodes = slices.Grow(m.nodes, count(root))
 	var visit func(n *bnode) int32
 	visit = func(n *bnode) int32 {
 		idx := int32(len(m.nodes))
@@ -199,20 +297,91 @@ func (b *trieBuilder) flatten(root *bnode) int32 {
 		lab0 := int32(len(m.lab))
 		m.lab = append(m.lab, n.label...)
 		nd := node{
-			lab0: lab0, lab1: int32(len(m.lab)), slot: int32(m.nslots),
-			star: -1, isStar: n.isStar,
+			lab0: lab0, lab1: int32(len(m.lab)),
 			prefAllow: n.term[0], prefDis: n.term[1], endAllow: n.term[2], endDis: n.term[3],
 			firstPref: n.first[0], firstEnd: n.first[1],
 		}
-		m.nslots += len(n.label) + 1
-		sort.Slice(n.kids, func(i, j int) bool { return n.kids[i].label[0] < n.kids[j].label[0] })
+		// Best first: priority, then Allow, then file order (see
+		// result.improves).
+		sort.SliceStable(n.stars, func(i, j int) bool {
+			a, b := &rules[n.stars[i].rule], &rules[n.stars[j].rule]
+			if a.Priority != b.Priority {
+				return a.Priority > b.Priority
+			}
+			if a.Kind != b.Kind {
+				return a.Kind == Allow
+			}
+			return n.stars[i].rule < n.stars[j].rule
+		})
+		nd.ix = -1
+		bgs := chooseBigrams(n.stars) // per pattern, rarest first
+		indexed := len(n.stars) >= minIndexed
+		first := int32(len(m.stars))
+		// Scanned patterns first, contiguous; indexed ones (those with a
+		// bigram, in a long list) after them; both keep the sorted order.
+		var scan, ixd []int
+		for i := range n.stars {
+			if indexed && len(bgs[i]) > 0 {
+				ixd = append(ixd, i)
+			} else {
+				scan = append(scan, i)
+			}
+		}
+		for _, i := range append(scan, ixd...) {
+			s := n.stars[i]
+			sp := starPat{
+				rule: s.rule, prio: int32(rules[s.rule].Priority), allow: rules[s.rule].Kind == Allow,
+				anchored: s.anchored, seg0: int32(len(m.segs)),
+			}
+			for _, seg := range s.segs {
+				lo := int32(len(m.lab))
+				m.lab = append(m.lab, seg...)
+				m.segs = append(m.segs, span{lo, int32(len(m.lab))})
+				for _, c := range seg {
+					sp.need[c>>6&1] |= 1 << (c & 63)
+				}
+			}
+			sp.seg1 = int32(len(m.segs))
+			for _, k := range bgs[i] {
+				sp.bg[sp.nbg] = uint16(bigramBit(byte(k>>8), byte(k)))
+				sp.nbg++
+			}
+			m.stars = append(m.stars, sp)
+		}
+		nd.st0, nd.st1 = first, first+int32(len(scan))
+		if len(ixd) > 0 {
+			var lists [1 << bigramBits][]int32
+			for j := range ixd {
+				si := nd.st1 + int32(j)
+				h := m.stars[si].bg[0]
+				lists[h] = append(lists[h], si)
+			}
+			x := starIndex{b0: int32(len(m.buckets)), top: m.stars[nd.st1]}
+			x.need.need = [2]uint64{^uint64(0), ^uint64(0)}
+			for _, sp := range m.stars[nd.st1:] {
+				x.need.need[0] &= sp.need[0]
+				x.need.need[1] &= sp.need[1]
+			}
+			nb := 0
+			for h, l := range lists {
+				if h%64 == 0 {
+					x.rank[h/64] = uint16(nb)
+				}
+				if len(l) > 0 {
+					x.occ[h/64] |= 1 << (h % 64)
+					m.buckets = append(m.buckets, int32(len(m.bidx)))
+					m.bidx = append(m.bidx, l...) // best first, as m.stars
+					nb++
+				}
+			}
+			m.buckets = append(m.buckets, int32(len(m.bidx)))
+			nd.ix = int32(len(m.ix))
+			m.ix = append(m.ix, x)
+		}
+		slices.SortFunc(n.kids, func(a, b *bnode) int { return int(a.label[0]) - int(b.label[0]) })
 		kidIdx := make([]int32, len(n.kids))
 		for i, k := range n.kids {
 			kidIdx[i] = visit(k)
-		}
-		if n.star != nil {
-			nd.star = visit(n.star)
-			m.star = true
 		}
 		nd.kid0 = int32(len(m.kids))
 		for i, k := range n.kids {
@@ -227,6 +396,39 @@ func (b *trieBuilder) flatten(root *bnode) int32 {
 }
 
 func (b *trieBuilder) finish() matcher { return b.m }
+
+// chooseBigrams returns for each wildcard pattern (after its head) up to
+// maxBigrams distinct bigrams of its segments, as a<<8|b, the ones that
+// the fewest patterns of the list share first: the first is the pattern's
+// index key, and the rarer the key the shorter its bucket.
+func chooseBigrams(stars []bstar) [][]int {
+	count := make(map[int]int)
+	all := make([][]int, len(stars))
+	for i, s := range stars {
+		seen := make(map[int]bool)
+		for _, seg := range s.segs {
+			for j := 0; j+1 < len(seg); j++ {
+				k := int(seg[j])<<8 | int(seg[j+1])
+				if !seen[k] {
+					seen[k] = true
+					all[i] = append(all[i], k)
+					count[k]++
+				}
+			}
+		}
+	}
+	for i, ks := range all {
+		slices.SortStableFunc(ks, func(a, b int) int { return count[a] - count[b] })
+		all[i] = ks[:min(len(ks), maxBigrams)]
+	}
+	return all
+}
+
+// size is the compiled size of the matcher, in bytes of labels plus
+// entries of its tables; it grows at most linearly with the input.
+func (m *matcher) size() int {
+	return len(m.nodes) + len(m.lab) + len(m.kids) + len(m.stars) + len(m.segs) + len(m.buckets) + len(m.bidx) + len(m.ix)
+}
 
 // child returns the child of n whose label starts with c, or -1.
 func (m *matcher) child(n *node, c byte) int32 {
@@ -276,6 +478,21 @@ func (res *result) take(rules []Rule, ri int32) {
 	}
 }
 
+// improves reports whether a matching wildcard rule would change the
+// verdict or the deciding rule (see Robots.verdict). Along a list sorted
+// best first it is true for a prefix of the list only.
+func (res *result) improves(sp *starPat) bool {
+	p := int(sp.prio)
+	best := max(res.allowPrio, res.disPrio)
+	if p != best {
+		return p > best
+	}
+	if sp.allow {
+		return res.allowPrio < p || sp.rule < res.allow
+	}
+	return res.allowPrio < p && sp.rule < res.dis
+}
+
 func (res *result) takeFirst(ri int32) {
 	if ri >= 0 && (res.first < 0 || ri < res.first) {
 		res.first = ri
@@ -293,7 +510,7 @@ func (m *matcher) reached(rules []Rule, n *node, res *result) {
 	res.takeFirst(n.firstPref)
 }
 
-// ended records the '$' rules of node n, live at the end of the target.
+// ended records the '$' rules of node n, reached at the end of the target.
 func (m *matcher) ended(rules []Rule, n *node, res *result) {
 	if n.endAllow >= 0 {
 		res.take(rules, n.endAllow)
@@ -304,127 +521,182 @@ func (m *matcher) ended(rules []Rule, n *node, res *result) {
 	res.takeFirst(n.firstEnd)
 }
 
-// walk matches the canonical target t against a trie without '*': a single
-// path down the trie.
-func (m *matcher) walk(rules []Rule, root int32, t []byte, res *result) {
+// starAt is a node with wildcard patterns met while walking, and the
+// target offset at which its head ended.
+type starAt struct{ n, off int32 }
+
+// match records in res the rules of the trie at root that match the
+// canonical target t. With all set, every matching rule is recorded (for
+// Lint's first-match model); otherwise wildcard patterns that cannot
+// change the verdict are skipped.
+func (m *matcher) match(rules []Rule, root int32, t []byte, res *result, all bool) {
+	var pending [8]starAt
+	np := 0
+	var have byteFilter
 	n := &m.nodes[root]
-	m.reached(rules, n, res)
+	idx := root
 	i := 0
 	for {
-		// At the end of n's label.
+		m.reached(rules, n, res)
+		if n.st1 > n.st0 || n.ix >= 0 {
+			if np < len(pending) {
+				pending[np] = starAt{idx, int32(i)}
+				np++
+			} else {
+				m.tryStars(rules, n, t, i, &have, res, all)
+			}
+		}
 		if i == len(t) {
 			m.ended(rules, n, res)
-			return
+			break
 		}
 		k := m.child(n, t[i])
 		if k < 0 {
-			return
+			break
 		}
-		n = &m.nodes[k]
+		n, idx = &m.nodes[k], k
 		lab := m.lab[n.lab0:n.lab1]
 		if len(t)-i < len(lab) || !bytes.Equal(t[i:i+len(lab)], lab) {
-			return
+			break
 		}
 		i += len(lab)
-		m.reached(rules, n, res)
+	}
+	if np == 0 {
+		return
+	}
+	// Deepest first: longer heads tend to make longer patterns.
+	for j := np - 1; j >= 0; j-- {
+		m.tryStars(rules, &m.nodes[pending[j].n], t, int(pending[j].off), &have, res, all)
 	}
 }
 
-// state is a live NFA position: node n, off bytes into its label.
-type state struct{ n, off int32 }
-
-// scratch is the per-call working memory of the NFA, pooled per Robots.
-type scratch struct {
-	target   []byte
-	cur, nxt []state
-	mark     []uint32
-	gen      uint32
+// byteFilter holds the set of bytes and the set of bigrams of the target,
+// computed when first needed. Bytes of 0x80 and above fold onto ASCII,
+// which only weakens the filter (canonical targets are ASCII anyway).
+type byteFilter struct {
+	set  [2]uint64
+	bg   [bigramWords]uint64
+	done bool
 }
 
-func (m *matcher) newScratch() any {
-	s := &scratch{target: make([]byte, 0, 256)}
-	if m.star {
-		s.mark = make([]uint32, m.nslots)
-		s.cur = make([]state, 0, 16)
-		s.nxt = make([]state, 0, 16)
+func (f *byteFilter) fill(t []byte) {
+	for i, c := range t {
+		f.set[c>>6&1] |= 1 << (c & 63)
+		if i+1 < len(t) {
+			h := bigramBit(c, t[i+1])
+			f.bg[h/64] |= 1 << (h % 64)
+		}
 	}
-	return s
+	f.done = true
 }
 
-// nfa matches the canonical target t against a trie with '*'.
-func (m *matcher) nfa(rules []Rule, root int32, t []byte, res *result, sc *scratch) {
-	sc.cur = sc.cur[:0]
-	m.nextGen(sc)
-	sc.cur = m.arrive(rules, sc.cur, root, res, sc)
-	for i := 0; i < len(t) && len(sc.cur) > 0; i++ {
-		c := t[i]
-		m.nextGen(sc)
-		nxt := sc.nxt[:0]
-		for _, s := range sc.cur {
-			n := &m.nodes[s.n]
-			if ln := n.lab1 - n.lab0; s.off < ln {
-				if m.lab[n.lab0+s.off] == c {
-					if s.off+1 == ln {
-						nxt = m.arrive(rules, nxt, s.n, res, sc)
-					} else {
-						nxt = m.push(nxt, state{s.n, s.off + 1}, sc)
+// lacks reports whether the target lacks a byte or a bigram that sp needs.
+func (f *byteFilter) lacks(sp *starPat, t []byte) bool {
+	if !f.done {
+		f.fill(t)
+	}
+	if sp.need[0]&^f.set[0] != 0 || sp.need[1]&^f.set[1] != 0 {
+		return true
+	}
+	for _, h := range sp.bg[:sp.nbg] {
+		if f.bg[h/64]&(1<<(h%64)) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tryStars matches the wildcard patterns of node n against t[off:], the
+// target after the pattern heads.
+func (m *matcher) tryStars(rules []Rule, n *node, t []byte, off int, have *byteFilter, res *result, all bool) {
+	if n.ix >= 0 && (all || res.improves(&m.ix[n.ix].top)) && !have.lacks(&m.ix[n.ix].need, t) {
+		m.tryIndexed(rules, &m.ix[n.ix], t, off, have, res, all)
+	}
+	m.tryList(rules, m.stars[n.st0:n.st1], t, off, have, res, all)
+}
+
+// tryList tries a best-first list of wildcard patterns.
+func (m *matcher) tryList(rules []Rule, list []starPat, t []byte, off int, have *byteFilter, res *result, all bool) {
+	for i := range list {
+		sp := &list[i]
+		if !res.improves(sp) {
+			if !all {
+				return // nor can the rest of the list
+			}
+			if res.first >= 0 && sp.rule > res.first {
+				continue // changes neither reading
+			}
+		}
+		if have.lacks(sp, t) || !m.tail(sp, t[off:]) {
+			continue
+		}
+		res.take(rules, sp.rule)
+		res.takeFirst(sp.rule)
+		if !all {
+			return // the rest of the list is worse
+		}
+	}
+}
+
+// tryIndexed tries the patterns of the buckets whose key bigram occurs in
+// the target.
+func (m *matcher) tryIndexed(rules []Rule, x *starIndex, t []byte, off int, have *byteFilter, res *result, all bool) {
+	if !have.done {
+		have.fill(t)
+	}
+	for w := range x.occ {
+		hit := x.occ[w] & have.bg[w]
+		for hit != 0 {
+			b := bits.TrailingZeros64(hit)
+			hit &= hit - 1
+			r := x.b0 + int32(x.rank[w]) + int32(bits.OnesCount64(x.occ[w]&(1<<b-1)))
+			for _, si := range m.bidx[m.buckets[r]:m.buckets[r+1]] {
+				sp := &m.stars[si]
+				if !res.improves(sp) {
+					if !all {
+						break // nor can the rest of the bucket
+					}
+					if res.first >= 0 && sp.rule > res.first {
+						continue // changes neither reading
 					}
 				}
-				continue
-			}
-			if n.isStar {
-				nxt = m.push(nxt, s, sc)
-			}
-			if k := m.child(n, c); k >= 0 {
-				kn := &m.nodes[k]
-				if kn.lab1-kn.lab0 == 1 {
-					nxt = m.arrive(rules, nxt, k, res, sc)
-				} else {
-					nxt = m.push(nxt, state{k, 1}, sc)
+				if have.lacks(sp, t) || !m.tail(sp, t[off:]) {
+					continue
+				}
+				res.take(rules, sp.rule)
+				res.takeFirst(sp.rule)
+				if !all {
+					break
 				}
 			}
 		}
-		sc.cur, sc.nxt = nxt, sc.cur
 	}
-	for _, s := range sc.cur {
-		n := &m.nodes[s.n]
-		if s.off == n.lab1-n.lab0 {
-			m.ended(rules, n, res)
+}
+
+// tail reports whether rest matches "*seg1*seg2...*segN" (and '$' when
+// anchored). Each segment is placed at its leftmost occurrence after the
+// previous one, which leaves the most room for the segments after it; the
+// last segment of an anchored pattern must end the target instead.
+func (m *matcher) tail(sp *starPat, rest []byte) bool {
+	segs := m.segs[sp.seg0:sp.seg1]
+	pos := 0
+	for j, s := range segs {
+		lab := m.lab[s.lo:s.hi]
+		if j == len(segs)-1 && sp.anchored {
+			return len(rest)-pos >= len(lab) && bytes.Equal(rest[len(rest)-len(lab):], lab)
 		}
+		k := bytes.Index(rest[pos:], lab)
+		if k < 0 {
+			return false
+		}
+		pos += k + len(lab)
 	}
+	return true
 }
 
-func (m *matcher) nextGen(sc *scratch) {
-	sc.gen++
-	if sc.gen == 0 {
-		clear(sc.mark)
-		sc.gen = 1
-	}
+// scratch is the per-call working memory of Decide, pooled per Robots.
+type scratch struct {
+	target []byte
 }
 
-// push adds s to the live set unless it is already there.
-func (m *matcher) push(set []state, s state, sc *scratch) []state {
-	slot := m.nodes[s.n].slot + s.off
-	if sc.mark[slot] == sc.gen {
-		return set
-	}
-	sc.mark[slot] = sc.gen
-	return append(set, s)
-}
-
-// arrive adds the end of node k's label to the live set, records its prefix
-// rules, and follows its '*' edge, which matches the empty string too.
-func (m *matcher) arrive(rules []Rule, set []state, k int32, res *result, sc *scratch) []state {
-	n := &m.nodes[k]
-	slot := n.slot + (n.lab1 - n.lab0)
-	if sc.mark[slot] == sc.gen {
-		return set
-	}
-	sc.mark[slot] = sc.gen
-	m.reached(rules, n, res)
-	set = append(set, state{k, n.lab1 - n.lab0})
-	if n.star >= 0 {
-		set = m.arrive(rules, set, n.star, res, sc)
-	}
-	return set
-}
+func newScratch() any { return &scratch{target: make([]byte, 0, 256)} }

@@ -39,6 +39,27 @@ func mustEncode(c byte) bool {
 	return false
 }
 
+// special marks the bytes that appendNormalized may change in a target:
+// '%', '*', '$' and the bytes of mustEncode. It is computed once and never
+// written afterwards.
+var special = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c == '%' || c == '*' || c == '$' || mustEncode(byte(c))
+	}
+	return t
+}()
+
+// isCanonical reports whether s is its own normalised target form, as most
+// request targets are, so that it can be matched as it is.
+func isCanonical(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if special[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // appendNormalized appends s to dst in the normalised form of SEMANTICS.md
 // §6: every %xx escape with upper-case hex, escapes of unreserved characters
 // decoded, and bytes that may not stand raw in a URI encoded. A '%' that does
@@ -75,4 +96,32 @@ func appendNormalized(dst []byte, s string, literal bool) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// normalizedLen returns len(appendNormalized(nil, s, false)) without
+// building the string: a rule's priority (SEMANTICS.md §7).
+func normalizedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				if isUnreserved(hi<<4 | lo) {
+					n++
+				} else {
+					n += 3
+				}
+				i += 2
+				continue
+			}
+		}
+		if mustEncode(c) {
+			n += 3
+		} else {
+			n++
+		}
+	}
+	return n
 }

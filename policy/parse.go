@@ -23,7 +23,7 @@ type Robots struct {
 	size     int // bytes of the original body
 
 	m       matcher
-	scratch sync.Pool // *scratch, per Robots because its size depends on the tries
+	scratch sync.Pool // *scratch
 }
 
 // fileGroup is a group as written: its agent tokens and a contiguous range
@@ -49,8 +49,7 @@ type mergedGroup struct {
 // groups made of the same file groups share one (a group of 166 agents with
 // one rule compiles once).
 type ruleSet struct {
-	root    int32
-	hasStar bool
+	root int32
 }
 
 // keyKind classifies the key of a directive line.
@@ -231,7 +230,7 @@ func Parse(body []byte) *Robots {
 	p := &parser{r: r, cur: -1, byToken: make(map[string]int32)}
 	p.run()
 	r.compile()
-	r.scratch.New = func() any { return r.m.newScratch() }
+	r.scratch.New = newScratch
 	return r
 }
 
@@ -276,12 +275,17 @@ func (p *parser) line(n int, s string) {
 	} else if n == 1 && strings.HasPrefix(s, "\xC3\xAF\xC2\xBB\xC2\xBF") {
 		p.diag(n, Warning, "bom-mid-file", "the file starts with a UTF-8 byte order mark encoded twice (bytes C3 AF C2 BB C2 BF); it spoils the first line")
 	}
+	comment := false
 	if i := strings.IndexByte(s, '#'); i >= 0 {
-		s = s[:i]
+		s, comment = s[:i], true
 	}
 	s = trimSpace(s)
 	if s == "" {
-		p.blankSince = true
+		// A line holding only a comment is ignored completely, also by
+		// the 1990s parsers that end a record at a blank line.
+		if !comment {
+			p.blankSince = true
+		}
 		return
 	}
 	key, value, ok, noColon := splitKeyValue(s)
@@ -405,7 +409,7 @@ func (p *parser) rule(n int, kind RuleKind, value string) {
 	if value != "" && value[0] != '/' && value[0] != '*' {
 		p.diag(n, Warning, "never-matches", "pattern \""+value+"\" does not start with '/' or '*' and never matches")
 	}
-	p.r.rules = append(p.r.rules, Rule{Kind: kind, Pattern: value, Line: n, Priority: len(appendNormalized(nil, value, false))})
+	p.r.rules = append(p.r.rules, Rule{Kind: kind, Pattern: value, Line: n, Priority: normalizedLen(value)})
 }
 
 // crawlDelay handles a Crawl-delay line (SEMANTICS.md §8).
@@ -454,9 +458,9 @@ func (r *Robots) compile() {
 					ids = append(ids, ri)
 				}
 			}
-			root, star := b.build(r.rules, ids)
+			root := b.build(r.rules, ids)
 			si = int32(len(r.sets))
-			r.sets = append(r.sets, ruleSet{root: root, hasStar: star})
+			r.sets = append(r.sets, ruleSet{root: root})
 			setByKey[string(key)] = si
 		}
 		m.set = si
