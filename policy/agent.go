@@ -8,6 +8,7 @@ const (
 	classWordPrev             // [A-Za-z0-9_.-]: a token may not follow it
 	classWordNext             // [A-Za-z0-9_.]: a token may not precede it
 	classItemSep              // whitespace ; , ( ): separates header items
+	classHyphen               // '-': the hyphen fallback may cut a word here
 )
 
 // charClass maps a byte to its classes. It is computed once and never
@@ -24,6 +25,9 @@ var charClass = func() (t [256]uint8) {
 		}
 		if alnum || b == '_' || b == '.' {
 			t[c] |= classWordNext
+		}
+		if b == '-' {
+			t[c] |= classHyphen
 		}
 		switch b {
 		case ' ', '\t', '\n', '\v', '\f', '\r', ';', ',', '(', ')':
@@ -144,65 +148,78 @@ func equalLower(s, l string) bool {
 // token must not follow [a-z0-9_.-] nor precede [a-z0-9_.], and may precede
 // '-' (the hyphen fallback). fn receives the group and the token length.
 //
-// The header is read once: the tokens found in an item are held back until
-// the item ends, and dropped if it turns out to be a URL or an e-mail.
+// The header is read once, a byte at a time with one table lookup: the
+// tokens found in an item are held back until the item ends, and dropped if
+// it turns out to be a URL or an e-mail. A word is hashed only when its
+// length, first and last bytes pass the table's filter.
 func (t *tokenTable) scanTokens(ua string, fn func(group int32, n int)) {
 	if t.maxLen == 0 {
 		return
 	}
-	var held [4]tokenHit
-	nh := 0
-	lost := false // more hits in this item than held has room for
-	item := 0     // start of the current item
+	var h heldHits
+	item := 0 // start of the current item
 	skip := false
-	flush := func(end int) {
-		switch {
-		case skip:
-		case lost:
-			t.scanItem(ua, item, end, fn)
-		default:
-			for _, h := range held[:nh] {
-				fn(h.group, h.n)
-			}
-		}
-		nh, lost, skip = 0, false, false
-	}
-	hold := func(group int32, n int) {
-		if nh == len(held) {
-			lost = true
-			return
-		}
-		held[nh] = tokenHit{group, n}
-		nh++
-	}
 	for i := 0; i < len(ua); {
 		c := ua[i]
 		cl := charClass[c]
-		if cl&classItemSep != 0 {
-			if i > item {
-				flush(i)
+		if cl&classToken != 0 && (i == item || charClass[ua[i-1]]&classWordPrev == 0) {
+			// A word starts: read its run of token bytes.
+			j := i
+			for i++; i < len(ua); i++ {
+				cl = charClass[ua[i]]
+				if cl&classToken == 0 {
+					break
+				}
+				if cl&classHyphen != 0 && !skip && t.passes(ua[j:i]) {
+					t.candidate(ua[j:i], &h)
+				}
 			}
-			i++
-			item = i
-			continue
-		}
-		if cl&classToken == 0 || i > item && charClass[ua[i-1]]&classWordPrev != 0 {
-			if c == '@' || c == ':' && i+2 < len(ua) && ua[i+1] == '/' && ua[i+2] == '/' {
-				skip = true
+			if !skip && (i == len(ua) || cl&classWordNext == 0) && t.passes(ua[j:i]) {
+				t.candidate(ua[j:i], &h)
 			}
-			i++
 			continue
 		}
-		if skip {
-			i++
-			continue
+		switch {
+		case cl&classItemSep != 0:
+			h.flush(t, ua, item, i, skip, fn)
+			skip = false
+			item = i + 1
+		case c == '@' || c == ':' && i+2 < len(ua) && ua[i+1] == '/' && ua[i+2] == '/':
+			skip = true
 		}
-		e := t.scanWord(ua, i, len(ua), hold)
-		i = e
+		i++
 	}
-	if len(ua) > item {
-		flush(len(ua))
+	h.flush(t, ua, item, len(ua), skip, fn)
+}
+
+// heldHits holds the tokens found in the current header item.
+type heldHits struct {
+	hits [4]tokenHit
+	n    int
+	lost bool // more hits than hits has room for: rescan the item
+}
+
+func (h *heldHits) add(group int32, n int) {
+	if h.n == len(h.hits) {
+		h.lost = true
+		return
 	}
+	h.hits[h.n] = tokenHit{group, n}
+	h.n++
+}
+
+// flush reports the hits of the item ua[lo:hi] unless it is skipped.
+func (h *heldHits) flush(t *tokenTable, ua string, lo, hi int, skip bool, fn func(group int32, n int)) {
+	switch {
+	case h.n == 0 && !h.lost, skip:
+	case h.lost:
+		t.scanItem(ua, lo, hi, fn)
+	default:
+		for _, x := range h.hits[:h.n] {
+			fn(x.group, x.n)
+		}
+	}
+	h.n, h.lost = 0, false
 }
 
 // tokenHit is a group token found in a header.
@@ -229,30 +246,45 @@ func (t *tokenTable) scanItem(ua string, lo, hi int, fn func(group int32, n int)
 func (t *tokenTable) scanWord(ua string, j, hi int, fn func(group int32, n int)) int {
 	e := j
 	for ; e < hi && charClass[ua[e]]&classToken != 0; e++ {
-		if ua[e] == '-' && e > j {
-			t.candidate(ua[j:e], fn)
+		if ua[e] == '-' && e > j && t.passes(ua[j:e]) {
+			if g := t.find(ua[j:e]); g >= 0 {
+				fn(g, e-j)
+			}
 		}
 	}
-	if e == hi || charClass[ua[e]]&classWordNext == 0 {
-		t.candidate(ua[j:e], fn)
+	if (e == hi || charClass[ua[e]]&classWordNext == 0) && t.passes(ua[j:e]) {
+		if g := t.find(ua[j:e]); g >= 0 {
+			fn(g, e-j)
+		}
 	}
 	return e
 }
 
-func (t *tokenTable) candidate(s string, fn func(group int32, n int)) {
+// passes reports whether s may be a group token: its length, first and
+// last bytes pass the filter. It is cheap, and false for nearly every word
+// of a browser's header.
+func (t *tokenTable) passes(s string) bool {
 	n := len(s)
 	if n > t.maxLen || n < 64 && t.lens&(1<<n) == 0 || n >= 64 && !t.long {
-		return
+		return false
 	}
-	if b := filterBit(s[0], s[n-1], n); t.filter[b>>6]&(1<<(b&63)) == 0 {
-		return
-	}
+	b := filterBit(s[0], s[n-1], n)
+	return t.filter[b>>6]&(1<<(b&63)) != 0
+}
+
+// find returns the group whose token is s (case-insensitively), or -1.
+func (t *tokenTable) find(s string) int32 {
 	h := uint64(fnvOffset)
-	for i := 0; i < n; i++ {
+	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(lower(s[i]))) * fnvPrime
 	}
-	if g := t.lookup(s, h); g >= 0 {
-		fn(g, n)
+	return t.lookup(s, h)
+}
+
+// candidate holds the group whose token is s, if any.
+func (t *tokenTable) candidate(s string, h *heldHits) {
+	if g := t.find(s); g >= 0 {
+		h.add(g, len(s))
 	}
 }
 
