@@ -176,7 +176,7 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
 	insert := func(segs [][]byte, anchored bool, ri int32) {
 		n := insertLiteral(root, segs[0])
 		rest := segs[1:]
-		if len(bytes.Join(rest, nil)) == 0 {
+		if allEmpty(rest) {
 			// "/a*" and "/a*$" match what the prefix "/a" matches.
 			anchored = anchored && len(rest) == 0
 			rest = nil
@@ -229,6 +229,15 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
 		}
 	}
 	return b.flatten(rules, root)
+}
+
+func allEmpty(segs [][]byte) bool {
+	for _, s := range segs {
+		if len(s) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func lastSlash(s string) int {
@@ -405,12 +414,10 @@ func chooseBigrams(stars []bstar) [][]int {
 	count := make(map[int]int)
 	all := make([][]int, len(stars))
 	for i, s := range stars {
-		seen := make(map[int]bool)
 		for _, seg := range s.segs {
 			for j := 0; j+1 < len(seg); j++ {
 				k := int(seg[j])<<8 | int(seg[j+1])
-				if !seen[k] {
-					seen[k] = true
+				if !slices.Contains(all[i], k) {
 					all[i] = append(all[i], k)
 					count[k]++
 				}
