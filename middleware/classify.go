@@ -139,8 +139,9 @@ type classifier struct {
 }
 
 // uaInfo is the cached classification of one header. spec memoises, for the
-// robots.txt last seen with the header, whether one of its specific groups
-// names the header, so that a browser costs no group scan per request.
+// robots.txt last seen with the header, the group choice (policy.Agent),
+// so that neither a browser nor a repeated bot costs a scan of the header
+// per request.
 type uaInfo struct {
 	bot  bool
 	hits atomic.Uint32
@@ -148,8 +149,8 @@ type uaInfo struct {
 }
 
 type specMemo struct {
-	robots   *policy.Robots
-	specific bool
+	robots *policy.Robots
+	agent  policy.Agent
 }
 
 // promoteEvery is how often (in hits) a cache hit refreshes the entry's LRU
@@ -186,14 +187,14 @@ func (c *classifier) lookup(ua string) *uaInfo {
 	return v
 }
 
-// specific reports whether a specific group of r names ua, memoised in info.
-func (info *uaInfo) specific(r *policy.Robots, ua string) bool {
+// agent returns r.Agent(ua), memoised in info for the last r seen.
+func (info *uaInfo) agent(r *policy.Robots, ua string) policy.Agent {
 	if m := info.spec.Load(); m != nil && m.robots == r {
-		return m.specific
+		return m.agent
 	}
-	s := r.Agent(ua).Specific()
-	info.spec.Store(&specMemo{robots: r, specific: s})
-	return s
+	a := r.Agent(ua)
+	info.spec.Store(&specMemo{robots: r, agent: a})
+	return a
 }
 
 // compute classifies ua without the cache.

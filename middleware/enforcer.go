@@ -150,10 +150,10 @@ func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
 	info := e.classes.lookup(req.UserAgent)
 	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host), req.Origin)
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
-	if !info.bot && !info.specific(st.robots, req.UserAgent) {
+	agent := info.agent(st.robots, req.UserAgent)
+	if !info.bot && !agent.Specific() {
 		return e.done(req, v)
 	}
-	agent := st.robots.Agent(req.UserAgent)
 	v.Bot = true
 	v.Group = agent.Group()
 	if st.unreachable && !e.allowUnrch {
