@@ -625,22 +625,8 @@ func (m *matcher) tryStars(rules []Rule, n *node, t []byte, off int, have *byteF
 // tryList tries a best-first list of wildcard patterns.
 func (m *matcher) tryList(rules []Rule, list []starPat, t []byte, off int, have *byteFilter, res *result, all bool) {
 	for i := range list {
-		sp := &list[i]
-		if !res.improves(sp) {
-			if !all {
-				return // nor can the rest of the list
-			}
-			if res.first >= 0 && sp.rule > res.first {
-				continue // changes neither reading
-			}
-		}
-		if have.lacks(sp, t) || !m.tail(sp, t[off:]) {
-			continue
-		}
-		res.take(rules, sp.rule)
-		res.takeFirst(sp.rule)
-		if !all {
-			return // the rest of the list is worse
+		if m.try(rules, &list[i], t, off, have, res, all) {
+			return
 		}
 	}
 }
@@ -658,26 +644,34 @@ func (m *matcher) tryIndexed(rules []Rule, x *starIndex, t []byte, off int, have
 			hit &= hit - 1
 			r := x.b0 + int32(x.rank[w]) + int32(bits.OnesCount64(x.occ[w]&(1<<b-1)))
 			for _, si := range m.bidx[m.buckets[r]:m.buckets[r+1]] {
-				sp := &m.stars[si]
-				if !res.improves(sp) {
-					if !all {
-						break // nor can the rest of the bucket
-					}
-					if res.first >= 0 && sp.rule > res.first {
-						continue // changes neither reading
-					}
-				}
-				if have.lacks(sp, t) || !m.tail(sp, t[off:]) {
-					continue
-				}
-				res.take(rules, sp.rule)
-				res.takeFirst(sp.rule)
-				if !all {
+				if m.try(rules, &m.stars[si], t, off, have, res, all) {
 					break
 				}
 			}
 		}
 	}
+}
+
+// try matches the wildcard pattern sp of a best-first list against
+// t[off:] and records it if it matches. It reports whether the rest of
+// the list can be skipped: nothing after sp can change the verdict. In
+// all mode (Lint) it never does, but it skips sp when sp can change
+// neither the verdict nor the first match.
+func (m *matcher) try(rules []Rule, sp *starPat, t []byte, off int, have *byteFilter, res *result, all bool) (done bool) {
+	if !res.improves(sp) {
+		if !all {
+			return true
+		}
+		if res.first >= 0 && sp.rule > res.first {
+			return false
+		}
+	}
+	if have.lacks(sp, t) || !m.tail(sp, t[off:]) {
+		return false
+	}
+	res.take(rules, sp.rule)
+	res.takeFirst(sp.rule)
+	return !all // the rest of the list is worse
 }
 
 // tail reports whether rest matches "*seg1*seg2...*segN" (and '$' when

@@ -19,6 +19,17 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// escapeAt reports whether s[i:] starts with a valid %xx escape, and its
+// value.
+func escapeAt(s string, i int) (byte, bool) {
+	if s[i] != '%' || i+2 >= len(s) {
+		return 0, false
+	}
+	hi, ok1 := unhex(s[i+1])
+	lo, ok2 := unhex(s[i+2])
+	return hi<<4 | lo, ok1 && ok2
+}
+
 // isUnreserved reports whether c is an RFC 3986 unreserved character.
 func isUnreserved(c byte) bool {
 	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
@@ -71,19 +82,14 @@ func isCanonical(s string) bool {
 func appendNormalized(dst []byte, s string, literal bool) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == '%' && i+2 < len(s) {
-			hi, ok1 := unhex(s[i+1])
-			lo, ok2 := unhex(s[i+2])
-			if ok1 && ok2 {
-				v := hi<<4 | lo
-				if isUnreserved(v) {
-					dst = append(dst, v)
-				} else {
-					dst = append(dst, '%', upperHex[hi], upperHex[lo])
-				}
-				i += 2
-				continue
+		if v, ok := escapeAt(s, i); ok {
+			if isUnreserved(v) {
+				dst = append(dst, v)
+			} else {
+				dst = append(dst, '%', upperHex[v>>4], upperHex[v&15])
 			}
+			i += 2
+			continue
 		}
 		if mustEncode(c) {
 			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
@@ -103,20 +109,16 @@ func appendNormalized(dst []byte, s string, literal bool) []byte {
 func normalizedLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' && i+2 < len(s) {
-			hi, ok1 := unhex(s[i+1])
-			lo, ok2 := unhex(s[i+2])
-			if ok1 && ok2 {
-				if isUnreserved(hi<<4 | lo) {
-					n++
-				} else {
-					n += 3
-				}
-				i += 2
-				continue
+		if v, ok := escapeAt(s, i); ok {
+			if isUnreserved(v) {
+				n++
+			} else {
+				n += 3
 			}
+			i += 2
+			continue
 		}
+		c := s[i]
 		if mustEncode(c) {
 			n += 3
 		} else {
