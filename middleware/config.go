@@ -140,6 +140,14 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
+// Validate reports the first invalid field of c, by name, or nil. New
+// calls it; front ends call it to reject a configuration early (the Caddy
+// module does at adapt time).
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults returns a copy of c with zero fields set to their defaults,
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {

@@ -273,11 +273,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !v.Enforced():
 		h.next.ServeHTTP(w, r)
-	case v.Action == Deny:
-		e.deny(w, r, v)
 	default:
-		e.throttle(w, r, v)
+		e.Respond(w, r, v)
 	}
+}
+
+// Respond writes the answer to a request that v stops (v.Enforced()): 403
+// or 429 with Retry-After and a short text body, or what WithDenyHandler and
+// WithThrottleHandler write. Front ends that call Decide themselves use it
+// to answer the way Handler does.
+func (e *Enforcer) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
+	if v.Action == Deny {
+		e.deny(w, r, v)
+		return
+	}
+	e.throttle(w, r, v)
 }
 
 // userAgent returns the User-Agent header; the key is canonical already, so

@@ -1,0 +1,282 @@
+// Command loadtest measures what robots_guard costs a real Caddy: the same
+// Caddy process serves two sites that reverse_proxy to one upstream, one
+// with robots_guard in front and one without, and the load alternates
+// between them. Throughput on a shared machine is too noisy to show a few
+// percent, so the figure is Caddy's CPU time per request (user + system,
+// from /proc/<pid>/stat), with Caddy pinned to one core and this program
+// (load generator and upstream) to the other.
+//
+// Run it from the bench directory (it builds ../cmd/caddy):
+//
+//	go run ./loadtest                  # 3 rounds of 5 s per phase
+//	go run ./loadtest -d 10s -rounds 5 -c 50
+//
+// It listens on loopback only and stops after rounds × 4 phases × d.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	browserUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	botUA     = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+	robotsTxt = "User-agent: GPTBot\nDisallow: /private/\n\nUser-agent: *\nDisallow: /admin/\n"
+	page      = "<!doctype html><title>page</title><p>A small page of a demo site, about a kilobyte once the headers are counted.</p>\n"
+)
+
+func main() {
+	dur := flag.Duration("d", 5*time.Second, "duration of one phase")
+	rounds := flag.Int("rounds", 3, "rounds of the four phases (browser/bot × with/without robots_guard)")
+	conc := flag.Int("c", 50, "concurrent keep-alive clients")
+	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
+	flag.Parse()
+	if err := run(*dur, *rounds, *conc, *caddyCPU); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dur time.Duration, rounds, conc, caddyCPU int) error {
+	if runtime.GOOS != "linux" {
+		return errors.New("needs Linux (/proc and taskset)")
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return errors.New("taskset not found (Debian package util-linux)")
+	}
+	if runtime.NumCPU() < 2 {
+		return errors.New("needs at least 2 cores: Caddy on one, the load on another")
+	}
+	// Keep this process off Caddy's core.
+	var others []string
+	for i := 0; i < runtime.NumCPU(); i++ {
+		if i != caddyCPU {
+			others = append(others, strconv.Itoa(i))
+		}
+	}
+	if out, err := exec.Command(taskset, "-a", "-p", "-c", strings.Join(others, ","), strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		return fmt.Errorf("pin the load generator: %v: %s", err, out)
+	}
+
+	tmp, err := os.MkdirTemp("", "robotsguard-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "caddy")
+	fmt.Println("building ../cmd/caddy ...")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build caddy (run from the bench directory): %w", err)
+	}
+
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go http.Serve(upstream, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, robotsTxt)
+			return
+		}
+		io.WriteString(w, page)
+	}))
+	plainPort, guardPort := freePort(), freePort()
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	storage file_system %[1]s/storage
+}
+
+(proxy) {
+	reverse_proxy %[2]s {
+		transport http {
+			keepalive_idle_conns 1024
+			keepalive_idle_conns_per_host 1024
+		}
+	}
+}
+
+http://127.0.0.1:%[3]d {
+	import proxy
+}
+
+http://127.0.0.1:%[4]d {
+	robots_guard
+	import proxy
+}
+`, tmp, upstream.Addr(), plainPort, guardPort)
+	cfg := filepath.Join(tmp, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+		return err
+	}
+	caddy := exec.Command(taskset, "-c", strconv.Itoa(caddyCPU), bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	caddy.Env = append(os.Environ(), "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "GOMAXPROCS=1")
+	caddy.Stderr = io.Discard
+	if err := caddy.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		caddy.Process.Kill()
+		caddy.Wait()
+	}()
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true,
+	}, Timeout: 10 * time.Second}
+	for _, port := range []int{plainPort, guardPort} {
+		if err := waitUp(client, port); err != nil {
+			return err
+		}
+	}
+
+	type phase struct {
+		name  string
+		port  int
+		ua    string
+		guard bool
+	}
+	phases := []phase{
+		{"browser, plain", plainPort, browserUA, false},
+		{"browser, robots_guard", guardPort, browserUA, true},
+		{"bot, plain", plainPort, botUA, false},
+		{"bot, robots_guard", guardPort, botUA, true},
+	}
+	type total struct {
+		reqs int64
+		cpu  time.Duration
+	}
+	totals := make([]total, len(phases))
+	// Warm up both sites (robots.txt fetch, connection pools).
+	for _, p := range phases {
+		load(client, p.port, p.ua, conc, time.Second)
+	}
+	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients, %d rounds × %s per phase\n",
+		caddy.Process.Pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
+	for r := 0; r < rounds; r++ {
+		for i, p := range phases {
+			before, err := cpuTime(caddy.Process.Pid)
+			if err != nil {
+				return err
+			}
+			n, errs := load(client, p.port, p.ua, conc, dur)
+			after, err := cpuTime(caddy.Process.Pid)
+			if err != nil {
+				return err
+			}
+			if errs > 0 {
+				return fmt.Errorf("%s: %d requests failed or got a status other than 200", p.name, errs)
+			}
+			totals[i].reqs += n
+			totals[i].cpu += after - before
+			fmt.Printf("  round %d %-22s %8d req  %7.0f req/s  %6.1f µs CPU/req\n", r+1, p.name, n,
+				float64(n)/dur.Seconds(), float64((after-before).Microseconds())/float64(n))
+		}
+	}
+	per := func(t total) float64 { return float64(t.cpu.Nanoseconds()) / 1e3 / float64(t.reqs) }
+	fmt.Println()
+	fmt.Println("| traffic | without robots_guard µs CPU/req | with robots_guard µs CPU/req | difference |")
+	fmt.Println("|---|--:|--:|--:|")
+	for i := 0; i < len(phases); i += 2 {
+		plain, guard := per(totals[i]), per(totals[i+1])
+		fmt.Printf("| %s | %.1f | %.1f | %+.1f µs (%+.1f%%) |\n", strings.Split(phases[i].name, ",")[0],
+			plain, guard, guard-plain, 100*(guard-plain)/plain)
+	}
+	return nil
+}
+
+// load runs conc keep-alive clients against the port for d and returns
+// the number of 200 answers and of failures.
+func load(client *http.Client, port int, ua string, conc int, d time.Duration) (ok, failed int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var okN, badN atomic.Int64
+	var wg sync.WaitGroup
+	url := fmt.Sprintf("http://127.0.0.1:%d/page", port)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+				req.Header.Set("User-Agent", ua)
+				resp, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						badN.Add(1)
+					}
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					okN.Add(1)
+				} else {
+					badN.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return okN.Load(), badN.Load()
+}
+
+// cpuTime returns the user + system CPU time of a process so far.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitUp(client *http.Client, port int) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port))
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("caddy did not answer on port %d within 20s", port)
+}

@@ -1,0 +1,76 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+var update = flag.Bool("update", false, "rewrite the adapt golden files")
+
+// TestAdaptGolden adapts each testdata/adapt/*.caddyfile, and the
+// repository's Caddyfile.example, to JSON and compares it with the golden
+// .json file beside it (go test -run TestAdaptGolden -update rewrites them).
+func TestAdaptGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/adapt/*.caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, "../Caddyfile.example")
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".caddyfile")
+		t.Run(name, func(t *testing.T) {
+			body, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(body, map[string]any{"filename": in})
+			if err != nil {
+				t.Fatalf("adapt: %v", err)
+			}
+			for _, w := range warnings {
+				t.Errorf("adapt warning: %s:%d: %s", w.File, w.Line, w.Message)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, out, "", "\t"); err != nil {
+				t.Fatal(err)
+			}
+			pretty.WriteByte('\n')
+			golden := filepath.Join("testdata", "adapt", name+".json")
+			if *update {
+				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(pretty.Bytes(), want) {
+				t.Errorf("adapted JSON differs from %s:\n%s", golden, pretty.String())
+			}
+		})
+	}
+}
+
+// TestAdaptRejectsBadValues checks that "caddy adapt" names a bad value.
+func TestAdaptRejectsBadValues(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://a {\n\trobots_guard {\n\t\trefresh 25h\n\t}\n}\n":         "refresh: must be at most 24h",
+		"http://a {\n\trobots_guard {\n\t\tcrawl_delay ip\n\t}\n}\n":      `unknown robots_guard subdirective "crawl_delay"`,
+		"http://a {\n\trobots_guard {\n\t\tipv4_prefix 40\n\t}\n}\n":      "ipv4_prefix",
+		"http://a {\n\trobots_guard {\n\t\ton_unreachable deny\n\t}\n}\n": "on_unreachable",
+	} {
+		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(in), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("adapt %q: error %v, want one containing %q", in, err, want)
+		}
+	}
+}

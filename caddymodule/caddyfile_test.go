@@ -1,0 +1,156 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestUnmarshalCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, want string
+	}{
+		{"bare", `robots_guard`, `{}`},
+		{"empty block", "robots_guard {\n}", `{}`},
+		{"robots_txt url", "robots_guard {\n robots_txt https://example.com/robots.txt\n}", `{"robots_txt":"https://example.com/robots.txt"}`},
+		{"robots_txt file", "robots_guard {\n robots_txt /etc/robots.txt\n}", `{"robots_txt":"/etc/robots.txt"}`},
+		{"refresh", "robots_guard {\n refresh 1h\n}", `{"refresh":3600000000000}`},
+		{"refresh in days", "robots_guard {\n refresh 1d\n}", `{"refresh":86400000000000}`},
+		{"fetch_timeout", "robots_guard {\n fetch_timeout 2.5s\n}", `{"fetch_timeout":2500000000}`},
+		{"on_unreachable", "robots_guard {\n on_unreachable allow\n}", `{"on_unreachable":"allow"}`},
+		{"crawl_delay_key", "robots_guard {\n crawl_delay_key group\n}", `{"crawl_delay_key":"group"}`},
+		{"prefixes", "robots_guard {\n ipv4_prefix 24\n ipv6_prefix 48\n}", `{"ipv4_prefix":24,"ipv6_prefix":48}`},
+		{"caps", "robots_guard {\n max_keys 5000\n max_sites 10\n ua_cache_size 100\n}", `{"max_keys":5000,"max_sites":10,"ua_cache_size":100}`},
+		{"bots", "robots_guard {\n bots MyScraper OtherBot\n bots Third\n}", `{"bots":["MyScraper","OtherBot","Third"]}`},
+		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
+		{"everything", `robots_guard {
+			robots_txt http://127.0.0.1:9000/robots.txt
+			refresh 30m
+			fetch_timeout 3s
+			on_unreachable disallow
+			crawl_delay_key ip
+			ipv4_prefix 32
+			ipv6_prefix 64
+			max_keys 100000
+			max_sites 1000
+			bots AbBot
+			empty_user_agent_is_bot
+			http_tools_are_bots
+			ua_cache_size 10000
+			dry_run
+		}`, `{"robots_txt":"http://127.0.0.1:9000/robots.txt","refresh":1800000000000,"fetch_timeout":3000000000,"on_unreachable":"disallow","crawl_delay_key":"ip","ipv4_prefix":32,"ipv6_prefix":64,"max_keys":100000,"max_sites":1000,"bots":["AbBot"],"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"ua_cache_size":10000,"dry_run":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g RobotsGuard
+			if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input)); err != nil {
+				t.Fatalf("UnmarshalCaddyfile: %v", err)
+			}
+			got, err := json.Marshal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("JSON\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnmarshalCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, want string
+	}{
+		{"argument", "robots_guard /x", `takes no arguments`},
+		{"unknown subdirective", "robots_guard {\n robots_tx /a\n}", `unknown robots_guard subdirective "robots_tx"`},
+		{"missing value", "robots_guard {\n refresh\n}", `refresh: want exactly one value, got 0`},
+		{"two values", "robots_guard {\n robots_txt a b\n}", `robots_txt: want exactly one value, got 2`},
+		{"bad duration", "robots_guard {\n refresh soon\n}", `refresh: "soon" is not a duration`},
+		{"refresh too long", "robots_guard {\n refresh 48h\n}", `refresh: must be at most 24h`},
+		{"negative timeout", "robots_guard {\n fetch_timeout -1s\n}", `fetch_timeout`},
+		{"bad number", "robots_guard {\n max_keys lots\n}", `max_keys: "lots" is not a whole number`},
+		{"bad on_unreachable", "robots_guard {\n on_unreachable maybe\n}", `on_unreachable`},
+		{"bad crawl_delay_key", "robots_guard {\n crawl_delay_key ua\n}", `crawl_delay_key`},
+		{"bad ipv4_prefix", "robots_guard {\n ipv4_prefix 33\n}", `ipv4_prefix`},
+		{"bad ipv6_prefix", "robots_guard {\n ipv6_prefix 0\n}", ``},
+		{"flag with value", "robots_guard {\n dry_run yes\n}", `dry_run takes no value`},
+		{"bots without token", "robots_guard {\n bots\n}", `bots: want at least one product token`},
+		{"negative max_sites", "robots_guard {\n max_sites -1\n}", `max_sites`},
+		{"short bot token", "robots_guard {\n bots X\n}", `bots[0]: token must have at least 2 characters`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g RobotsGuard
+			err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if tc.want == "" {
+				// Zero means "default" for prefixes; it must be accepted.
+				if err != nil {
+					t.Fatalf("UnmarshalCaddyfile: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("UnmarshalCaddyfile accepted %q", tc.input)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConfigCoversEveryField makes sure that every field of the module
+// reaches middleware.Config with its JSON name unchanged, so that the two
+// configurations cannot drift apart.
+func TestConfigCoversEveryField(t *testing.T) {
+	var g RobotsGuard
+	in := `robots_guard {
+		robots_txt /r
+		refresh 2m
+		fetch_timeout 3s
+		on_unreachable allow
+		crawl_delay_key group
+		ipv4_prefix 24
+		ipv6_prefix 56
+		max_keys 7
+		max_sites 8
+		bots XyBot
+		empty_user_agent_is_bot
+		http_tools_are_bots
+		ua_cache_size 9
+		dry_run
+	}`
+	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+		t.Fatal(err)
+	}
+	var mod, cfg map[string]any
+	b, _ := json.Marshal(g)
+	json.Unmarshal(b, &mod)
+	b, _ = json.Marshal(g.Config())
+	json.Unmarshal(b, &cfg)
+	if len(mod) != 14 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 14 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	}
+	for k, v := range mod {
+		cv, ok := cfg[k]
+		if !ok {
+			t.Errorf("field %q missing from middleware.Config JSON", k)
+			continue
+		}
+		// Durations: caddy.Duration writes nanoseconds, middleware.Duration a string.
+		if s, ok := cv.(string); ok && k != "robots_txt" && k != "on_unreachable" && k != "crawl_delay_key" {
+			if f, ok := v.(float64); !ok || s == "" || f == 0 {
+				t.Errorf("field %q: module %v, config %v", k, v, cv)
+			}
+			continue
+		}
+		if b1, _ := json.Marshal(v); string(b1) != mustJSON(cv) {
+			t.Errorf("field %q: module %s, config %s", k, b1, mustJSON(cv))
+		}
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,192 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/robotsguard/robotsguard/policy"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "robots",
+		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] <path>... | lint <file|URL>",
+		Short: "Tests paths against a robots.txt the way robots_guard reads it, or lints one",
+		Long: `
+"caddy robots test" prints, for each path, whether the given User-Agent may
+fetch it under a robots.txt, the group that applies, the deciding line and
+the Crawl-delay: the job of Google's retired robots.txt tester, with the
+exact semantics robots_guard enforces. The robots.txt comes from --file or
+--url (standard input when neither is given). --ua takes a bare product
+token or a whole User-Agent header. Exit status: 0 when every path is
+allowed, 1 when some path is disallowed, 2 on a usage or fetch error.
+
+"caddy robots lint" prints the diagnostics of a robots.txt file or URL:
+ignored or misspelt lines, rules before any user-agent, patterns that never
+match, Crawl-delay lines that glue groups together, and rule pairs that
+longest-match parsers (RFC 9309, Google) and first-match parsers read
+differently. Exit status: 0 when there is no warning, 1 when there are
+warnings, 2 on a usage or fetch error.
+`,
+		CobraFunc: func(cmd *cobra.Command) {
+			test := &cobra.Command{
+				Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] <path>...",
+				Short: "Decides paths for a User-Agent",
+				Args:  cobra.MinimumNArgs(1),
+				RunE: func(c *cobra.Command, args []string) error {
+					ua, _ := c.Flags().GetString("ua")
+					file, _ := c.Flags().GetString("file")
+					url, _ := c.Flags().GetString("url")
+					exit(runTest(os.Stdout, os.Stdin, ua, file, url, args))
+					return nil
+				},
+			}
+			test.Flags().String("ua", "", "User-Agent header or product token (required)")
+			test.Flags().String("file", "", "robots.txt file to read")
+			test.Flags().String("url", "", "robots.txt URL to fetch")
+			lint := &cobra.Command{
+				Use:   "lint <file|URL>",
+				Short: "Lints a robots.txt",
+				Args:  cobra.ExactArgs(1),
+				RunE: func(c *cobra.Command, args []string) error {
+					exit(runLint(os.Stdout, args[0]))
+					return nil
+				},
+			}
+			cmd.AddCommand(test, lint)
+		},
+	})
+}
+
+// exit ends the process with code, after printing err.
+func exit(code int, err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "caddy robots:", err)
+	}
+	if code != 0 {
+		os.Exit(code)
+	}
+}
+
+// Exit codes of the robots command.
+const (
+	exitOK      = 0
+	exitFinding = 1 // a path is disallowed, or lint found warnings
+	exitError   = 2
+)
+
+// runTest is "caddy robots test"; it returns the exit code.
+func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []string) (int, error) {
+	if ua == "" {
+		return exitError, errors.New("--ua is required (a User-Agent header or a product token)")
+	}
+	if file != "" && url != "" {
+		return exitError, errors.New("give --file or --url, not both")
+	}
+	var body []byte
+	var err error
+	switch {
+	case url != "":
+		body, err = fetchRobots(url, out)
+	case file != "":
+		body, err = os.ReadFile(file)
+	default:
+		body, err = io.ReadAll(io.LimitReader(stdin, policy.MaxBodySize+1))
+	}
+	if err != nil {
+		return exitError, err
+	}
+	r := policy.Parse(body)
+	agent := r.Agent(ua)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY")
+	code := exitOK
+	for _, p := range paths {
+		d := agent.Decide(p)
+		verdict := "allowed"
+		if !d.Allowed {
+			verdict = "DISALLOWED"
+			code = exitFinding
+		}
+		group := d.Group
+		if group == "" {
+			group = "(none)"
+		}
+		rule := "-"
+		switch {
+		case d.Exempt:
+			rule = "/robots.txt is always allowed"
+		case d.Rule != nil:
+			rule = fmt.Sprintf("line %d: %s", d.Rule.Line, d.Rule)
+		}
+		delay := "-"
+		if d.CrawlDelay > 0 {
+			delay = d.CrawlDelay.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay)
+	}
+	return code, tw.Flush()
+}
+
+// runLint is "caddy robots lint"; it returns the exit code.
+func runLint(out io.Writer, src string) (int, error) {
+	var body []byte
+	var err error
+	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+		body, err = fetchRobots(src, out)
+	} else {
+		body, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return exitError, err
+	}
+	code := exitOK
+	diags := policy.Parse(body).Lint()
+	for _, d := range diags {
+		fmt.Fprintln(out, d)
+		if d.Severity == policy.Warning {
+			code = exitFinding
+		}
+	}
+	if len(diags) == 0 {
+		fmt.Fprintln(out, "no findings")
+	}
+	return code, nil
+}
+
+// fetchRobots GETs a robots.txt, following redirects, and reads at most
+// policy.MaxBodySize bytes. A 4xx answer other than 429 means "no
+// robots.txt" (everything allowed, RFC 9309), so it yields an empty file
+// and a note; other failures are errors.
+func fetchRobots(url string, note io.Writer) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "caddy-robots (robotsguard)")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return io.ReadAll(io.LimitReader(resp.Body, policy.MaxBodySize+1))
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
+		fmt.Fprintf(note, "# %s answered %s: no robots.txt, everything is allowed (RFC 9309 §2.3.1.3)\n", url, resp.Status)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%s answered %s: robots.txt unreachable", url, resp.Status)
+}

@@ -1,0 +1,133 @@
+package caddymodule
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testRobots = `User-agent: GPTBot
+Disallow: /
+
+User-agent: SlowBot
+Crawl-delay: 5
+Disallow: /private/
+
+User-agent: *
+Disallow: /private/
+Allow: /private/open
+`
+
+func writeRobots(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRobotsTest(t *testing.T) {
+	file := writeRobots(t, testRobots)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			w.Write([]byte(testRobots))
+		case "/moved":
+			http.Redirect(w, r, "/robots.txt", http.StatusMovedPermanently)
+		case "/broken":
+			http.Error(w, "down", http.StatusBadGateway)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, ua, file, url, stdin string
+		paths                      []string
+		code                       int
+		want                       []string // substrings of the output, in order
+		wantErr                    string
+	}{
+		{name: "allowed", ua: "FooBot/1.0", file: file, paths: []string{"/", "/private/open"}, code: 0,
+			want: []string{"PATH", "/ ", "allowed", "*", "/private/open", "allowed", "line 10: Allow: /private/open"}},
+		{name: "disallowed with line", ua: "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)", file: file, paths: []string{"/blog/"}, code: 1,
+			want: []string{"/blog/", "DISALLOWED", "GPTBot", "line 2: Disallow: /"}},
+		{name: "crawl-delay shown", ua: "SlowBot", file: file, paths: []string{"/blog/", "/private/x"}, code: 1,
+			want: []string{"/blog/", "allowed", "SlowBot", "5s", "/private/x", "DISALLOWED", "line 6: Disallow: /private/", "5s"}},
+		{name: "robots.txt exempt", ua: "GPTBot", file: file, paths: []string{"/robots.txt"}, code: 0,
+			want: []string{"/robots.txt", "allowed", "/robots.txt is always allowed"}},
+		{name: "url", ua: "GPTBot", url: srv.URL + "/robots.txt", paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
+		{name: "url redirect", ua: "GPTBot", url: srv.URL + "/moved", paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
+		{name: "url 404 allows all", ua: "GPTBot", url: srv.URL + "/missing", paths: []string{"/x"}, code: 0, want: []string{"404", "everything is allowed", "/x", "allowed", "(none)"}},
+		{name: "url 502 is an error", ua: "GPTBot", url: srv.URL + "/broken", paths: []string{"/x"}, code: 2, wantErr: "502"},
+		{name: "stdin", ua: "GPTBot", stdin: testRobots, paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
+		{name: "no ua", file: file, paths: []string{"/x"}, code: 2, wantErr: "--ua is required"},
+		{name: "file and url", ua: "x", file: file, url: srv.URL, paths: []string{"/x"}, code: 2, wantErr: "not both"},
+		{name: "missing file", ua: "x", file: filepath.Join(t.TempDir(), "nope"), paths: []string{"/x"}, code: 2, wantErr: "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code, err := runTest(&out, strings.NewReader(tc.stdin), tc.ua, tc.file, tc.url, tc.paths)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			s := out.String()
+			for _, w := range tc.want {
+				i := strings.Index(s, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
+				}
+				s = s[i+len(w):]
+			}
+		})
+	}
+}
+
+func TestRobotsLint(t *testing.T) {
+	clean := writeRobots(t, "User-agent: *\nDisallow: /private/\n")
+	warn := writeRobots(t, "Disallow: /early\nUser-agent: *\nDisalow: /x\nDisallow: /\nAllow: /public\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("User-agent: *\nCrawl-delay: soon\n"))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, src string
+		code      int
+		want      []string
+	}{
+		{"clean", clean, 0, []string{"no findings"}},
+		{"warnings", warn, 1, []string{"line 1", "rule-before-user-agent", "line 3", "accepted-typo", "match-order"}},
+		{"url", srv.URL + "/robots.txt", 1, []string{"line 2", "bad-crawl-delay"}},
+		{"missing", filepath.Join(t.TempDir(), "nope"), 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code, err := runLint(&out, tc.src)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
+			}
+			s := out.String()
+			for _, w := range tc.want {
+				i := strings.Index(s, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
+				}
+				s = s[i+len(w):]
+			}
+		})
+	}
+}

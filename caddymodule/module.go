@@ -1,0 +1,282 @@
+// Package caddymodule is the Caddy shell around the robotsguard engine: the
+// http.handlers.robots_guard module, its Caddyfile directive robots_guard,
+// Prometheus metrics and the "caddy robots" command. All decisions are made
+// by middleware.Enforcer; this package only translates between Caddy and it.
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/robotsguard/robotsguard/middleware"
+)
+
+func init() {
+	caddy.RegisterModule(RobotsGuard{})
+}
+
+// RobotsGuard enforces each site's own robots.txt on bots: a bot gets 403
+// Forbidden for a path its group may not fetch and 429 Too Many Requests with
+// Retry-After when it comes faster than its group's Crawl-delay. Browsers
+// pass untouched and /robots.txt is always served.
+//
+// By default the robots.txt of a site is read from the site itself, through
+// this Caddy server (a virtual GET /robots.txt that passes the guard), so
+// whatever serves the site — reverse_proxy, file_server, respond — is what
+// gets enforced. Rules are judged on the request URI as the client sent it,
+// before any rewrite, and the client address is Caddy's client_ip, which
+// honours the server's trusted_proxies.
+//
+// Stopped requests become HTTP errors (caddyhttp.Error) when the server has
+// handle_errors routes, so they can be restyled there; otherwise the module
+// answers itself with the status, Retry-After and a one-line text body.
+// The placeholders {http.robots_guard.group}, {http.robots_guard.rule} and
+// {http.robots_guard.action} describe the decision for logs and
+// handle_errors.
+//
+// The robots.txt cache and the Crawl-delay clocks survive config reloads as
+// long as the module's configuration does not change.
+type RobotsGuard struct {
+	// Where each site's robots.txt comes from: empty (the default) for the
+	// site itself, an http:// or https:// URL, or a file path.
+	RobotsTxt string `json:"robots_txt,omitempty"`
+
+	// How long a robots.txt is used before it is fetched again. Default
+	// 10m, at most 24h.
+	Refresh caddy.Duration `json:"refresh,omitempty"`
+
+	// Bound of one robots.txt fetch, and of a request's wait for its site's
+	// first fetch. Default 5s, at most 1m.
+	FetchTimeout caddy.Duration `json:"fetch_timeout,omitempty"`
+
+	// What bots may do when robots.txt is unreachable (5xx, 429, network
+	// error) and no earlier copy is known: "disallow" (default) or "allow".
+	OnUnreachable string `json:"on_unreachable,omitempty"`
+
+	// Key of the Crawl-delay limiter: "ip" (default: site, group and
+	// client-IP prefix) or "group" (site and group).
+	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
+
+	// Prefix lengths that group client addresses in the limiter key.
+	// Defaults 32 and 64.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+
+	// Cap on Crawl-delay limiter keys (default 100000; about 84 bytes each).
+	MaxKeys int `json:"max_keys,omitempty"`
+
+	// Cap on cached robots.txt files, one per scheme and host (default
+	// 1000).
+	MaxSites int `json:"max_sites,omitempty"`
+
+	// Extra product tokens that mark a client as a bot.
+	Bots []string `json:"bots,omitempty"`
+
+	// Treat a missing or empty User-Agent as a bot of the "*" group.
+	EmptyUserAgentIsBot bool `json:"empty_user_agent_is_bot,omitempty"`
+
+	// Treat HTTP tools (curl, Wget, python-requests, ...) as bots.
+	HTTPToolsAreBots bool `json:"http_tools_are_bots,omitempty"`
+
+	// Size of the User-Agent classification cache (default 10000).
+	UACacheSize int `json:"ua_cache_size,omitempty"`
+
+	// Decide, log and count every request, but let all of them through.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	state   *state
+	poolKey string
+	logger  *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (RobotsGuard) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.robots_guard",
+		New: func() caddy.Module { return new(RobotsGuard) },
+	}
+}
+
+// Config returns the engine configuration the module stands for: the one
+// place where Caddy's configuration becomes middleware.Config.
+func (g *RobotsGuard) Config() middleware.Config {
+	return middleware.Config{
+		RobotsTxt:           g.RobotsTxt,
+		Refresh:             middleware.Duration(g.Refresh),
+		FetchTimeout:        middleware.Duration(g.FetchTimeout),
+		OnUnreachable:       g.OnUnreachable,
+		CrawlDelayKey:       g.CrawlDelayKey,
+		IPv4Prefix:          g.IPv4Prefix,
+		IPv6Prefix:          g.IPv6Prefix,
+		MaxKeys:             g.MaxKeys,
+		MaxSites:            g.MaxSites,
+		Bots:                g.Bots,
+		EmptyUserAgentIsBot: g.EmptyUserAgentIsBot,
+		HTTPToolsAreBots:    g.HTTPToolsAreBots,
+		UACacheSize:         g.UACacheSize,
+		DryRun:              g.DryRun,
+	}
+}
+
+// pool holds one state per distinct configuration, so that the robots.txt
+// cache and the Crawl-delay clocks survive config reloads: Caddy provisions
+// the new config before it cleans up the old one.
+var pool = caddy.NewUsagePool()
+
+// state is what survives a reload: the Enforcer and the logger it writes to,
+// which each new config points at its own log.
+type state struct {
+	enforcer *middleware.Enforcer
+	log      *swapCore
+}
+
+// Destruct stops the Enforcer's background work when the last config that
+// uses it is unloaded.
+func (s *state) Destruct() error { return s.enforcer.Close() }
+
+// Provision builds or adopts the Enforcer for this configuration and
+// registers the metrics on this config's registry.
+func (g *RobotsGuard) Provision(ctx caddy.Context) error {
+	g.logger = ctx.Logger()
+	cfg := g.Config()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	key, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("robots_guard: %w", err)
+	}
+	g.poolKey = string(key)
+	val, _, err := pool.LoadOrNew(g.poolKey, func() (caddy.Destructor, error) {
+		log := newSwapCore()
+		e, err := middleware.New(cfg,
+			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			middleware.WithObserver(metricsObserver{}),
+		)
+		if err != nil {
+			return nil, err
+		}
+		return &state{enforcer: e, log: log}, nil
+	})
+	if err != nil {
+		return err
+	}
+	g.state = val.(*state)
+	g.state.log.set(g.logger.Core())
+	if reg := ctx.GetMetricsRegistry(); reg != nil {
+		if err := registerMetrics(reg); err != nil {
+			return fmt.Errorf("robots_guard: metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// Validate checks the configuration; Provision has already applied the
+// engine's own checks, so this only guards against use without Provision.
+func (g *RobotsGuard) Validate() error {
+	if g.state == nil {
+		return errors.New("robots_guard: not provisioned")
+	}
+	return nil
+}
+
+// Cleanup releases this config's hold on the shared state.
+func (g *RobotsGuard) Cleanup() error {
+	if g.poolKey == "" {
+		return nil
+	}
+	_, err := pool.Delete(g.poolKey)
+	return err
+}
+
+// Placeholder names set for every request the module sees.
+const (
+	phGroup  = "http.robots_guard.group"
+	phRule   = "http.robots_guard.rule"
+	phAction = "http.robots_guard.action"
+)
+
+// ServeHTTP decides the request with the Enforcer and passes it on, or
+// stops it.
+func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	ctx := r.Context()
+	target := r.RequestURI
+	if orig, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
+		target = orig.RequestURI
+		if target == "" && orig.URL != nil {
+			target = orig.URL.RequestURI()
+		}
+	}
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	clientIP, _ := caddyhttp.GetVar(ctx, caddyhttp.ClientIPVarKey).(string)
+	if clientIP == "" {
+		clientIP = r.RemoteAddr
+	}
+	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	req := middleware.Request{
+		Scheme:    "http",
+		Host:      r.Host,
+		Target:    target,
+		UserAgent: r.Header.Get("User-Agent"),
+		ClientIP:  clientIP,
+	}
+	if r.TLS != nil {
+		req.Scheme = "https"
+	}
+	if srv != nil {
+		req.Origin = srv
+	}
+	v := g.state.enforcer.Decide(ctx, req)
+
+	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set(phGroup, v.Group)
+		if v.Rule != nil {
+			repl.Set(phRule, strconv.Itoa(v.Rule.Line)+": "+v.Rule.String())
+		} else {
+			repl.Set(phRule, "")
+		}
+		repl.Set(phAction, actionName(v))
+	}
+	if !v.Enforced() {
+		return next.ServeHTTP(w, r)
+	}
+	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
+		// No handle_errors: answer with the body too, which Caddy's
+		// default error answer (status only) would drop.
+		g.state.enforcer.Respond(w, r, v)
+		return nil
+	}
+	if v.Action == middleware.Throttle {
+		w.Header().Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
+	}
+	return caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
+}
+
+// actionName is the value of {http.robots_guard.action}: "allow", "deny",
+// "throttle", or "dry_run_deny" / "dry_run_throttle" when dry_run lets a
+// stopped request through.
+func actionName(v middleware.Verdict) string {
+	name := v.Action.String()
+	if v.DryRun && v.Action != middleware.Allow {
+		return "dry_run_" + name
+	}
+	return name
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*RobotsGuard)(nil)
+	_ caddy.Validator             = (*RobotsGuard)(nil)
+	_ caddy.CleanerUpper          = (*RobotsGuard)(nil)
+	_ caddyhttp.MiddlewareHandler = (*RobotsGuard)(nil)
+	_ caddy.Destructor            = (*state)(nil)
+)
