@@ -1,0 +1,128 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo builds the real cmd/caddy binary, starts it with
+// Caddyfile.example as the README says, and checks the README's curl
+// examples; then it runs the "caddy robots" command on the demo's
+// robots.txt.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the cmd/caddy binary")
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:2019"} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Skipf("the demo needs %s, which is in use: %v", addr, err)
+		}
+		l.Close()
+	}
+	bin := filepath.Join(t.TempDir(), "caddy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/caddy: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	caddy := exec.CommandContext(ctx, bin, "run", "--config", "Caddyfile.example")
+	caddy.Dir, caddy.Env = "..", env
+	var logs bytes.Buffer
+	caddy.Stdout, caddy.Stderr = &logs, &logs
+	if err := caddy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		caddy.Wait()
+		if t.Failed() {
+			t.Logf("caddy output:\n%s", logs.String())
+		}
+	})
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get("http://localhost:8080/")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not answer on localhost:8080 within 30 s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	do := func(ua, path string) answer {
+		req, _ := http.NewRequest(http.MethodGet, "http://localhost:8080"+path, nil)
+		req.Header.Set("User-Agent", ua)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, string(b), resp.Header}
+	}
+	// The README's curl examples, in order.
+	do(browserUA, "/private/").check(t, "browser /private/", 200, "Private area")
+	do(gptbotUA, "/blog/").check(t, "GPTBot /blog/", 403, "Disallowed by robots.txt line 8 for GPTBot")
+	do("FooBot/1.0", "/blog/").check(t, "FooBot /blog/", 200, "Blog")
+	do("FooBot/1.0", "/private/").check(t, "FooBot /private/", 403, "Disallowed by robots.txt line 17 for *")
+	do("SlowBot/2.0", "/blog/").check(t, "SlowBot first", 200, "Blog")
+	a := do("SlowBot/2.0", "/blog/")
+	a.check(t, "SlowBot second", 429, "Crawl-delay of robots.txt for SlowBot exceeded")
+	if got := a.header.Get("Retry-After"); got != "5" {
+		t.Errorf("SlowBot Retry-After %q, want 5", got)
+	}
+	do("GPTBot/1.2", "/robots.txt").check(t, "GPTBot /robots.txt", 200, "User-agent: GPTBot")
+
+	// caddy robots test / lint, as in the README.
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"robots", "test", "--ua", "Mozilla/5.0 (compatible; GPTBot/1.2)", "--file", "demo/robots.txt", "/blog/", "/robots.txt"}, 1,
+			[]string{"/blog/", "DISALLOWED", "GPTBot", "line 8: Disallow: /", "/robots.txt", "allowed"}},
+		{[]string{"robots", "test", "--ua", "SlowBot/2.0", "--file", "demo/robots.txt", "/blog/"}, 0,
+			[]string{"/blog/", "allowed", "SlowBot", "5s"}},
+		{[]string{"robots", "lint", "demo/robots.txt"}, 0, []string{"no findings"}},
+		{[]string{"robots", "test", "--file", "demo/robots.txt", "/x"}, 2, nil},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Dir, cmd.Env = "..", env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code {
+			t.Errorf("caddy %s: exit %d, want %d\n%s", strings.Join(c.args, " "), code, c.code, out)
+		}
+		s := string(out)
+		for _, w := range c.want {
+			i := strings.Index(s, w)
+			if i < 0 {
+				t.Errorf("caddy %s: output lacks %q (in order):\n%s", strings.Join(c.args, " "), w, out)
+				break
+			}
+			s = s[i+len(w):]
+		}
+	}
+}
