@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -19,7 +17,7 @@ import (
 // machines this was measured on; see bench/loadtest for the end-to-end
 // comparison.
 func BenchmarkServeHTTP(b *testing.B) {
-	file := writeRobotsB(b, testRobots)
+	file := writeRobots(b, testRobots)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	g := &RobotsGuard{RobotsTxt: file}
@@ -48,13 +46,4 @@ func BenchmarkServeHTTP(b *testing.B) {
 			}
 		})
 	}
-}
-
-func writeRobotsB(b *testing.B, body string) string {
-	b.Helper()
-	p := filepath.Join(b.TempDir(), "robots.txt")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return p
 }

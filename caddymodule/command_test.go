@@ -22,7 +22,7 @@ Disallow: /private/
 Allow: /private/open
 `
 
-func writeRobots(t *testing.T, body string) string {
+func writeRobots(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "robots.txt")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -85,13 +85,8 @@ func TestRobotsTest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("error: %v", err)
 			}
-			s := out.String()
-			for _, w := range tc.want {
-				i := strings.Index(s, w)
-				if i < 0 {
-					t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
-				}
-				s = s[i+len(w):]
+			if w, ok := containsInOrder(out.String(), tc.want); !ok {
+				t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
 			}
 		})
 	}
@@ -120,14 +115,22 @@ func TestRobotsLint(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
 			}
-			s := out.String()
-			for _, w := range tc.want {
-				i := strings.Index(s, w)
-				if i < 0 {
-					t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
-				}
-				s = s[i+len(w):]
+			if w, ok := containsInOrder(out.String(), tc.want); !ok {
+				t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
 			}
 		})
 	}
+}
+
+// containsInOrder reports whether s holds every string of want, in order;
+// if not, it returns the first one missing.
+func containsInOrder(s string, want []string) (string, bool) {
+	for _, w := range want {
+		i := strings.Index(s, w)
+		if i < 0 {
+			return w, false
+		}
+		s = s[i+len(w):]
+	}
+	return "", true
 }
