@@ -40,13 +40,15 @@ type siteEntry struct {
 	refreshing atomic.Bool  // a background refresh was started
 	hits       atomic.Uint32
 	stale      atomic.Bool // set by a timer when a refresh is due
+	evicted    atomic.Bool // dropped from the LRU: siteCache.last must not return it
 }
 
 // siteCache holds the robots.txt of each site, fetched through a Source with
 // one fetch per site at a time.
 type siteCache struct {
 	lru     *lru.Cache[siteKey, *siteEntry]
-	mu      sync.Mutex // serialises entry creation
+	last    atomic.Pointer[siteEntry] // the entry of the latest lookup: most servers serve one site
+	mu      sync.Mutex                // serialises entry creation
 	flights singleflight.Group
 	src     Source
 	now     func() time.Time
@@ -63,7 +65,8 @@ type siteCache struct {
 }
 
 func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer) *siteCache {
-	c, _ := lru.New[siteKey, *siteEntry](size) // size > 0 is checked by Config
+	// size > 0 is checked by Config.
+	c, _ := lru.NewWithEvict(size, func(_ siteKey, e *siteEntry) { e.evicted.Store(true) })
 	timers := now == nil
 	if now == nil {
 		now = time.Now
@@ -96,10 +99,17 @@ func makeKey(scheme, host string) siteKey {
 
 // entry returns the cache slot of a site, creating it when needed.
 func (c *siteCache) entry(k siteKey) *siteEntry {
-	if e, ok := c.lru.Peek(k); ok {
+	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
 		if e.hits.Add(1)%promoteEvery == 0 {
 			c.lru.Get(k) // refresh its LRU position now and then
 		}
+		return e
+	}
+	if e, ok := c.lru.Peek(k); ok {
+		if e.hits.Add(1)%promoteEvery == 0 {
+			c.lru.Get(k)
+		}
+		c.last.Store(e)
 		return e
 	}
 	c.mu.Lock()
@@ -113,6 +123,7 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 	}
 	e := &siteEntry{key: k, site: scheme + "://" + k.host, siteURL: &url.URL{Scheme: scheme, Host: k.host}}
 	c.lru.Add(k, e)
+	c.last.Store(e)
 	return e
 }
 

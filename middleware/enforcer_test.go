@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 const (
@@ -599,5 +601,24 @@ func TestDecodedTarget(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("decodedTarget(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
+// the latest site, and never an entry the LRU has dropped.
+func TestSiteCacheLastEntry(t *testing.T) {
+	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil)
+	a := c.entry(makeKey("http", "a.example"))
+	if c.entry(makeKey("http", "A.example")) != a {
+		t.Fatal("the same site (host case aside) got a second entry")
+	}
+	c.entry(makeKey("http", "b.example"))
+	c.entry(makeKey("http", "c.example")) // evicts a (size 2)
+	if !a.evicted.Load() {
+		t.Fatal("the LRU dropped a.example without marking it")
+	}
+	c.last.Store(a) // as if a had been the latest lookup when it was dropped
+	if c.entry(makeKey("http", "a.example")) == a {
+		t.Error("an evicted entry came back from the fast path")
 	}
 }
