@@ -59,6 +59,7 @@ type tokenTable struct {
 	lens   uint64 // bit n set: some token has length n (n < 64)
 	long   bool   // some token is 64 bytes or longer
 	filter [1 << filterBits / 64]uint64
+	first  [4]uint64 // bit c: some token starts with the byte c (lower-case)
 }
 
 // filterBits sizes tokenTable.filter, a one-hash Bloom filter over (first
@@ -117,6 +118,7 @@ func (t *tokenTable) build(merged []mergedGroup, global int32) {
 		}
 		b := filterBit(tok[0], tok[len(tok)-1], len(tok))
 		t.filter[b>>6] |= 1 << (b & 63)
+		t.first[tok[0]>>6] |= 1 << (tok[0] & 63)
 	}
 }
 
@@ -163,8 +165,15 @@ func (t *tokenTable) scanTokens(ua string, fn func(group int32, n int)) {
 		c := ua[i]
 		cl := charClass[c]
 		if cl&classToken != 0 && (i == item || charClass[ua[i-1]]&classWordPrev == 0) {
-			// A word starts: read its run of token bytes.
+			// A word starts: read its run of token bytes. Words whose
+			// first byte starts no token (most of a browser's header:
+			// versions, platform names) are skipped without any check.
 			j := i
+			if lc := lower(c); t.first[lc>>6]&(1<<(lc&63)) == 0 || skip {
+				for i++; i < len(ua) && charClass[ua[i]]&classToken != 0; i++ {
+				}
+				continue
+			}
 			for i++; i < len(ua); i++ {
 				cl = charClass[ua[i]]
 				if cl&classToken == 0 {

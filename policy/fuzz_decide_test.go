@@ -205,6 +205,9 @@ func FuzzDecide(f *testing.F) {
 		{"User-agent: *\nDisallow: /a$$\nDisallow: /x/../y\nAllow: /*/index.htm\n", "", "/a$"},
 		{"User-agent: MJ12bot\nDisallow: /\nUser-agent: Hal-9000\nAllow: /\n", "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)", ""},
 		{"User-agent: spider\nDisallow: /\nUser-agent: *\nDisallow: /s\n", "Bytespider; spider-feedback@bytedance.com", "/s?q={x}"},
+		// A literal '$' of the target has no '2' for "*2" to match.
+		{"UserAgent GoogleBot\nDisAlow *2", "GoogleBot", "/$"},
+		{"User-agent: *\nDisallow: /*4\nAllow: /a%24%2A%24%2A$\n", "x", "/a$*%24%2A"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -236,6 +239,12 @@ func FuzzDecide(f *testing.F) {
 				}
 			}
 			for _, rule := range g.Rules {
+				// Only the first three %24 / %2A escapes of a pattern also
+				// match a literal '$' / '*' (a documented bound on compiled
+				// variants, see maxEscapeChoices); the reference has no bound.
+				if up := strings.ToUpper(rule.Pattern); strings.Count(up, "%24")+strings.Count(up, "%2A") > 3 {
+					t.Skip()
+				}
 				if badPercent(rule.Pattern) || (rule.Kind == policy.Allow && (refIndex(rule.Pattern) == "") != (refIndex(refNorm(rule.Pattern)) == "")) {
 					t.Skip()
 				}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // maxOrderFindings caps the match-order findings reported per rule set, and
@@ -56,7 +57,7 @@ groups:
 				continue
 			}
 			var segs [][]byte
-			segs, _, buf = canonicalPattern(buf, p, nil, nil)
+			segs, _, _, buf = canonicalPattern(buf, p, nil, nil, 0)
 			sc.target = sc.target[:0]
 			for _, s := range segs {
 				sc.target = append(sc.target, s...)
@@ -100,7 +101,7 @@ groups:
 				Code:     "match-order",
 				Message: fmt.Sprintf("for %q the longest match (RFC 9309, Google) is %q (line %d), which %s it; "+
 					"first-match parsers (1996 draft) apply %q (line %d) and %s it",
-					sc.target, d.Rule.String(), d.Rule.Line, verb[d.Allowed], first.String(), first.Line, verb[firstAllows]),
+					readable(sc.target), d.Rule.String(), d.Rule.Line, verb[d.Allowed], first.String(), first.Line, verb[firstAllows]),
 			})
 		}
 	}
@@ -111,4 +112,10 @@ groups:
 		})
 	}
 	return out
+}
+
+// readable writes a canonical target for a message: litDollar and litStar
+// back as '$' and '*'.
+func readable(t []byte) string {
+	return strings.NewReplacer(string(rune(litDollar)), "$", string(rune(litStar)), "*").Replace(string(t))
 }

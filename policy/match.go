@@ -135,38 +135,68 @@ func (b *trieBuilder) alloc(n int) []byte {
 
 func newTrieBuilder() *trieBuilder { return &trieBuilder{} }
 
+// Literal '$' and '*' of a target are matched as these two bytes, which no
+// normalised form contains otherwise (control bytes are percent-encoded):
+// escaping them as %24 and %2A would let a pattern such as "*2" match the
+// '2' of an escape the client never sent.
+const (
+	litDollar = 0x01
+	litStar   = 0x02
+)
+
+// maxEscapeChoices is how many %24 / %2A escapes of one pattern may also
+// match a literal '$' / '*' of the target (SEMANTICS.md §6): each one
+// doubles the compiled variants of the pattern, so the count is capped;
+// later escapes match only themselves.
+const maxEscapeChoices = 3
+
 // canonicalPattern turns a pattern into the literal segments between its
 // '*'s, in the byte form in which targets are matched: normalised, with a
-// '$' that is not last written %24. anchored reports a final '$'.
+// '$' that is not last written litDollar. anchored reports a final '$'.
+// The pattern's first maxEscapeChoices %24 and %2A escapes are choices:
+// bit i of variant makes the i-th one match the literal byte
+// (litDollar, litStar) instead of the escape itself; choices reports how
+// many there are (compile variants 0 to 1<<min(choices, maxEscapeChoices)-1).
 //
 // The segments are appended to segs[:0] and their bytes carved from out,
 // which must have room for 3*len(pattern) bytes; both may be nil.
-func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte) (_ [][]byte, anchored bool, _ []byte) {
+func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte, variant uint) (_ [][]byte, anchored bool, choices int, _ []byte) {
 	segs = segs[:0]
 	if pattern != "" && pattern[len(pattern)-1] == '$' {
 		anchored = true
 		pattern = pattern[:len(pattern)-1]
 	}
 	buf = appendNormalized(buf[:0], pattern, false)
-	// Within the normalised pattern, '*' is a wildcard and '$' a literal.
 	if out == nil {
 		out = make([]byte, 0, 3*len(pattern))
 	}
 	start := 0
-	for _, c := range buf {
-		switch c {
-		case '*':
+	for i := 0; i < len(buf); i++ {
+		c := buf[i]
+		switch {
+		case c == '*':
 			segs = append(segs, out[start:len(out):len(out)])
 			start = len(out)
-			continue
-		case '$':
-			out = append(out, '%', '2', '4')
-			continue
+		case c == '$':
+			out = append(out, litDollar)
+		case c == '%' && i+2 < len(buf) && buf[i+1] == '2' && (buf[i+2] == '4' || buf[i+2] == 'A'):
+			if choices < maxEscapeChoices && variant&(1<<choices) != 0 {
+				if buf[i+2] == '4' {
+					out = append(out, litDollar)
+				} else {
+					out = append(out, litStar)
+				}
+			} else {
+				out = append(out, buf[i:i+3]...)
+			}
+			choices++
+			i += 2
+		default:
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	segs = append(segs, out[start:len(out):len(out)])
-	return segs, anchored, buf
+	return segs, anchored, choices, buf
 }
 
 // build compiles the rules with the given indices into a trie and returns
@@ -213,18 +243,12 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
 		if p != "" && p[0] != '/' && p[0] != '*' {
 			continue // never matches (SEMANTICS.md §6)
 		}
-		var segs [][]byte
-		var anchored bool
-		segs, anchored, b.buf = canonicalPattern(b.buf, p, b.segs, b.alloc(3*len(p)))
-		b.segs = segs
-		insert(segs, anchored, ri)
+		b.insertVariants(p, false, ri, insert)
 		// Index.html rule (SEMANTICS.md §7): Allow: <prefix>/index.htm...
 		// also allows <prefix>/ exactly, at the Allow's own priority.
 		if rule.Kind == Allow {
 			if slash := lastSlash(p); slash >= 0 && hasPrefix(p[slash:], "/index.htm") {
-				segs, _, b.buf = canonicalPattern(b.buf, p[:slash+1], b.segs, b.alloc(3*(slash+1)))
-				b.segs = segs
-				insert(segs, true, ri)
+				b.insertVariants(p[:slash+1], true, ri, insert)
 			}
 		}
 	}
@@ -238,6 +262,17 @@ func allEmpty(segs [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// insertVariants inserts every compiled variant of pattern p (see
+// canonicalPattern); anchor forces a final '$'.
+func (b *trieBuilder) insertVariants(p string, anchor bool, ri int32, insert func([][]byte, bool, int32)) {
+	for v, n := uint(0), uint(1); v < n; v++ {
+		segs, anchored, choices, buf := canonicalPattern(b.buf, p, b.segs, b.alloc(3*len(p)), v)
+		b.buf, b.segs = buf, segs
+		n = 1 << min(choices, maxEscapeChoices)
+		insert(segs, anchored || anchor, ri)
+	}
 }
 
 func lastSlash(s string) int {

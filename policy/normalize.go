@@ -76,9 +76,11 @@ func isCanonical(s string) bool {
 // decoded, and bytes that may not stand raw in a URI encoded. A '%' that does
 // not start a valid escape is kept as it is, on both sides alike.
 //
-// With literal set, a raw '*' or '$' is written as %2A or %24: that is the
-// form in which targets are matched, so that a pattern's %2A and %24 (and a
-// '$' that is not the pattern's last character) match them literally.
+// With literal set (targets), a raw '*' or '$' is written as litStar or
+// litDollar: that is the form in which targets are matched, so that a
+// pattern's %2A and %24 (and a '$' that is not the pattern's last
+// character) can match them literally, and no pattern byte matches them
+// otherwise.
 func appendNormalized(dst []byte, s string, literal bool) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -95,8 +97,12 @@ func appendNormalized(dst []byte, s string, literal bool) []byte {
 			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
 			continue
 		}
-		if literal && (c == '*' || c == '$') {
-			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+		if literal && c == '*' {
+			dst = append(dst, litStar)
+			continue
+		}
+		if literal && c == '$' {
+			dst = append(dst, litDollar)
 			continue
 		}
 		dst = append(dst, c)

@@ -30,6 +30,7 @@ func TestCompiledSizeIsLinear(t *testing.T) {
 		"groups":    groups.String(),
 		"stars":     "User-agent: *\nDisallow: " + strings.Repeat("*", MaxLineLength-20) + "\n",
 		"escapes":   "User-agent: *\nDisallow: /" + strings.Repeat("%zz\xff", 4000) + "\n",
+		"choices":   "User-agent: *\n" + strings.Repeat("Disallow: /*%24%2A%24x%24\nAllow: /%2a%24%2A%24%2A%24\n", 3000),
 	} {
 		r := Parse([]byte(body))
 		if size, limit := r.m.size(), 8*len(body)+64; size > limit {

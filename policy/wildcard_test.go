@@ -58,3 +58,33 @@ func TestManyWildcardsAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// TestLiteralDollarAndStar pins how a target's literal '$' and '*' meet
+// patterns (SEMANTICS.md §6): %24 and %2A in a pattern match them and their
+// escapes; a '$' inside a pattern matches a literal '$' only; and no other
+// pattern byte matches them, so "*2" does not match the "2" of an escape the
+// client never sent.
+func TestLiteralDollarAndStar(t *testing.T) {
+	for _, row := range []struct {
+		pattern, target string
+		match           bool
+	}{
+		{"*2", "/$", false},
+		{"*2", "/%24", true},
+		{"*A", "/*", false},
+		{"/a%24", "/a$", true},
+		{"/a%24", "/a%24", true},
+		{"/a%2A", "/a*", true},
+		{"/a%2a", "/a%2A", true},
+		{"/a$b", "/a$b", true},
+		{"/a$b", "/a%24b", false},
+		{"/a*$", "/a$", true},
+		{"/%24%24%24%24$", "/$$$%24", true}, // the first three escapes are choices, the fourth matches itself
+		{"/%24%24%24%24$", "/$$$$", false},
+	} {
+		r := policy.Parse([]byte("User-agent: *\nDisallow: " + row.pattern + "\n"))
+		if got := !r.Allowed("AnyBot", row.target); got != row.match {
+			t.Errorf("Disallow: %s, target %s: match = %v, want %v", row.pattern, row.target, got, row.match)
+		}
+	}
+}
