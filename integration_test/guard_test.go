@@ -318,3 +318,20 @@ Disallow: /x
 	get(t, tc, resp, "/y", "AnyBot/1.0").check(t, "respond, bot elsewhere", 200, "ok")
 	get(t, tc, resp, "/x/y", browserUA).check(t, "respond, browser", 200, "ok")
 }
+
+// TestOriginalURIIsJudged: inside a route, a rewrite may run before
+// robots_guard; the rules still apply to the URI the client sent.
+func TestOriginalURIIsJudged(t *testing.T) {
+	up := newUpstream(t, "User-agent: *\nDisallow: /private/\n")
+	port := freePort(t)
+	tc := load(t, "", fmt.Sprintf(`http://127.0.0.1:%d {
+	route {
+		rewrite /public/* /private/from-public
+		robots_guard
+		reverse_proxy %s
+	}
+}
+`, port, up.addr()))
+	get(t, tc, port, "/public/a", "AnyBot/1.0").check(t, "allowed URI rewritten to a disallowed one", 200, "page /private/from-public")
+	get(t, tc, port, "/private/a", "AnyBot/1.0").check(t, "disallowed URI as sent", 403, "line 2 for *")
+}
