@@ -201,18 +201,19 @@ var corpusDecisions = map[string][]corpusDecision{
 	},
 	"github.txt": {
 		// 3 "User-agent: baidu", 4 "crawl-delay: 1", 7 "User-agent: *": one
-		// group, so both share the delay and the rules (SEMANTICS.md §3).
+		// group, so both share the rules (SEMANTICS.md §3), but the delay
+		// belongs to baidu alone, the run above it (§8).
 		// 9 "Disallow: /*/*/pulse".
 		{ua: "baidu", target: "/a/b/pulse", allowed: false, group: "baidu", lines: []int{9}, delay: time.Second},
-		{ua: "Baiduspider", target: "/a/b/pulse", allowed: false, group: "*", lines: []int{9}, delay: time.Second},
+		{ua: "Baiduspider", target: "/a/b/pulse", allowed: false, group: "*", lines: []int{9}},
 		// 64 "Disallow: /*tab=*", 65 "Allow: /*?tab=achievements&achievement=*".
-		{ua: "FooBot", target: "/u?tab=achievements&achievement=x", allowed: true, group: "*", lines: []int{65}, delay: time.Second},
-		{ua: "FooBot", target: "/u?tab=repos", allowed: false, group: "*", lines: []int{64}, delay: time.Second},
+		{ua: "FooBot", target: "/u?tab=achievements&achievement=x", allowed: true, group: "*", lines: []int{65}},
+		{ua: "FooBot", target: "/u?tab=repos", allowed: false, group: "*", lines: []int{64}},
 		// 37 "Disallow: /*.git$"; 36 "Disallow: */.git/" needs "/.git/".
-		{ua: "FooBot", target: "/x.git", allowed: false, group: "*", lines: []int{37}, delay: time.Second},
-		{ua: "FooBot", target: "/x.git/y", allowed: true, group: "*", delay: time.Second},
+		{ua: "FooBot", target: "/x.git", allowed: false, group: "*", lines: []int{37}},
+		{ua: "FooBot", target: "/x.git/y", allowed: true, group: "*"},
 		// 33 "Disallow: /*/raw/".
-		{ua: hdrGooglebot, target: "https://github.com/a/b/raw/main/x", allowed: false, group: "*", lines: []int{33}, delay: time.Second},
+		{ua: hdrGooglebot, target: "https://github.com/a/b/raw/main/x", allowed: false, group: "*", lines: []int{33}},
 	},
 	"nytimes.txt": {
 		// 15 "User-agent: *", 16 "User-agent: Googlebot" share lines 17..102;
@@ -306,10 +307,10 @@ var corpusDecisions = map[string][]corpusDecision{
 	},
 	"wikimedia-config.txt": {
 		// 129 "User-agent: SemrushBot", 130 "Crawl-delay: 5", 148
-		// "User-agent: *" joins that group; 150 "Allow: /w/load.php?", 153 "Disallow: /w/".
+		// "User-agent: *" joins that group, but not its delay (§8); 150 "Allow: /w/load.php?", 153 "Disallow: /w/".
 		{ua: hdrSemrush, target: "/w/index.php", allowed: false, group: "SemrushBot", lines: []int{153}, delay: 5 * time.Second},
-		{ua: "FooBot", target: "/w/load.php?a=1", allowed: true, group: "*", lines: []int{150}, delay: 5 * time.Second},
-		{ua: "FooBot", target: "/wiki/Main_Page", allowed: true, group: "*", delay: 5 * time.Second},
+		{ua: "FooBot", target: "/w/load.php?a=1", allowed: true, group: "*", lines: []int{150}},
+		{ua: "FooBot", target: "/wiki/Main_Page", allowed: true, group: "*"},
 	},
 	"drupal.txt": {
 		// 19 "User-agent: *", 20 "Crawl-delay: 10", 28 "Disallow: /admin/",
@@ -366,10 +367,19 @@ func TestCorpusDecisions(t *testing.T) {
 }
 
 // ruleInGroups reports whether some rule of groups has rule's line, kind
-// and pattern.
+// and pattern, or, for an implied rule, whether it is the "<dir>/$" of an
+// index.html Allow of groups on its line (SEMANTICS.md §7).
 func ruleInGroups(groups []policy.Group, rule *policy.Rule) bool {
 	for _, g := range groups {
 		for _, r := range g.Rules {
+			if rule.Implied {
+				i := strings.LastIndexByte(r.Pattern, '/')
+				if r.Kind == policy.Allow && rule.Kind == policy.Allow && r.Line == rule.Line && i >= 0 &&
+					strings.HasPrefix(r.Pattern[i:], "/index.htm") && rule.Pattern == r.Pattern[:i+1]+"$" {
+					return true
+				}
+				continue
+			}
 			if r.Line == rule.Line && r.Pattern == rule.Pattern && r.Kind == rule.Kind && r.Priority == rule.Priority {
 				return true
 			}

@@ -166,8 +166,9 @@ func refAllowed(chosen []policy.Group, target string) bool {
 		for _, r := range g.Rules {
 			p := refNorm(r.Pattern)
 			ok := refMatch(p, t)
-			if !ok && r.Kind == policy.Allow && refIndex(p) != "" {
-				ok = refMatch(refIndex(p), t)
+			if !ok && r.Kind == policy.Allow && refIndex(p) != "" && refMatch(refIndex(p), t) {
+				// §7: the implied "<prefix>/$" Allow, at its own length.
+				bestAllow = max(bestAllow, len(refIndex(p)))
 			}
 			switch {
 			case ok && r.Kind == policy.Allow:

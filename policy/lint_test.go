@@ -120,7 +120,7 @@ var lintCases = []lintCase{
 	{name: "unparsable lines", body: "User-agent: *\n<html>\nDisallow: /a\nthree words here\n:novalue\njustoneword\n",
 		want: []lintWant{{2, "unparsable-line", sevWarn}, {4, "unparsable-line", sevWarn}, {5, "unparsable-line", sevWarn}, {6, "unparsable-line", sevWarn}}},
 	{name: "HTML page", body: "<html>\n<a href=x>\n<meta charset=\"utf-8\">\n<body>hello world</body>\n",
-		want: []lintWant{{1, "unparsable-line", sevWarn}, {2, "unknown-directive", sevWarn}, {3, "unknown-directive", sevWarn}, {4, "unknown-directive", sevWarn}}},
+		want: []lintWant{{1, "html-page", sevWarn}, {1, "unparsable-line", sevWarn}, {2, "unknown-directive", sevWarn}, {3, "unknown-directive", sevWarn}, {4, "unknown-directive", sevWarn}}},
 
 	// Line numbering with every kind of line end (§2).
 	{name: "CR, CRLF, LF and LF CR line ends", body: "User-agent: *\rDisallow: foo\r\nAllow: bar\n\rFoo: x",
@@ -161,9 +161,18 @@ var lintCases = []lintCase{
 
 	// crawl-delay-joins-group (§3): SEMANTICS.md's surprising example.
 	{name: "crawl-delay-joins-group (SEMANTICS.md §3 example)", body: "User-agent: A\nCrawl-delay: 5\n\nUser-agent: *\nDisallow: /\n",
-		want: []lintWant{{4, "crawl-delay-joins-group", sevWarn}}, msgs: map[int]string{0: "line 2"}},
+		want: []lintWant{{4, "crawl-delay-joins-group", sevWarn}}, msgs: map[int]string{0: "Crawl-delay of line 2 does not: robots_guard applies it only to \"A\""}},
+	{name: "crawl-delay-joins-group names the whole run above the delay", body: "User-agent: A\n\nUser-agent: B\nCrawl-delay: 5\nUser-agent: C\nDisallow: /\n",
+		want: []lintWant{{3, "blank-line-in-group", sevInfo}, {5, "crawl-delay-joins-group", sevWarn}}, msgs: map[int]string{1: "only to \"A\" and \"B\""}},
 	{name: "crawl-delay-joins-group for every later user-agent", body: "User-agent: A\nCrawl-delay: 5\n\nUser-agent: B\n\nUser-agent: C\nDisallow: /\n",
 		want: []lintWant{{4, "crawl-delay-joins-group", sevWarn}, {6, "crawl-delay-joins-group", sevWarn}}},
+	// html-page: a web page served as /robots.txt.
+	{name: "html-page: doctype", body: "<!DOCTYPE html>\n<html><head><title>Shop</title></head>\n<body>Disallow: /</body></html>\n",
+		want: []lintWant{{1, "html-page", sevWarn}, {1, "unknown-directive", sevWarn}, {2, "unparsable-line", sevWarn}, {3, "unknown-directive", sevWarn}},
+		msgs: map[int]string{0: "this is an HTML page, not a robots.txt"}},
+	{name: "html-page: BOM, blank lines and <html", body: "\xEF\xBB\xBF\n\n  <HTML lang=en>\n",
+		want: []lintWant{{1, "html-page", sevWarn}, {3, "unknown-directive", sevWarn}}},
+	{name: "html-page: a '<' later in a real file is no page", body: "User-agent: *\nDisallow: /<html\n"},
 	{name: "Crawl-delay after a rule does not join", body: "User-agent: A\nDisallow: /a\nCrawl-delay: 5\nUser-agent: B\nDisallow: /b\n"},
 	{name: "invalid Crawl-delay does not join, blank line does", body: "User-agent: A\nCrawl-delay: soon\n\nUser-agent: B\nDisallow: /b\n",
 		want: []lintWant{{2, "bad-crawl-delay", sevWarn}, {4, "blank-line-in-group", sevInfo}}},
@@ -374,7 +383,7 @@ func TestLintCoversEveryCode(t *testing.T) {
 	// The codes the brief lists; the source must still emit all of them.
 	for _, code := range []string{"size-cap", "line-too-long", "bom-mid-file", "unparsable-line", "accepted-typo", "key-prefix",
 		"missing-colon", "ignored-directive", "unknown-directive", "agent-truncated", "agent-empty", "crawl-delay-joins-group",
-		"blank-line-in-group", "rule-before-user-agent", "never-matches", "bad-crawl-delay", "match-order"} {
+		"blank-line-in-group", "rule-before-user-agent", "never-matches", "bad-crawl-delay", "match-order", "html-page"} {
 		if !emitted[code] {
 			t.Errorf("code %q is no longer found in the package source (or diagCodeRE misses it)", code)
 		}
@@ -495,7 +504,8 @@ func TestLintCorpus(t *testing.T) {
 		for _, d := range ds {
 			if d.Code == "crawl-delay-joins-group" {
 				n++
-				if d.Line != 148 || !strings.Contains(d.Message, "line 129") || !strings.Contains(d.Message, "line 130") {
+				if d.Line != 148 || !strings.Contains(d.Message, "line 129") || !strings.Contains(d.Message, "line 130") ||
+					!strings.Contains(d.Message, `only to "SemrushBot"`) {
 					t.Errorf("unexpected %s", d)
 				}
 			}

@@ -201,7 +201,7 @@ func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte, var
 
 // build compiles the rules with the given indices into a trie and returns
 // its root.
-func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
+func (b *trieBuilder) build(rules []Rule, ids []int32, implied map[int32]int32) int32 {
 	root := newBnode(nil)
 	insert := func(segs [][]byte, anchored bool, ri int32) {
 		n := insertLiteral(root, segs[0])
@@ -233,7 +233,8 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
 		if old := n.term[slot]; old < 0 || rules[ri].Priority > rules[old].Priority {
 			n.term[slot] = ri
 		}
-		if n.first[fslot] < 0 || ri < n.first[fslot] {
+		// Implied rules do not exist for first-match parsers (Lint).
+		if !rules[ri].Implied && (n.first[fslot] < 0 || ri < n.first[fslot]) {
 			n.first[fslot] = ri
 		}
 	}
@@ -245,11 +246,10 @@ func (b *trieBuilder) build(rules []Rule, ids []int32) int32 {
 		}
 		b.insertVariants(p, false, ri, insert)
 		// Index.html rule (SEMANTICS.md §7): Allow: <prefix>/index.htm...
-		// also allows <prefix>/ exactly, at the Allow's own priority.
-		if rule.Kind == Allow {
-			if slash := lastSlash(p); slash >= 0 && hasPrefix(p[slash:], "/index.htm") {
-				b.insertVariants(p[:slash+1], true, ri, insert)
-			}
+		// also allows <prefix>/ exactly, ranked at the length of the
+		// implied pattern "<prefix>/$" (see Robots.addImplied).
+		if ii, ok := implied[ri]; ok {
+			b.insertVariants(rules[ii].Pattern, false, ii, insert)
 		}
 	}
 	return b.flatten(rules, root)
@@ -705,7 +705,9 @@ func (m *matcher) try(rules []Rule, sp *starPat, t []byte, off int, have *byteFi
 		return false
 	}
 	res.take(rules, sp.rule)
-	res.takeFirst(sp.rule)
+	if !rules[sp.rule].Implied { // not a rule for first-match parsers
+		res.takeFirst(sp.rule)
+	}
 	return !all // the rest of the list is worse
 }
 

@@ -20,7 +20,8 @@ type Robots struct {
 	sitemaps []string
 	diags    []Diagnostic // found while parsing; Lint adds the rest
 	trunc    bool
-	size     int // bytes of the original body
+	html     bool // the body looks like an HTML document
+	size     int  // bytes of the original body
 
 	m       matcher
 	scratch sync.Pool // *scratch
@@ -30,9 +31,10 @@ type Robots struct {
 // of r.rules.
 type fileGroup struct {
 	agents         []string
+	delays         []time.Duration // per agent: the Crawl-delay of its run (SEMANTICS.md §8)
 	line           int
 	ruleLo, ruleHi int32
-	delay          time.Duration
+	delay          time.Duration // largest Crawl-delay given inside the group
 }
 
 // mergedGroup is every group that names one token (case-insensitively), or
@@ -206,9 +208,16 @@ type parser struct {
 	cur        int32 // current file group, -1 before the first user-agent line
 	ruleSeen   bool  // an Allow/Disallow line came since cur opened
 	delayLine  int   // line of a Crawl-delay in the current group before any rule, 0 if none
+	delayFor   string
 	lastUALine int
 	blankSince bool // an empty line came since the last user-agent line
 	byToken    map[string]int32
+	// The run of consecutive user-agent lines a Crawl-delay belongs to
+	// (SEMANTICS.md §8): agents[runStart:] of the current group. inRun
+	// reports that no other directive came since the last user-agent line,
+	// so that the next one extends the run.
+	runStart int
+	inRun    bool
 }
 
 // Parse reads a robots.txt body and compiles its rules. It never fails:
@@ -228,6 +237,11 @@ func Parse(body []byte) *Robots {
 	}
 	r.text = string(body[skip:])
 	p := &parser{r: r, cur: -1, byToken: make(map[string]int32)}
+	if LooksLikeHTML(body) {
+		r.html = true
+		p.diag(1, Warning, "html-page", "this is an HTML page, not a robots.txt: the server answered /robots.txt with a web page "+
+			"(a single-page app or a catch-all route does this); its lines are skipped and no rule applies")
+	}
 	p.run()
 	r.compile()
 	r.scratch.New = newScratch
@@ -306,6 +320,9 @@ func (p *parser) line(n int, s string) {
 			p.diag(n, Warning, "missing-colon", "line has no colon; it is read as \""+canonicalName(kind)+": "+value+"\", as Google does, but other crawlers ignore it")
 		}
 	}
+	if kind != keyUserAgent {
+		p.inRun = false
+	}
 	switch kind {
 	case keyUserAgent:
 		p.userAgent(n, value)
@@ -369,8 +386,9 @@ func (p *parser) userAgent(n int, value string) {
 		switch {
 		case p.delayLine > 0:
 			p.diag(n, Warning, "crawl-delay-joins-group", "this user-agent joins the group of line "+strconv.Itoa(r.groups[p.cur].line)+
-				" because no Allow or Disallow came between them: the Crawl-delay of line "+strconv.Itoa(p.delayLine)+
-				" and the rules below apply to both")
+				" because no Allow or Disallow came between them, so the rules below apply to both; the Crawl-delay of line "+
+				strconv.Itoa(p.delayLine)+" does not: robots_guard applies it only to "+p.delayFor+
+				", the user-agent lines right above it (as Bing and Yandex read it), and gives this one no delay from it")
 		case p.blankSince:
 			p.diag(n, Info, "blank-line-in-group", "a blank line does not end a group (RFC 9309): this user-agent shares the rules of line "+
 				strconv.Itoa(r.groups[p.cur].line)+"'s group, while 1990s parsers read two records")
@@ -379,7 +397,11 @@ func (p *parser) userAgent(n int, value string) {
 	p.lastUALine = n
 	p.blankSince = false
 	g := &r.groups[p.cur]
+	if !p.inRun {
+		p.runStart, p.inRun = len(g.agents), true
+	}
 	g.agents = append(g.agents, tok)
+	g.delays = append(g.delays, 0)
 	if tok == "" {
 		return
 	}
@@ -424,24 +446,44 @@ func (p *parser) crawlDelay(n int, value string) {
 		return
 	}
 	g := &p.r.groups[p.cur]
-	if d > g.delay {
-		g.delay = d
+	g.delay = max(g.delay, d)
+	// SEMANTICS.md §8: the delay belongs to the nearest run of user-agent
+	// lines above it, not to user-agent lines that join the group later.
+	for i := p.runStart; i < len(g.delays); i++ {
+		g.delays[i] = max(g.delays[i], d)
 	}
 	if !p.ruleSeen && p.delayLine == 0 {
 		p.delayLine = n
+		p.delayFor = agentList(g.agents[p.runStart:])
 	}
+}
+
+// agentList names agents for a message: "A", "A and B", "A, B and C".
+func agentList(agents []string) string {
+	q := make([]string, len(agents))
+	for i, a := range agents {
+		q[i] = strconv.Quote(a)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
 // compile builds the merged groups' rule sets and the token table.
 func (r *Robots) compile() {
+	implied := r.addImplied()
 	b := newTrieBuilder()
 	setByKey := make(map[string]int32)
 	var key []byte
 	for i := range r.merged {
 		m := &r.merged[i]
 		for _, fg := range m.fgs {
-			if d := r.groups[fg].delay; d > m.delay {
-				m.delay = d
+			g := &r.groups[fg]
+			for ai, a := range g.agents {
+				if strings.EqualFold(a, m.lower) {
+					m.delay = max(m.delay, g.delays[ai])
+				}
 			}
 		}
 		key = key[:0]
@@ -458,7 +500,7 @@ func (r *Robots) compile() {
 					ids = append(ids, ri)
 				}
 			}
-			root := b.build(r.rules, ids)
+			root := b.build(r.rules, ids, implied)
 			si = int32(len(r.sets))
 			r.sets = append(r.sets, ruleSet{root: root})
 			setByKey[string(key)] = si
@@ -469,6 +511,36 @@ func (r *Robots) compile() {
 	r.tokens.build(r.merged, r.global)
 }
 
+// addImplied appends to r.rules the "<dir>/$" Allow implied by each
+// "Allow: <dir>/index.htm..." rule (SEMANTICS.md §7), ranked at its own
+// length, and returns a map from the index of each such Allow to the index
+// of its implied rule. The file's groups keep their ranges of r.rules, so
+// implied rules are never listed as written.
+func (r *Robots) addImplied() map[int32]int32 {
+	var implied map[int32]int32
+	n := len(r.rules)
+	for i := 0; i < n; i++ {
+		rule := r.rules[i]
+		if rule.Kind != Allow {
+			continue
+		}
+		slash := lastSlash(rule.Pattern)
+		if slash < 0 || !hasPrefix(rule.Pattern[slash:], "/index.htm") {
+			continue
+		}
+		if rule.Pattern[0] != '/' && rule.Pattern[0] != '*' {
+			continue // never matches, nor does what it implies
+		}
+		p := rule.Pattern[:slash+1] + "$"
+		if implied == nil {
+			implied = make(map[int32]int32)
+		}
+		implied[int32(i)] = int32(len(r.rules))
+		r.rules = append(r.rules, Rule{Kind: Allow, Pattern: p, Line: rule.Line, Priority: normalizedLen(p), Implied: true})
+	}
+	return implied
+}
+
 // Groups returns the groups of the file as written, in file order, without
 // merging. The result is a copy.
 func (r *Robots) Groups() []Group {
@@ -476,6 +548,7 @@ func (r *Robots) Groups() []Group {
 	for i, g := range r.groups {
 		out[i] = Group{
 			Agents:     append([]string(nil), g.agents...),
+			Delays:     append([]time.Duration(nil), g.delays...),
 			Line:       g.line,
 			Rules:      append([]Rule(nil), r.rules[g.ruleLo:g.ruleHi]...),
 			CrawlDelay: g.delay,
@@ -492,3 +565,49 @@ func (r *Robots) Sitemaps() []string {
 // Truncated reports whether the body was longer than MaxBodySize, so that
 // its tail was ignored.
 func (r *Robots) Truncated() bool { return r.trunc }
+
+// HTML reports whether the body looks like an HTML document (see
+// LooksLikeHTML). Such a body is still parsed as RFC 9309 says, and usually
+// yields no rule; Lint reports it as "html-page".
+func (r *Robots) HTML() bool { return r.html }
+
+// Restricts reports whether the file can stop or slow some bot: some group
+// has a Disallow with a non-empty pattern or a Crawl-delay. A file for which
+// it is false (empty, comments only, only "Disallow:" or Allow lines, an
+// HTML page) allows every bot everything.
+func (r *Robots) Restricts() bool {
+	for _, g := range r.groups {
+		if g.delay > 0 {
+			return true
+		}
+	}
+	for _, rule := range r.rules {
+		if rule.Kind == Disallow && rule.Pattern != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// LooksLikeHTML reports whether body starts like an HTML document: after an
+// optional byte order mark and white space, "<!doctype html", "<html",
+// "<head", "<body" or "<!--" (ASCII case ignored). A robots.txt never starts
+// with '<', so a server that answers /robots.txt with a web page is told
+// apart from a real file whatever its Content-Type says.
+func LooksLikeHTML(body []byte) bool {
+	body = body[:min(len(body), 1024)]
+	for len(body) >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF {
+		body = body[3:]
+	}
+	i := 0
+	for i < len(body) && isSpace(body[i]) {
+		i++
+	}
+	body = body[i:]
+	for _, p := range [...]string{"<!doctype html", "<html", "<head", "<body", "<!--"} {
+		if len(body) >= len(p) && strings.EqualFold(string(body[:len(p)]), p) {
+			return true
+		}
+	}
+	return false
+}

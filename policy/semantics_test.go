@@ -534,13 +534,22 @@ func TestSemanticsDeciding(t *testing.T) { // §7
 		{name: "§7 nothing matches: allowed", robots: star + "Disallow: /a\n", target: "/b", allowed: true, group: "*", rule: noRule},
 		{name: "§7 deciding Disallow reported", robots: star + "Disallow: /a\nDisallow: /a/b\nAllow: /a/b/c\n", target: "/a/b/x", allowed: false, rule: "Disallow: /a/b", line: 3, prio: 4},
 		{name: "§7 deciding Allow reported", robots: star + "Disallow: /a\nDisallow: /a/b\nAllow: /a/b/c\n", target: "/a/b/c", allowed: true, rule: "Allow: /a/b/c", line: 4, prio: 6},
-		{name: "§7 index.html rule opens /shop/", robots: star + "Disallow: /shop/\nAllow: /shop/index.html\n", target: "/shop/", allowed: true, rule: "Allow: /shop/index.html", prio: 16},
+		{name: "§7 index.html rule opens /shop/ (implied /shop/$ counts 7 > 6)", robots: star + "Disallow: /shop/\nAllow: /shop/index.html\n", target: "/shop/", allowed: true, rule: "Allow: /shop/$ (implied by index.html)", prio: 7},
 		{name: "§7 index.html rule does not open /shop/?p=2", robots: star + "Disallow: /shop/\nAllow: /shop/index.html\n", target: "/shop/?p=2", allowed: false},
 		{name: "§7 index.html itself allowed", robots: star + "Disallow: /shop/\nAllow: /shop/index.html\n", target: "/shop/index.html", allowed: true},
 		{name: "§7 index.html rule does not open siblings", robots: star + "Disallow: /shop/\nAllow: /shop/index.html\n", target: "/shop/x", allowed: false},
 		{name: "§7 index.htm variant opens /", robots: star + "Disallow: /\nAllow: /index.htm\n", target: "/", allowed: true},
 		{name: "§7 index.htm variant: /? not opened", robots: star + "Disallow: /\nAllow: /index.htm\n", target: "/?a", allowed: false},
-		{name: "§7 index.html rule at the pattern's own length (16 > 14)", robots: star + "Disallow: /shop/********\nAllow: /shop/index.html\n", target: "/shop/", allowed: true},
+		{name: "§7 index.html rule at the implied pattern's length (7 < 14)", robots: star + "Disallow: /shop/********\nAllow: /shop/index.html\n", target: "/shop/", allowed: false},
+		{name: "§7 index.html rule under Disallow: /shop/** (7 < 8)", robots: star + "Disallow: /shop/**\nAllow: /shop/index.html\n", target: "/shop/", allowed: false},
+		// SEMANTICS.md §7 counts "Disallow: /shop/*" as 8, but it has 7
+		// octets: the implied /shop/$ (7) ties it and the tie goes to
+		// Allow, as in Google's robots.cc (disallowed only when the
+		// Disallow's priority is greater).
+		{name: "§7 index.html rule under Disallow: /shop/* (7 = 7, tie to Allow)", robots: star + "Disallow: /shop/*\nAllow: /shop/index.html\n", target: "/shop/", allowed: true},
+		{name: "§7 Google parity: Disallow: /** beats the implied /$ (3 > 2)", robots: star + "Disallow: /**\nAllow: /index.html\n", target: "/", allowed: false},
+		{name: "§7 implied /$ (2) beats Disallow: / (1)", robots: star + "Disallow: /\nAllow: /index.html\n", target: "/", allowed: true, rule: "Allow: /$ (implied by index.html)", prio: 2},
+		{name: "§7 implied /shop/$ ties a 7-byte Disallow: Allow wins", robots: star + "Disallow: /shop*$\nAllow: /shop/index.html\n", target: "/shop/", allowed: true},
 		{name: "§7 index.html rule loses to a longer Disallow", robots: star + "Disallow: /shop/*****************$\nAllow: /shop/index.html\n", target: "/shop/", allowed: false},
 		{name: "§7 index.html rule is for Allow only", robots: star + "Disallow: /shop/index.html\n", target: "/shop/", allowed: true},
 		{name: "§7 index.php is not covered", robots: star + "Disallow: /shop/\nAllow: /shop/index.php\n", target: "/shop/", allowed: false},
@@ -587,10 +596,12 @@ type delayCase struct {
 
 func TestSemanticsCrawlDelay(t *testing.T) { // §8
 	const (
-		ab   = "User-agent: A\nDisallow: /\nCrawl-delay: 2\n\nUser-agent: B\nDisallow: /\n"
-		bing = "User-agent: bingbot\nCrawl-delay: 1\nDisallow: /x\n\nUser-agent: *\nCrawl-delay: 9\nDisallow: /y\n"
-		spec = "User-agent: *\nDisallow: /s\nCrawl-delay: 10\n\nUser-agent: X\nDisallow: /x\n"
-		mrg  = "User-agent: X\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 7\nDisallow: /b\n\nUser-agent: X\nCrawl-delay: 3\nDisallow: /c\n"
+		ab     = "User-agent: A\nDisallow: /\nCrawl-delay: 2\n\nUser-agent: B\nDisallow: /\n"
+		bing   = "User-agent: bingbot\nCrawl-delay: 1\nDisallow: /x\n\nUser-agent: *\nCrawl-delay: 9\nDisallow: /y\n"
+		spec   = "User-agent: *\nDisallow: /s\nCrawl-delay: 10\n\nUser-agent: X\nDisallow: /x\n"
+		github = "User-agent: baidu\ncrawl-delay: 1\n\nUser-agent: *\nDisallow: /x\n"
+		ab510  = "User-agent: A\nCrawl-delay: 5\nUser-agent: B\nCrawl-delay: 10\nDisallow: /\n"
+		mrg    = "User-agent: X\nCrawl-delay: 2\nDisallow: /a\n\nUser-agent: x\nCrawl-delay: 7\nDisallow: /b\n\nUser-agent: X\nCrawl-delay: 3\nDisallow: /c\n"
 	)
 	cases := []delayCase{
 		{"§8 decimal seconds 0.5", star + "Crawl-delay: 0.5\n", "FooBot", 500 * time.Millisecond},
@@ -612,7 +623,19 @@ func TestSemanticsCrawlDelay(t *testing.T) { // §8
 		{"§8 belongs to the open group: second agent", "User-agent: A\nUser-agent: B\nCrawl-delay: 3\nDisallow: /\n", "B", 3 * time.Second},
 		{"§8 after the rules, still the open group", ab, "A", 2 * time.Second},
 		{"§8 next group does not get it", ab, "B", 0},
-		{"§8 surprising consequence: shared by A and *", "User-agent: A\nCrawl-delay: 5\n\nUser-agent: *\nDisallow: /\n", "Other", 5 * time.Second},
+		{"§8 nearest run above: A keeps its delay", "User-agent: A\nCrawl-delay: 5\n\nUser-agent: *\nDisallow: /\n", "A", 5 * time.Second},
+		{"§8 nearest run above: * joining later gets none", "User-agent: A\nCrawl-delay: 5\n\nUser-agent: *\nDisallow: /\n", "Other", 0},
+		{"§8 github.com: baidu has the delay", github, "baidu", time.Second},
+		{"§8 github.com: * has none", github, "FooBot", 0},
+		{"§8 A 5 s, B 10 s: A", ab510, "A", 5 * time.Second},
+		{"§8 A 5 s, B 10 s: B", ab510, "B", 10 * time.Second},
+		{"§8 run spans blank lines and comments", "User-agent: A\n\n# c\nUser-agent: B\nCrawl-delay: 4\nDisallow: /\n", "A", 4 * time.Second},
+		{"§8 walks up past Allow, Disallow and other records", "User-agent: A\nUser-agent: B\nDisallow: /x\nAllow: /y\nSitemap: /s.xml\nHost: h\n\nCrawl-delay: 6\n", "B", 6 * time.Second},
+		{"§8 a record between user-agent lines breaks the run", "User-agent: A\nHost: h\nUser-agent: B\nCrawl-delay: 6\nDisallow: /\n", "A", 0},
+		{"§8 a record between user-agent lines: later run has it", "User-agent: A\nHost: h\nUser-agent: B\nCrawl-delay: 6\nDisallow: /\n", "B", 6 * time.Second},
+		{"§8 after the rules: the run above the rules", "User-agent: A\nDisallow: /\nCrawl-delay: 2\nUser-agent: B\nDisallow: /b\n", "B", 0},
+		{"§8 second delay line for the same run: largest", "User-agent: A\nCrawl-delay: 2\nDisallow: /\nCrawl-delay: 3\n", "A", 3 * time.Second},
+		{"§8 token named in two runs: largest of its runs", "User-agent: A\nCrawl-delay: 2\nUser-agent: B\nUser-agent: a\nCrawl-delay: 9\nDisallow: /\n", "A", 9 * time.Second},
 		{"§8 chosen with §5 (full header)", bing, "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", 1 * time.Second},
 		{"§8 chosen with §5 (* for others)", bing, "FooBot", 9 * time.Second},
 		{"§8 chosen with §5 (hyphen fallback)", "User-agent: Googlebot\nCrawl-delay: 4\nDisallow: /g\n", "Googlebot-Image/1.0", 4 * time.Second},
@@ -676,12 +699,12 @@ func TestSemanticsGroupsAsWritten(t *testing.T) { // §3, §4, §7, §8: Robots.
 		"User-agent: Hal-9000\r" + // 12
 		"Dissallow: /a b\n" // 13
 	want := []policy.Group{
-		{Agents: []string{"Googlebot", "", "*"}, Line: 2, Rules: []policy.Rule{
+		{Agents: []string{"Googlebot", "", "*"}, Delays: []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}, Line: 2, Rules: []policy.Rule{
 			{Kind: policy.Disallow, Pattern: "/x", Line: 5, Priority: 2},
 			{Kind: policy.Allow, Pattern: "/é", Line: 6, Priority: 7},
 		}, CrawlDelay: 2 * time.Second},
-		{Agents: []string{"foobot"}, Line: 9, Rules: []policy.Rule{{Kind: policy.Disallow, Pattern: "", Line: 10, Priority: 0}}},
-		{Agents: []string{"MJ12bot", "Hal-9000"}, Line: 11, Rules: []policy.Rule{{Kind: policy.Disallow, Pattern: "/a b", Line: 13, Priority: 6}}},
+		{Agents: []string{"foobot"}, Delays: []time.Duration{0}, Line: 9, Rules: []policy.Rule{{Kind: policy.Disallow, Pattern: "", Line: 10, Priority: 0}}},
+		{Agents: []string{"MJ12bot", "Hal-9000"}, Delays: []time.Duration{0, 0}, Line: 11, Rules: []policy.Rule{{Kind: policy.Disallow, Pattern: "/a b", Line: 13, Priority: 6}}},
 	}
 	got := policy.Parse([]byte(body)).Groups()
 	if !reflect.DeepEqual(got, want) {

@@ -53,12 +53,21 @@ type Rule struct {
 	// and a final '$' counted (SEMANTICS.md §7). The longest matching rule
 	// wins; ties go to Allow.
 	Priority int
+	// Implied marks the "<dir>/$" Allow that an "Allow: <dir>/index.htm..."
+	// line also stands for (SEMANTICS.md §7, Google's index.html rule). Its
+	// Pattern is "<dir>/$", its Priority that pattern's own length and its
+	// Line the line of the index.html Allow. Such rules appear in
+	// Decision.Rule, never in Group.Rules.
+	Implied bool
 }
 
 // String returns the rule in robots.txt syntax, e.g. "Disallow: /private/".
 func (r *Rule) String() string {
 	if r == nil {
 		return "<no rule>"
+	}
+	if r.Implied {
+		return r.Kind.String() + ": " + r.Pattern + " (implied by index.html)"
 	}
 	if r.Pattern == "" {
 		return r.Kind.String() + ":"
@@ -77,10 +86,16 @@ type Group struct {
 	Agents []string
 	// Line is the line number of the group's first user-agent line.
 	Line int
+	// Delays holds, for each of Agents, the Crawl-delay that applies to it:
+	// the largest valid Crawl-delay line whose nearest run of user-agent
+	// lines above it includes that agent (SEMANTICS.md §8), or 0. A
+	// user-agent line that joins the group after a Crawl-delay line shares
+	// the group's rules but not that delay.
+	Delays []time.Duration
 	// Rules holds the group's Allow and Disallow lines in file order.
 	Rules []Rule
 	// CrawlDelay is the largest valid Crawl-delay given inside the group,
-	// or 0 when there is none.
+	// or 0 when there is none. Which agents it applies to is in Delays.
 	CrawlDelay time.Duration
 }
 
