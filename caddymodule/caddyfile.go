@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -30,6 +31,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    fetch_timeout <duration>
 //	    on_unreachable disallow|allow
 //	    crawl_delay_key ip|group
+//	    crawl_delay_tolerance <fraction, e.g. 0.25 or 25%>
 //	    ipv4_prefix <bits>
 //	    ipv6_prefix <bits>
 //	    max_keys <n>
@@ -99,6 +101,15 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			g.OnUnreachable, err = one()
 		case "crawl_delay_key":
 			g.CrawlDelayKey, err = one()
+		case "crawl_delay_tolerance":
+			var v string
+			if v, err = one(); err == nil {
+				f, perr := parseFraction(v)
+				if perr != nil {
+					return d.Errf("%s: %q is not a fraction such as 0.25 or 25%%", name, v)
+				}
+				g.CrawlDelayTolerance = &f
+			}
 		case "ipv4_prefix":
 			err = num(&g.IPv4Prefix)
 		case "ipv6_prefix":
@@ -134,6 +145,15 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	return nil
+}
+
+// parseFraction reads "0.25" or "25%".
+func parseFraction(v string) (float64, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		return f / 100, err
+	}
+	return strconv.ParseFloat(v, 64)
 }
 
 // Interface guard.

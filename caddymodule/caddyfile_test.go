@@ -21,6 +21,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"fetch_timeout", "robots_guard {\n fetch_timeout 2.5s\n}", `{"fetch_timeout":2500000000}`},
 		{"on_unreachable", "robots_guard {\n on_unreachable allow\n}", `{"on_unreachable":"allow"}`},
 		{"crawl_delay_key", "robots_guard {\n crawl_delay_key group\n}", `{"crawl_delay_key":"group"}`},
+		{"crawl_delay_tolerance fraction", "robots_guard {\n crawl_delay_tolerance 0.1\n}", `{"crawl_delay_tolerance":0.1}`},
+		{"crawl_delay_tolerance percent", "robots_guard {\n crawl_delay_tolerance 25%\n}", `{"crawl_delay_tolerance":0.25}`},
+		{"crawl_delay_tolerance 0 is strict", "robots_guard {\n crawl_delay_tolerance 0\n}", `{"crawl_delay_tolerance":0}`},
 		{"prefixes", "robots_guard {\n ipv4_prefix 24\n ipv6_prefix 48\n}", `{"ipv4_prefix":24,"ipv6_prefix":48}`},
 		{"caps", "robots_guard {\n max_keys 5000\n max_sites 10\n ua_cache_size 100\n}", `{"max_keys":5000,"max_sites":10,"ua_cache_size":100}`},
 		{"bots", "robots_guard {\n bots MyScraper OtherBot\n bots Third\n}", `{"bots":["MyScraper","OtherBot","Third"]}`},
@@ -72,6 +75,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bad number", "robots_guard {\n max_keys lots\n}", `max_keys: "lots" is not a whole number`},
 		{"bad on_unreachable", "robots_guard {\n on_unreachable maybe\n}", `on_unreachable`},
 		{"bad crawl_delay_key", "robots_guard {\n crawl_delay_key ua\n}", `crawl_delay_key`},
+		{"crawl_delay_tolerance too large", "robots_guard {\n crawl_delay_tolerance 0.9\n}", `crawl_delay_tolerance: must be a fraction of the delay between 0 and 0.5, got 0.9`},
+		{"crawl_delay_tolerance not a number", "robots_guard {\n crawl_delay_tolerance soon\n}", `crawl_delay_tolerance: "soon" is not a fraction`},
 		{"bad ipv4_prefix", "robots_guard {\n ipv4_prefix 33\n}", `ipv4_prefix`},
 		{"bad ipv6_prefix", "robots_guard {\n ipv6_prefix 0\n}", ``},
 		{"flag with value", "robots_guard {\n dry_run yes\n}", `dry_run takes no value`},
@@ -110,6 +115,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		fetch_timeout 3s
 		on_unreachable allow
 		crawl_delay_key group
+		crawl_delay_tolerance 10%
 		ipv4_prefix 24
 		ipv6_prefix 56
 		max_keys 7
@@ -128,8 +134,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 14 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 14 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 15 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 15 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -64,6 +64,12 @@ type RobotsGuard struct {
 	// client-IP prefix) or "group" (site and group).
 	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
 
+	// Fraction of a Crawl-delay by which a bot may come early and still
+	// pass, so that network jitter never makes a compliant crawler get 429:
+	// f × delay, at least 250ms, at most 5s and never more than half the
+	// delay. Default 0.25; 0 for strict spacing; at most 0.5.
+	CrawlDelayTolerance *float64 `json:"crawl_delay_tolerance,omitempty"`
+
 	// Prefix lengths that group client addresses in the limiter key.
 	// Defaults 32 and 64.
 	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
@@ -113,6 +119,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		FetchTimeout:        middleware.Duration(g.FetchTimeout),
 		OnUnreachable:       g.OnUnreachable,
 		CrawlDelayKey:       g.CrawlDelayKey,
+		CrawlDelayTolerance: g.CrawlDelayTolerance,
 		IPv4Prefix:          g.IPv4Prefix,
 		IPv6Prefix:          g.IPv6Prefix,
 		MaxKeys:             g.MaxKeys,

@@ -83,12 +83,13 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 			t.Errorf("%s %s: action placeholder %q, want %q", tc.ua, tc.target, got, tc.action)
 		}
 	}
-	// Crawl-delay: the second request is throttled with Retry-After.
+	// Crawl-delay 5s: the second request is throttled with Retry-After 4
+	// (3.75s: the delay less its 1.25s tolerance, rounded up).
 	if w := serve(g, "SlowBot/1", "/a"); w.Code != 200 {
 		t.Fatalf("first SlowBot request: %d", w.Code)
 	}
 	w := serve(g, "SlowBot/1", "/a")
-	if w.Code != 429 || w.Header().Get("Retry-After") != "5" || w.Header().Get("X-Test-Action") != "throttle" {
+	if w.Code != 429 || w.Header().Get("Retry-After") != "4" || w.Header().Get("X-Test-Action") != "throttle" {
 		t.Errorf("second SlowBot request: %d Retry-After %q action %q", w.Code, w.Header().Get("Retry-After"), w.Header().Get("X-Test-Action"))
 	}
 }

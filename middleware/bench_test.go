@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -91,28 +90,3 @@ func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 	}
 }
 
-// BenchmarkLimiterKeys fills the limiter with 100,000 distinct keys and
-// reports the heap bytes per key.
-func BenchmarkLimiterKeys(b *testing.B) {
-	const n = 100000
-	site, group := "https://example.com", "bingbot"
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		l := newLimiter(n)
-		now := time.Now().UnixNano()
-		for i := range n {
-			k := limitKey{site: site, group: group}
-			k.ip[12], k.ip[13], k.ip[14] = byte(i>>16), byte(i>>8), byte(i)
-			l.allow(k, now, 10*time.Second)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if l.len() != n {
-			b.Fatalf("len %d", l.len())
-		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/key")
-		runtime.KeepAlive(l)
-	}
-}

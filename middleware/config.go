@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 // Defaults and limits of Config. A zero field takes its default.
@@ -66,6 +68,15 @@ type Config struct {
 	// and group only, for setups that verify crawlers' addresses, so that one
 	// crawler spread over many addresses shares one budget.
 	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
+
+	// CrawlDelayTolerance is the fraction of a Crawl-delay by which a bot's
+	// request may come early and still pass, so that network jitter never
+	// turns a compliant crawler's request into a 429: with delay d, the
+	// tolerance is this fraction of d, at least 250ms and at most 5s, and
+	// never more than d/2 (see package limit). The long-run rate stays one
+	// request per d: over any interval T at most ⌈T/d⌉+1 requests pass.
+	// Default 0.25 (nil); 0 asks for strict spacing; at most 0.5.
+	CrawlDelayTolerance *float64 `json:"crawl_delay_tolerance,omitempty"`
 
 	// IPv4Prefix is the prefix length that groups IPv4 clients in the
 	// limiter key. Default 32 (one address); 1 to 32.
@@ -183,6 +194,13 @@ func (c Config) withDefaults() (Config, error) {
 	case KeyIP, KeyGroup:
 	default:
 		return c, errf("crawl_delay_key", "must be %q or %q, got %q", KeyIP, KeyGroup, c.CrawlDelayKey)
+	}
+	switch t := c.CrawlDelayTolerance; {
+	case t == nil:
+		f := limit.DefaultTolerance
+		c.CrawlDelayTolerance = &f
+	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
+		return c, errf("crawl_delay_tolerance", "must be a fraction of the delay between 0 and %g, got %g", limit.MaxTolerance, *t)
 	}
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = DefaultIPv4Prefix

@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 // Log sampling of denial and throttle lines: per second and per message,
@@ -32,7 +34,7 @@ type Enforcer struct {
 	clientIP   func(*http.Request) string
 	sites      *siteCache
 	classes    *classifier
-	limits     *limiter
+	limits     limit.Limiter
 	obs        Observer
 	log        *zap.Logger // decision lines, sampled
 	deny       ResponseFunc
@@ -68,7 +70,7 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 		now:        o.now,
 		clientIP:   o.clientIP,
 		classes:    newClassifier(cfg),
-		limits:     newLimiter(cfg.MaxKeys),
+		limits:     o.limiter,
 		obs:        o.observer,
 		deny:       o.deny,
 		throttle:   o.throttle,
@@ -77,6 +79,9 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 		hdrText:    []string{"text/plain; charset=utf-8"},
 		hdrNoStore: []string{"no-store"},
 		hdrNosniff: []string{"nosniff"},
+	}
+	if e.limits == nil {
+		e.limits = NewLimiter(cfg)
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
 	if e.deny == nil {
@@ -183,15 +188,32 @@ func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		k := limitKey{site: ent.site, group: v.Group}
-		if !e.byGroup {
-			k.ip = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
-		}
-		if ok, wait := e.limits.allow(k, e.now().UnixNano(), d.CrawlDelay); !ok {
+		if ok, wait := e.limits.Allow(e.limitKey(ent.site, v.Group, req.ClientIP), e.now().UnixNano(), d.CrawlDelay); !ok {
 			v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
 		}
 	}
 	return e.done(req, v)
+}
+
+// limitKey is the Crawl-delay budget of a client of a group of a site.
+func (e *Enforcer) limitKey(site, group, clientIP string) limit.Key {
+	k := limit.Key{Site: site, Group: group}
+	if !e.byGroup {
+		k.Client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+	}
+	return k
+}
+
+// NewLimiter returns the in-memory Crawl-delay limiter that New builds for
+// cfg (cfg.MaxKeys keys, cfg.CrawlDelayTolerance). Front ends that keep the
+// limiter's clocks across configuration changes build one and hand it to
+// each new Enforcer with WithLimiter.
+func NewLimiter(cfg Config) *limit.Memory {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		cfg, _ = Config{}.withDefaults()
+	}
+	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
 }
 
 // isRobotsTxt reports whether the path of target is /robots.txt.

@@ -163,8 +163,9 @@ func TestCrawlDelay(t *testing.T) {
 	}
 	clk.Add(3500 * time.Millisecond)
 	rec := do(h, uaBing, "/page")
-	if rec.Code != 429 || rec.Header().Get("Retry-After") != "7" {
-		t.Fatalf("second: %d Retry-After %q, want 429 and 7 (6.5s rounded up)", rec.Code, rec.Header().Get("Retry-After"))
+	// Crawl-delay 10s, tolerance 2.5s: admitted again from 7.5s on.
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "4" {
+		t.Fatalf("second: %d Retry-After %q, want 429 and 4 (10s - 2.5s tolerance - 3.5s)", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	// A disallowed path answers 403 and spends nothing.
 	if rec := do(h, uaBing, "/a/b"); rec.Code != 403 {
@@ -180,11 +181,13 @@ func TestCrawlDelay(t *testing.T) {
 	if rec := doIP(h, uaBing, "/page", "[2001:db8::ffff]:1"); rec.Code != 429 {
 		t.Fatalf("same /64: %d", rec.Code)
 	}
-	clk.Add(6500 * time.Millisecond)
+	clk.Add(4 * time.Second)
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("after the wait: %d", rec.Code)
 	}
-	// The throttle answer of Decide carries the real wait.
+	// The throttle answer of Decide carries the real wait: admitted at
+	// 7.5s, whose theoretical arrival time max(10s, 7.5s) + 10s = 20s, less
+	// the 2.5s tolerance, is 10s away.
 	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/p", UserAgent: uaBing, ClientIP: "192.0.2.1", Origin: site(robotsTxt)})
 	if v.Action != Throttle || v.RetryAfter != 10*time.Second || v.RetryAfterSeconds() != 10 {
 		t.Fatalf("verdict %+v", v)
@@ -504,24 +507,6 @@ func TestSiteCacheCap(t *testing.T) {
 	}
 }
 
-func TestLimiterCap(t *testing.T) {
-	l := newLimiter(3)
-	now := int64(1e12)
-	key := func(i int) limitKey { return limitKey{site: "s", group: "g", ip: [16]byte{byte(i)}} }
-	l.allow(key(1), now, time.Second)
-	l.allow(key(2), now, time.Hour)
-	l.allow(key(3), now, time.Hour)
-	now += int64(2 * time.Second) // key 1 expired
-	l.allow(key(4), now, time.Hour)
-	if _, ok := l.tats[key(1)]; ok || l.len() != 3 {
-		t.Fatalf("expired key not evicted first: %v", l.tats)
-	}
-	l.allow(key(5), now, time.Hour) // none expired: one arbitrary key goes
-	if l.len() != 3 {
-		t.Fatalf("len %d, want 3", l.len())
-	}
-}
-
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		cfg  Config
@@ -533,6 +518,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{OnUnreachable: "maybe"}, "robots_guard: on_unreachable:"},
 		{Config{CrawlDelayKey: "ua"}, "robots_guard: crawl_delay_key:"},
 		{Config{IPv4Prefix: 33}, "robots_guard: ipv4_prefix:"},
+		{Config{CrawlDelayTolerance: ptr(0.75)}, "robots_guard: crawl_delay_tolerance: must be a fraction of the delay between 0 and 0.5, got 0.75"},
+		{Config{CrawlDelayTolerance: ptr(-0.1)}, "robots_guard: crawl_delay_tolerance:"},
 		{Config{IPv6Prefix: -1}, "robots_guard: ipv6_prefix:"},
 		{Config{MaxKeys: -1}, "robots_guard: max_keys:"},
 		{Config{MaxSites: -1}, "robots_guard: max_sites:"},
@@ -622,3 +609,5 @@ func TestSiteCacheLastEntry(t *testing.T) {
 		t.Error("an evicted entry came back from the fast path")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 // Option configures what a Config cannot express: code and live objects.
@@ -19,6 +21,7 @@ type options struct {
 	deny      ResponseFunc
 	throttle  ResponseFunc
 	transport http.RoundTripper
+	limiter   limit.Limiter
 }
 
 // ResponseFunc writes the answer to a request the Enforcer stopped. The
@@ -104,4 +107,18 @@ func WithThrottleHandler(f ResponseFunc) Option {
 // Default: a dedicated http.Transport.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }
+}
+
+// WithLimiter sets the Crawl-delay limiter, overriding the in-memory one
+// that New builds from Config.MaxKeys and Config.CrawlDelayTolerance. Pass
+// the same limiter to the Enforcers that replace each other on a
+// configuration reload to keep every bot's Crawl-delay clock (the Caddy
+// module does); keys name the site and group, so Enforcers of different
+// sites can share one.
+func WithLimiter(l limit.Limiter) Option {
+	return func(o *options) {
+		if l != nil {
+			o.limiter = l
+		}
+	}
 }

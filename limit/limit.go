@@ -1,0 +1,179 @@
+// Package limit holds the Crawl-delay limiter of robotsguard: a generic cell
+// rate algorithm (GCRA) with burst 1 and a delay-variation tolerance, keyed
+// by site, robots.txt group and client. It knows nothing of HTTP; the
+// enforcer in package middleware asks it one question per bot request that
+// has a Crawl-delay.
+//
+// The algorithm keeps one number per key, the theoretical arrival time (TAT)
+// of the next request. With delay d and tolerance τ, a request at time t is
+// admitted iff t >= TAT − τ, and then TAT = max(TAT, t) + d. The tolerance
+// lets a crawler that spaces its requests d apart, give or take network
+// jitter of up to τ/2 either way, through every time, while the long-run
+// rate stays one request per d: over any interval of length T at most
+// ⌈T/d⌉ + 1 requests are admitted, because τ < d. A refused request is told
+// to wait TAT − τ − t, and a retry after that wait is admitted.
+package limit
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"time"
+)
+
+// Bounds of the tolerance (see Tolerance).
+const (
+	// DefaultTolerance is the default fraction of the Crawl-delay that a
+	// request may come early.
+	DefaultTolerance = 0.25
+	// MaxTolerance is the largest fraction accepted: more would let a bot
+	// through twice within one delay.
+	MaxTolerance = 0.5
+	// MinSlack is the floor of the tolerance, for short delays, where
+	// jitter is as large as for long ones; it is itself capped at half the
+	// delay.
+	MinSlack = 250 * time.Millisecond
+	// MaxSlack caps the tolerance of long delays: a bot with a 60 s delay
+	// may come 5 s early, not 15 s.
+	MaxSlack = 5 * time.Second
+)
+
+// Tolerance returns how early a request may come for a Crawl-delay of
+// delay when the configured fraction is f: f × delay, at least MinSlack and
+// at most MaxSlack, and never more than half the delay. f = 0 switches the
+// tolerance off (strict spacing).
+//
+// Defaults (f = 0.25): 0.2 s → 0.1 s, 1 s → 0.25 s, 10 s → 2.5 s, 60 s → 5 s.
+func Tolerance(delay time.Duration, f float64) time.Duration {
+	if f <= 0 || delay <= 0 {
+		return 0
+	}
+	tau := time.Duration(math.Min(f*float64(delay), float64(math.MaxInt64)))
+	tau = min(max(tau, MinSlack), MaxSlack)
+	return min(tau, delay/2)
+}
+
+// Key identifies one Crawl-delay budget: a site, a robots.txt group and a
+// client (an address prefix as 16 bytes, or all zeros when one budget is
+// shared by the whole group). The strings are usually shared with the
+// robots.txt cache, so a key costs its 48 bytes plus the map's overhead.
+type Key struct {
+	Site   string
+	Group  string
+	Client [16]byte
+}
+
+// Limiter decides whether a bot request may pass under a Crawl-delay.
+// Implementations are safe for concurrent use.
+type Limiter interface {
+	// Allow reports whether a request for k at now (Unix nanoseconds) may
+	// pass under delay and, if it may not, how long it must wait. An
+	// admitted request spends the budget.
+	Allow(k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
+	// Peek answers as Allow would, without spending anything.
+	Peek(k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
+}
+
+// shards is the number of independently locked parts of a Memory limiter:
+// requests of different keys rarely wait for each other, and eviction
+// holds one part's lock only.
+const shards = 16
+
+// Memory is the in-memory Limiter: one int64 per key in a sharded map with
+// a cap on keys. When a shard is full, its expired keys are dropped first,
+// then about 1% of its keys in map order (arbitrary), which only forgets
+// those clients' remaining waits.
+type Memory struct {
+	seed      maphash.Seed
+	tolerance float64
+	shard     [shards]memShard
+}
+
+type memShard struct {
+	mu   sync.Mutex
+	tats map[Key]int64
+	max  int
+	_    [40]byte // keep shards on separate cache lines
+}
+
+// NewMemory returns an in-memory limiter holding at most about maxKeys keys
+// (rounded up to a multiple of 16), with tolerance fraction f (see
+// Tolerance).
+func NewMemory(maxKeys int, f float64) *Memory {
+	m := &Memory{seed: maphash.MakeSeed(), tolerance: f}
+	per := max(1, (maxKeys+shards-1)/shards)
+	for i := range m.shard {
+		m.shard[i].tats = make(map[Key]int64)
+		m.shard[i].max = per
+	}
+	return m
+}
+
+func (m *Memory) shardOf(k Key) *memShard {
+	return &m.shard[maphash.Comparable(m.seed, k)%shards]
+}
+
+// Allow implements Limiter.
+func (m *Memory) Allow(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+	tau := int64(Tolerance(delay, m.tolerance))
+	s := m.shardOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tat, ok := s.tats[k]
+	if ok && now < tat-tau {
+		return false, time.Duration(tat - tau - now)
+	}
+	if !ok && len(s.tats) >= s.max {
+		s.evict(now)
+	}
+	s.tats[k] = max(tat, now) + int64(delay)
+	return true, 0
+}
+
+// Peek implements Limiter.
+func (m *Memory) Peek(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+	tau := int64(Tolerance(delay, m.tolerance))
+	s := m.shardOf(k)
+	s.mu.Lock()
+	tat, ok := s.tats[k]
+	s.mu.Unlock()
+	if ok && now < tat-tau {
+		return false, time.Duration(tat - tau - now)
+	}
+	return true, 0
+}
+
+// Len returns the number of keys held.
+func (m *Memory) Len() int {
+	n := 0
+	for i := range m.shard {
+		s := &m.shard[i]
+		s.mu.Lock()
+		n += len(s.tats)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// evict makes room in a full shard: it drops every expired key and, when
+// none has expired, about 1% of the keys (at least one).
+func (s *memShard) evict(now int64) {
+	for k, tat := range s.tats {
+		if tat <= now {
+			delete(s.tats, k)
+		}
+	}
+	if len(s.tats) < s.max {
+		return
+	}
+	n := max(1, len(s.tats)/100)
+	for k := range s.tats {
+		delete(s.tats, k)
+		if n--; n == 0 {
+			break
+		}
+	}
+}
+
+// Interface guard.
+var _ Limiter = (*Memory)(nil)

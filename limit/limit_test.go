@@ -1,0 +1,250 @@
+package limit
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+const sec = int64(time.Second)
+
+func TestTolerance(t *testing.T) {
+	tests := []struct {
+		delay time.Duration
+		f     float64
+		want  time.Duration
+	}{
+		{time.Second, DefaultTolerance, 250 * time.Millisecond},
+		{10 * time.Second, DefaultTolerance, 2500 * time.Millisecond},
+		{60 * time.Second, DefaultTolerance, MaxSlack},
+		{200 * time.Millisecond, DefaultTolerance, 100 * time.Millisecond}, // floor capped at d/2
+		{2 * time.Second, 0.1, MinSlack},                                   // floor
+		{2 * time.Second, 0.5, time.Second},
+		{time.Second, 0, 0},
+		{0, DefaultTolerance, 0},
+		{time.Duration(1<<63 - 1), MaxTolerance, MaxSlack},
+	}
+	for _, c := range tests {
+		if got := Tolerance(c.delay, c.f); got != c.want {
+			t.Errorf("Tolerance(%v, %g) = %v, want %v", c.delay, c.f, got, c.want)
+		}
+		if got := Tolerance(c.delay, c.f); c.delay > 0 && got >= c.delay {
+			t.Errorf("Tolerance(%v, %g) = %v is not below the delay", c.delay, c.f, got)
+		}
+	}
+}
+
+// run sends requests at the given times (nanoseconds) for one key and
+// returns the admitted times.
+func run(l Limiter, delay time.Duration, times []int64) (admitted []int64) {
+	k := Key{Site: "https://example.com", Group: "*", Client: [16]byte{1}}
+	for _, t := range times {
+		if ok, _ := l.Allow(k, t, delay); ok {
+			admitted = append(admitted, t)
+		}
+	}
+	return admitted
+}
+
+// TestJitteryCompliantCrawler: a crawler that starts its requests one
+// delay apart, give or take the jitter measured with urllib.robotparser
+// on loopback (0.9968–1.0033 s) and far more (±100 ms), is never refused.
+// Without tolerance it is, which is the bug this fixes.
+func TestJitteryCompliantCrawler(t *testing.T) {
+	for _, jitter := range []time.Duration{3300 * time.Microsecond, 50 * time.Millisecond, 100 * time.Millisecond} {
+		rng := rand.New(rand.NewPCG(1, uint64(jitter)))
+		var times []int64
+		for i := range 1000 {
+			j := int64(jitter) - rng.Int64N(2*int64(jitter)+1)
+			times = append(times, 1e15+int64(i)*sec+j)
+		}
+		if got := len(run(NewMemory(100, DefaultTolerance), time.Second, times)); got != len(times) {
+			t.Errorf("jitter ±%v: %d of %d admitted with the default tolerance, want all", jitter, got, len(times))
+		}
+		strict := len(run(NewMemory(100, 0), time.Second, times))
+		t.Logf("jitter ±%v: refused %d of %d strict, 0 with the default tolerance", jitter, len(times)-strict, len(times))
+		if jitter >= 50*time.Millisecond {
+			if got := strict; got == len(times) {
+				t.Errorf("jitter ±%v: strict GCRA admitted all %d; the test no longer shows the bug", jitter, got)
+			}
+		}
+	}
+}
+
+// TestAdmittedAtMostOnePerDelay: whatever the arrivals, over any interval
+// of length T at most ⌈T/d⌉+1 requests pass.
+func TestAdmittedAtMostOnePerDelay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for round := range 200 {
+		delay := time.Duration(1+rng.Int64N(20)) * 100 * time.Millisecond
+		f := []float64{0, 0.1, DefaultTolerance, MaxTolerance}[round%4]
+		var times []int64
+		now := int64(1e15)
+		for range 300 {
+			now += rng.Int64N(int64(delay)) // faster than the delay on average
+			times = append(times, now)
+		}
+		adm := run(NewMemory(100, f), delay, times)
+		for i := range adm {
+			for j := i; j < len(adm); j++ {
+				span := adm[j] - adm[i]
+				limit := (span+int64(delay)-1)/int64(delay) + 1
+				if span == 0 {
+					limit = 1
+				}
+				if int64(j-i+1) > limit {
+					t.Fatalf("delay %v f %g: %d admitted within %v (limit %d)", delay, f, j-i+1, time.Duration(span), limit)
+				}
+			}
+		}
+	}
+}
+
+// TestTwiceTooFast: a crawler sending every delay/2, with jitter, is still
+// admitted about once per delay (strict GCRA gave one in three).
+func TestTwiceTooFast(t *testing.T) {
+	const n = 2000 // 1000 delays
+	rng := rand.New(rand.NewPCG(3, 4))
+	var times []int64
+	for i := range n {
+		times = append(times, 1e15+int64(i)*sec/2+rng.Int64N(20e6)-10e6)
+	}
+	got := len(run(NewMemory(100, DefaultTolerance), time.Second, times))
+	if got < 990 || got > 1001 {
+		t.Errorf("every delay/2 for 1000 delays: %d admitted, want about 1000", got)
+	}
+	strict := len(run(NewMemory(100, 0), time.Second, times))
+	t.Logf("admitted of %d sent every delay/2 over 1000 delays: %d with tolerance, %d strict", n, got, strict)
+}
+
+// TestRetryAfterIsAdmitted: a bot refused with a wait and coming back after
+// exactly that wait (or the whole seconds of Retry-After) is admitted.
+func TestRetryAfterIsAdmitted(t *testing.T) {
+	for _, f := range []float64{0, DefaultTolerance} {
+		l := NewMemory(100, f)
+		k := Key{Site: "s", Group: "g"}
+		now := int64(1e15)
+		rng := rand.New(rand.NewPCG(5, 6))
+		refused := 0
+		for range 500 {
+			ok, wait := l.Allow(k, now, 3*time.Second)
+			if ok {
+				now += rng.Int64N(3 * sec) // too early, often
+				continue
+			}
+			refused++
+			if wait <= 0 {
+				t.Fatalf("refused with wait %v", wait)
+			}
+			if ok, _ := l.Peek(k, now+int64(wait), 3*time.Second); !ok {
+				t.Fatalf("f %g: Peek after the wait %v refuses", f, wait)
+			}
+			whole := (int64(wait) + sec - 1) / sec * sec // Retry-After in seconds
+			now += whole
+			if ok, w := l.Allow(k, now, 3*time.Second); !ok {
+				t.Fatalf("f %g: retry after Retry-After %ds refused, wait %v", f, whole/sec, w)
+			}
+			now += rng.Int64N(3 * sec)
+		}
+		if refused == 0 {
+			t.Fatal("nothing was refused; the test proves nothing")
+		}
+	}
+}
+
+func TestPeekSpendsNothing(t *testing.T) {
+	l := NewMemory(100, DefaultTolerance)
+	k := Key{Site: "s", Group: "g"}
+	for range 3 {
+		if ok, _ := l.Peek(k, 1e15, time.Second); !ok {
+			t.Fatal("Peek refused a new key")
+		}
+	}
+	if l.Len() != 0 {
+		t.Fatalf("Peek stored %d keys", l.Len())
+	}
+	l.Allow(k, 1e15, time.Second)
+	if ok, wait := l.Peek(k, 1e15, time.Second); ok || wait != 750*time.Millisecond {
+		t.Fatalf("Peek after Allow = %v, %v; want false, 750ms", ok, wait)
+	}
+}
+
+func TestCap(t *testing.T) {
+	l := NewMemory(3*shards, DefaultTolerance) // 3 keys per shard
+	now := int64(1e15)
+	// Fill one shard: find keys that hash to the same shard.
+	var keys []Key
+	first := l.shardOf(Key{Site: "s", Group: "g"})
+	for i := 0; len(keys) < 6; i++ {
+		k := Key{Site: "s", Group: "g", Client: [16]byte{byte(i), byte(i >> 8)}}
+		if l.shardOf(k) == first {
+			keys = append(keys, k)
+		}
+	}
+	l.Allow(keys[0], now, time.Second)
+	l.Allow(keys[1], now, time.Hour)
+	l.Allow(keys[2], now, time.Hour)
+	now += 2 * sec // keys[0] expired
+	l.Allow(keys[3], now, time.Hour)
+	if _, ok := first.tats[keys[0]]; ok || len(first.tats) != 3 {
+		t.Fatalf("expired key not evicted first: %v", first.tats)
+	}
+	l.Allow(keys[4], now, time.Hour) // none expired: one arbitrary key goes
+	if len(first.tats) != 3 {
+		t.Fatalf("shard holds %d keys, want 3", len(first.tats))
+	}
+	if l.Len() != 3 {
+		t.Fatalf("Len %d, want 3", l.Len())
+	}
+}
+
+func BenchmarkAllow(b *testing.B) {
+	l := NewMemory(100000, DefaultTolerance)
+	k := Key{Site: "https://example.com", Group: "bingbot"}
+	now := int64(1e15)
+	b.ReportAllocs()
+	for b.Loop() {
+		now += sec / 10
+		l.Allow(k, now, time.Second)
+	}
+}
+
+func BenchmarkAllowParallel(b *testing.B) {
+	l := NewMemory(100000, DefaultTolerance)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		k := Key{Site: "https://example.com", Group: "bingbot", Client: [16]byte{byte(rand.Uint32()), byte(rand.Uint32())}}
+		now := int64(1e15)
+		for pb.Next() {
+			now += sec / 10
+			l.Allow(k, now, time.Second)
+		}
+	})
+}
+
+// BenchmarkKeys fills the limiter with 100,000 distinct keys and reports
+// the heap bytes per key.
+func BenchmarkKeys(b *testing.B) {
+	const n = 100000
+	site, group := "https://example.com", "bingbot"
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l := NewMemory(n, DefaultTolerance)
+		now := int64(1e15)
+		for i := range n {
+			k := Key{Site: site, Group: group}
+			k.Client[12], k.Client[13], k.Client[14] = byte(i>>16), byte(i>>8), byte(i)
+			l.Allow(k, now, 10*time.Second)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if l.Len() < n*9/10 {
+			b.Fatalf("len %d", l.Len())
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(l.Len()), "bytes/key")
+		runtime.KeepAlive(l)
+	}
+}
