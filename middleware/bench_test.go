@@ -89,4 +89,3 @@ func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 		}
 	}
 }
-
