@@ -21,13 +21,13 @@ var (
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
 		Name:      "requests_total",
-		Help:      "Requests decided by robots_guard, by action (allow, deny, throttle), reason and robots.txt group.",
+		Help:      "Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason and robots.txt group.",
 	}, []string{"action", "reason", "group"})
 	fetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
 		Name:      "robots_fetches_total",
-		Help:      "robots.txt fetches by outcome (ok, unavailable, unreachable).",
+		Help:      "robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable).",
 	}, []string{"outcome"})
 )
 
@@ -78,8 +78,9 @@ func groupLabel(group string) string {
 // collectors. Browsers (not_bot) are counted too, under group "_none".
 type metricsObserver struct{}
 
-func (metricsObserver) ObserveDecision(_, group string, action middleware.Action, reason middleware.Reason) {
-	requestsTotal.WithLabelValues(action.String(), reason.String(), groupLabel(group)).Inc()
+func (metricsObserver) ObserveDecision(_, group string, action middleware.Action, reason middleware.Reason, dryRun bool) {
+	v := middleware.Verdict{Action: action, DryRun: dryRun}
+	requestsTotal.WithLabelValues(v.ActionName(), reason.String(), groupLabel(group)).Inc()
 }
 
 func (metricsObserver) ObserveFetch(_ string, outcome middleware.FetchOutcome) {

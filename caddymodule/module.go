@@ -48,8 +48,10 @@ type RobotsGuard struct {
 	// site itself, an http:// or https:// URL, or a file path.
 	RobotsTxt string `json:"robots_txt,omitempty"`
 
-	// How long a robots.txt is used before it is fetched again. Default
-	// 10m, at most 24h.
+	// How long a robots.txt is used before it is revalidated (a
+	// conditional request: an unchanged file answers 304 and is not parsed
+	// again). Default 1m, at most 24h. A config reload revalidates every
+	// cached robots.txt before the next bot request of its site.
 	Refresh caddy.Duration `json:"refresh,omitempty"`
 
 	// Bound of one robots.txt fetch, and of a request's wait for its site's
@@ -251,7 +253,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		} else {
 			repl.Set(phRule, "")
 		}
-		repl.Set(phAction, actionName(v))
+		repl.Set(phAction, v.ActionName())
 	}
 	if !v.Enforced() {
 		return next.ServeHTTP(w, r)
@@ -266,17 +268,6 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		w.Header().Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
-}
-
-// actionName is the value of {http.robots_guard.action}: "allow", "deny",
-// "throttle", or "dry_run_deny" / "dry_run_throttle" when dry_run lets a
-// stopped request through.
-func actionName(v middleware.Verdict) string {
-	name := v.Action.String()
-	if v.DryRun && v.Action != middleware.Allow {
-		return "dry_run_" + name
-	}
-	return name
 }
 
 // Interface guards.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 )
@@ -86,6 +87,38 @@ func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 		clk.Add(11 * time.Second)
 		if v := e.Decide(ctx, req); v.Action != Allow {
 			b.Fatal(v)
+		}
+	}
+}
+
+// BenchmarkRevalidate is the cost of one refresh of a site's robots.txt
+// through the default source (a virtual GET to a handler that answers
+// conditional requests, as Caddy's file_server does): "changed" fetches and
+// parses the file, "not_modified" gets 304 and keeps the copy.
+func BenchmarkRevalidate(b *testing.B) {
+	for _, name := range []string{"github.txt", "wikimedia-config.txt", "linkedin.txt"} {
+		body, err := os.ReadFile("../testdata/robots/" + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, changed := range []bool{true, false} {
+			label := name + "/not_modified"
+			if changed {
+				label = name + "/changed"
+			}
+			b.Run(label, func(b *testing.B) {
+				s := newEditableSite(string(body))
+				e := mustNew(b, Config{})
+				ent := e.sites.entry(makeKey("http", "example.com"))
+				e.sites.fetch(ent, s)
+				b.ReportAllocs()
+				for b.Loop() {
+					if changed {
+						ent.state.Load().etag, ent.state.Load().lastMod = "", ""
+					}
+					e.sites.fetch(ent, s)
+				}
+			})
 		}
 	}
 }

@@ -3,8 +3,10 @@ package middleware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/robotsguard/robotsguard/policy"
@@ -28,7 +31,14 @@ type siteState struct {
 	robots      *policy.Robots // never nil; empty rules when none apply
 	outcome     FetchOutcome   // outcome of the fetch that produced robots
 	unreachable bool           // no good copy: OnUnreachable applies
+	status      int            // HTTP status of the fetch, 0 when none
+	fetched     time.Time      // when this copy was fetched
+	etag        string         // validators of a 2xx copy, for revalidation
+	lastMod     string
 }
+
+// originRef boxes the handler that serves a site.
+type originRef struct{ h http.Handler }
 
 // siteEntry is the cache slot of one site. state is replaced as a whole.
 type siteEntry struct {
@@ -41,6 +51,15 @@ type siteEntry struct {
 	hits       atomic.Uint32
 	stale      atomic.Bool // set by a timer when a refresh is due
 	evicted    atomic.Bool // dropped from the LRU: siteCache.last must not return it
+	// Revalidation (Enforcer.Invalidate): a fetch that starts when the
+	// wanted generation, max(siteCache.all, want), is g stores g in have
+	// when it ends; have < wanted means the copy must be fetched again
+	// before a bot is judged by it.
+	want, have atomic.Uint64
+	checked    atomic.Int64              // unix nanoseconds of the last fetch that kept or replaced the copy
+	origin     atomic.Pointer[originRef] // the first Origin seen, for Enforcer.Refresh
+	class      string                    // what the last fetch meant for bots, for logging changes; fetches only
+	failed     atomic.Bool               // the last fetch found robots.txt unreachable
 }
 
 // siteCache holds the robots.txt of each site, fetched through a Source with
@@ -49,6 +68,8 @@ type siteCache struct {
 	lru     *lru.Cache[siteKey, *siteEntry]
 	last    atomic.Pointer[siteEntry] // the entry of the latest lookup: most servers serve one site
 	mu      sync.Mutex                // serialises entry creation
+	seq     atomic.Uint64             // revalidation generations, handed out in order
+	all     atomic.Uint64             // generation wanted of every site (Enforcer.Invalidate(""))
 	flights singleflight.Group
 	src     Source
 	now     func() time.Time
@@ -58,13 +79,15 @@ type siteCache struct {
 	empty   *policy.Robots
 	log     *zap.Logger
 	obs     Observer
+
+	allowUnreachable bool // for log lines only; Enforcer decides
 	// timers: the clock is the real one, so a timer marks entries stale and
 	// requests need not read the clock (time.Now costs tens of ns on some
 	// virtual machines). With an injected clock, requests compare times.
 	timers bool
 }
 
-func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer) *siteCache {
+func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer, allowUnreachable bool) *siteCache {
 	// size > 0 is checked by Config.
 	c, _ := lru.NewWithEvict(size, func(_ siteKey, e *siteEntry) { e.evicted.Store(true) })
 	timers := now == nil
@@ -82,6 +105,8 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 		empty:   policy.Parse(nil),
 		log:     log,
 		obs:     obs,
+
+		allowUnreachable: allowUnreachable,
 	}
 }
 
@@ -130,19 +155,40 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 // get returns the robots.txt state of a site. A known copy is returned at
 // once, and a refresh is started in the background when it is due. Without
 // a copy the caller waits for the first fetch, at most the fetch timeout.
-func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler) (*siteEntry, *siteState) {
+// A copy marked for revalidation (Enforcer.Invalidate) is fetched again
+// first; callers that may be bots (wait) wait for that fetch, at most the
+// fetch timeout, and are decided with the old copy when it fails.
+func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wait bool) (*siteEntry, *siteState) {
 	e := c.entry(k)
+	if origin != nil && e.origin.Load() == nil {
+		e.origin.CompareAndSwap(nil, &originRef{origin})
+	}
 	if st := e.state.Load(); st != nil {
+		if c.wanted(e) > e.have.Load() {
+			ch := c.flight(e, origin)
+			if !wait {
+				return e, st
+			}
+			timer := time.NewTimer(c.timeout)
+			defer timer.Stop()
+			select {
+			case r := <-ch:
+				return e, r.Val.(*siteState)
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			return e, e.state.Load()
+		}
 		if c.isDue(e) && e.refreshing.CompareAndSwap(false, true) {
 			e.stale.Store(false)
 			c.flights.DoChan(e.site, func() (any, error) {
 				defer e.refreshing.Store(false)
-				return c.fetch(e, origin), nil
+				return c.fetchGen(e, origin), nil
 			})
 		}
 		return e, st
 	}
-	ch := c.flights.DoChan(e.site, func() (any, error) { return c.fetch(e, origin), nil })
+	ch := c.flight(e, origin)
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	select {
@@ -162,19 +208,70 @@ func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler) (*s
 	return e, e.state.Load()
 }
 
+// wanted is the generation e must have been fetched at.
+func (c *siteCache) wanted(e *siteEntry) uint64 {
+	return max(c.all.Load(), e.want.Load())
+}
+
+// invalidate marks the entries that match (all when match is nil) for
+// revalidation and returns them.
+func (c *siteCache) invalidate(match func(*siteEntry) bool) []*siteEntry {
+	g := c.seq.Add(1)
+	if match == nil {
+		c.all.Store(g)
+	}
+	var out []*siteEntry
+	for _, e := range c.lru.Values() {
+		if match == nil || match(e) {
+			if match != nil {
+				e.want.Store(g)
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// flight starts a fetch of e, or joins the one under way.
+func (c *siteCache) flight(e *siteEntry, origin http.Handler) <-chan singleflight.Result {
+	return c.flights.DoChan(e.site, func() (any, error) { return c.fetchGen(e, origin), nil })
+}
+
+// fetchGen fetches e and records the generation it was asked for.
+func (c *siteCache) fetchGen(e *siteEntry, origin http.Handler) *siteState {
+	g := c.wanted(e)
+	if origin == nil {
+		if o := e.origin.Load(); o != nil {
+			origin = o.h
+		}
+	}
+	st := c.fetch(e, origin)
+	for {
+		have := e.have.Load()
+		if have >= g || e.have.CompareAndSwap(have, g) {
+			return st
+		}
+	}
+}
+
 // fetch fetches a site's robots.txt, following redirects, and stores the
-// resulting state (RFC 9309 §2.3.1).
+// resulting state (RFC 9309 §2.3.1). A copy from a 2xx answer is
+// revalidated with its ETag and Last-Modified: 304 keeps it.
 func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	req := FetchRequest{Site: e.siteURL, URL: e.siteURL.JoinPath("/robots.txt"), Origin: origin}
+	prev := e.state.Load()
+	req := FetchRequest{Site: e.siteURL, URL: robotsURL(e.siteURL), Origin: origin}
+	if prev != nil && !prev.unreachable && prev.status >= 200 && prev.status < 300 {
+		req.IfNoneMatch, req.IfModifiedSince = prev.etag, prev.lastMod
+	}
 	var (
 		res FetchResult
 		err error
 	)
 	for {
-		res, err = c.fetchOnce(ctx, req)
-		if err != nil || res.StatusCode < 300 || res.StatusCode >= 400 {
+		res, err = c.src.Fetch(ctx, req)
+		if err != nil || res.StatusCode < 300 || res.StatusCode >= 400 || res.StatusCode == http.StatusNotModified {
 			break
 		}
 		if res.Location == nil {
@@ -189,42 +286,119 @@ func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 		req.URL = res.Location
 	}
 	now := c.now()
-	prev := e.state.Load()
+	e.checked.Store(now.UnixNano())
+	e.failed.Store(false)
 	var st *siteState
 	switch {
+	case err == nil && res.StatusCode == http.StatusNotModified && req.IfNoneMatch+req.IfModifiedSince != "":
+		c.observe(e, FetchNotModified)
+		c.setDue(e, now, c.refresh)
+		return prev
 	case err == nil && res.StatusCode >= 200 && res.StatusCode < 300:
-		st = &siteState{robots: policy.Parse(res.Body), outcome: FetchOK}
+		st = &siteState{robots: policy.Parse(res.Body), outcome: FetchOK, status: res.StatusCode, fetched: now, etag: res.ETag, lastMod: res.LastModified}
+		if st.robots.HTML() || isHTMLType(res.ContentType) {
+			st.outcome = FetchHTML
+		}
 	case errors.Is(err, errTooManyRedirects), errors.Is(err, errNoLocation),
 		err == nil && res.StatusCode >= 400 && res.StatusCode < 500 && res.StatusCode != 429:
-		st = &siteState{robots: c.empty, outcome: FetchUnavailable}
+		st = &siteState{robots: c.empty, outcome: FetchUnavailable, status: res.StatusCode, fetched: now}
 	default:
 		if err == nil {
 			err = errors.New("status " + http.StatusText(res.StatusCode))
-			if res.StatusCode < 100 || res.StatusCode > 599 || http.StatusText(res.StatusCode) == "" {
-				err = errors.New("unexpected status")
+			if res.StatusCode < 100 || res.StatusCode > 599 || http.StatusText(res.StatusCode) == "" || res.StatusCode == http.StatusNotModified {
+				err = fmt.Errorf("unexpected status %d", res.StatusCode)
 			}
 		}
-		c.log.Warn("robots_guard: robots.txt unreachable",
-			zap.String("site", e.site), zap.Int("status", res.StatusCode), zap.Error(err),
-			zap.Bool("kept_last_copy", prev != nil && !prev.unreachable))
-		if c.obs != nil {
-			c.obs.ObserveFetch(e.site, FetchUnreachable)
-		}
-		if prev != nil && !prev.unreachable {
+		kept := prev != nil && !prev.unreachable
+		e.failed.Store(true)
+		c.logChange(e, "unreachable", zapcore.WarnLevel, "robots_guard: robots.txt unreachable",
+			zap.String("site", e.site), zap.Int("status", res.StatusCode), zap.Error(err), zap.Bool("kept_last_copy", kept),
+			zap.String("meanwhile", c.unreachableMeans(kept)))
+		c.observe(e, FetchUnreachable)
+		if kept {
 			c.setDue(e, now, c.retry)
 			return prev
 		}
-		st = &siteState{robots: c.empty, outcome: FetchUnreachable, unreachable: true}
+		st = &siteState{robots: c.empty, outcome: FetchUnreachable, unreachable: true, status: res.StatusCode, fetched: now}
 		e.state.Store(st)
 		c.setDue(e, now, c.retry)
 		return st
 	}
-	if c.obs != nil {
-		c.obs.ObserveFetch(e.site, st.outcome)
-	}
+	c.reportState(e, st, res, err)
+	c.observe(e, st.outcome)
 	e.state.Store(st)
 	c.setDue(e, now, c.refresh)
 	return st
+}
+
+// robotsURL is the URL of a site's robots.txt.
+func robotsURL(site *url.URL) *url.URL {
+	return &url.URL{Scheme: site.Scheme, Host: site.Host, Path: "/robots.txt"}
+}
+
+// isHTMLType reports whether a Content-Type names an HTML document.
+func isHTMLType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	return strings.EqualFold(mt, "text/html") || strings.EqualFold(mt, "application/xhtml+xml")
+}
+
+func (c *siteCache) observe(e *siteEntry, o FetchOutcome) {
+	if c.obs != nil {
+		c.obs.ObserveFetch(e.site, o)
+	}
+}
+
+func (c *siteCache) unreachableMeans(kept bool) string {
+	switch {
+	case kept:
+		return "the last good copy stays in force"
+	case c.allowUnreachable:
+		return "every bot may fetch everything (on_unreachable allow)"
+	}
+	return "bots are refused everything (on_unreachable disallow)"
+}
+
+// reportState logs, once per change of what it means for bots, the state
+// of a site after a fetch that got an answer: a file with rules (Debug,
+// or Info after a state without rules), a file without rules, an HTML page,
+// or no file at all. "Why is nothing blocked?" has an answer in the log.
+func (c *siteCache) reportState(e *siteEntry, st *siteState, res FetchResult, err error) {
+	site := zap.String("site", e.site)
+	switch {
+	case st.outcome == FetchHTML:
+		c.logChange(e, "html", zapcore.WarnLevel, "robots_guard: robots.txt is an HTML page, not a robots.txt; no rule applies and every bot may fetch everything",
+			site, zap.String("content_type", res.ContentType), zap.Int("bytes", len(res.Body)))
+	case st.outcome == FetchUnavailable:
+		f := []zap.Field{site, zap.Int("status", res.StatusCode)}
+		if err != nil {
+			f = append(f, zap.Error(err))
+		}
+		c.logChange(e, "unavailable:"+strconv.Itoa(res.StatusCode), zapcore.InfoLevel,
+			"robots_guard: no robots.txt; every bot may fetch everything (RFC 9309 §2.3.1.3)", f...)
+	case !st.robots.Restricts():
+		c.logChange(e, "no_rules", zapcore.InfoLevel, "robots_guard: robots.txt has no Disallow and no Crawl-delay; every bot may fetch everything",
+			site, zap.Int("bytes", len(res.Body)))
+	default:
+		lvl := zapcore.InfoLevel
+		if e.class == "" || e.class == "rules" {
+			lvl = zapcore.DebugLevel
+		}
+		c.logChange(e, "rules", lvl, "robots_guard: robots.txt rules in force", site, zap.Int("groups", len(st.robots.Groups())))
+	}
+}
+
+// logChange writes a line when a site's class differs from the last one
+// logged for it. Fetches of one site never run at once, so e.class needs no
+// lock.
+func (c *siteCache) logChange(e *siteEntry, class string, lvl zapcore.Level, msg string, fields ...zap.Field) {
+	if e.class == class {
+		return
+	}
+	e.class = class
+	if ce := c.log.Check(lvl, msg); ce != nil {
+		ce.Write(fields...)
+	}
 }
 
 // setDue records that e is due for a refresh after d.
@@ -241,10 +415,6 @@ func (c *siteCache) isDue(e *siteEntry) bool {
 		return e.stale.Load()
 	}
 	return c.now().UnixNano() >= e.due.Load()
-}
-
-func (c *siteCache) fetchOnce(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	return c.src.Fetch(ctx, req)
 }
 
 var (

@@ -2,7 +2,13 @@ package middleware
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +18,12 @@ import (
 
 // Defaults and limits of Config. A zero field takes its default.
 const (
-	DefaultRefresh      = 10 * time.Minute
+	// DefaultRefresh is short because a refresh is cheap: it revalidates
+	// the copy with its ETag / Last-Modified (or a file's size and
+	// modification time), and an unchanged file answers 304 and is not
+	// parsed again. An edit is in force within a minute, and at once
+	// after Enforcer.Invalidate (which a Caddy reload calls).
+	DefaultRefresh      = time.Minute
 	MaxRefresh          = 24 * time.Hour
 	DefaultFetchTimeout = 5 * time.Second
 	MaxFetchTimeout     = time.Minute
@@ -48,9 +59,12 @@ type Config struct {
 	// overrides this field.
 	RobotsTxt string `json:"robots_txt,omitempty"`
 
-	// Refresh is how long a fetched robots.txt is used before it is fetched
-	// again. Default 10m; at most 24h (RFC 9309 §2.4). While a refresh runs,
-	// requests are decided with the previous copy.
+	// Refresh is how long a fetched robots.txt is used before it is
+	// revalidated: fetched again with If-None-Match / If-Modified-Since
+	// (a file source compares size and modification time), so an
+	// unchanged file costs a 304 and no parse. Default 1m; at most 24h
+	// (RFC 9309 §2.4). While a refresh runs, requests are decided with the
+	// previous copy.
 	Refresh Duration `json:"refresh,omitempty"`
 
 	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
@@ -165,6 +179,9 @@ func (c Config) withDefaults() (Config, error) {
 	errf := func(field, format string, args ...any) error {
 		return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
 	}
+	if err := checkRobotsTxt(c.RobotsTxt); err != nil {
+		return c, err
+	}
 	switch {
 	case c.Refresh < 0:
 		return c, errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
@@ -237,4 +254,75 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Bots = bots
 	return c, nil
+}
+
+// hostPortPath matches a value that names a host and port without a scheme,
+// such as "localhost:8081/robots.txt" or "[::1]:80".
+var hostPortPath = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):[0-9]+(/.*)?$`)
+
+// uriScheme matches the scheme of an absolute URI.
+var uriScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// checkRobotsTxt checks the form of Config.RobotsTxt: an http:// or https://
+// URL with a host, or something that can be a file path. Whether the file
+// exists is checked by New (CheckRobotsTxtFile), not here, so that a
+// configuration can be adapted on another machine.
+func checkRobotsTxt(v string) error {
+	const field = "robots_guard: robots_txt: "
+	if v == "" {
+		return nil
+	}
+	if m := uriScheme.FindStringSubmatch(v); m != nil {
+		switch scheme := strings.ToLower(m[1]); scheme {
+		case "http", "https":
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf(field+"invalid URL %q: write it as http://host[:port]/robots.txt", v)
+			}
+			return nil
+		case "file":
+			return fmt.Errorf(field+"%q: write a file path without file://, e.g. %q", v, strings.TrimPrefix(v, m[0]))
+		default:
+			return fmt.Errorf(field+"%q: scheme %q is not supported; give an http:// or https:// URL, or a file path", v, m[1])
+		}
+	}
+	if hostPortPath.MatchString(v) {
+		return fmt.Errorf(field+"%q looks like a host and port without a scheme; write %q (or give a file path)", v, "http://"+v)
+	}
+	return nil
+}
+
+// CheckRobotsTxtFile checks that a Config.RobotsTxt that is a file path names
+// a readable regular file; URLs and the empty value pass. New calls it, so
+// that a misspelt path fails at startup with a message naming robots_txt
+// instead of leaving every site without rules.
+func CheckRobotsTxtFile(v string) error {
+	if v == "" || uriScheme.MatchString(v) {
+		return nil
+	}
+	hint := "give the path of a readable robots.txt, an http:// or https:// URL, or leave robots_txt out to enforce each site's own /robots.txt"
+	if !filepath.IsAbs(v) {
+		if wd, err := os.Getwd(); err == nil {
+			hint = "a relative path is read from the working directory " + wd + "; " + hint
+		}
+	}
+	f, err := os.Open(v)
+	if err != nil {
+		return fmt.Errorf("robots_guard: robots_txt: %w (%s)", err, hint)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err == nil {
+		var b [1]byte
+		if _, rerr := f.Read(b[:]); rerr != nil && rerr != io.EOF {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("robots_guard: robots_txt: %s: %w (%s)", v, err, hint)
+	}
+	return nil
 }

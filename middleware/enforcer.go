@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/policy"
 )
 
 // Log sampling of denial and throttle lines: per second and per message,
@@ -99,17 +99,20 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 		switch {
 		case cfg.RobotsTxt == "":
 			src = SiteSource(e.client)
-		case strings.HasPrefix(cfg.RobotsTxt, "http://") || strings.HasPrefix(cfg.RobotsTxt, "https://"):
+		case uriScheme.MatchString(cfg.RobotsTxt): // http or https: checked by withDefaults
 			u, err := url.Parse(cfg.RobotsTxt)
-			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("robots_guard: robots_txt: invalid URL %q", cfg.RobotsTxt)
+			if err != nil {
+				return nil, fmt.Errorf("robots_guard: robots_txt: %w", err)
 			}
 			src = URLSource(u, e.client)
 		default:
+			if err := CheckRobotsTxtFile(cfg.RobotsTxt); err != nil {
+				return nil, err
+			}
 			src = FileSource(cfg.RobotsTxt)
 		}
 	}
-	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), o.logger, o.observer)
+	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), o.logger, o.observer, e.allowUnrch)
 	return e, nil
 }
 
@@ -146,24 +149,40 @@ func remoteAddr(r *http.Request) string { return r.RemoteAddr }
 // the decoded view, and either one disallowing it denies it; an allowed path
 // is then subject to the group's Crawl-delay.
 func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
+	return e.done(req, e.decide(ctx, req, nil))
+}
+
+// trace collects what Explain shows beside the verdict. When it is given,
+// decide spends no Crawl-delay budget.
+type trace struct {
+	ent     *siteEntry
+	st      *siteState
+	d       policy.Decision
+	decided bool
+}
+
+func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	if ctx.Value(internalKey{}) != nil {
-		return e.done(req, Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun})
+		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
 	if isRobotsTxt(req.Target) {
-		return e.done(req, Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun})
+		return Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun}
 	}
 	info := e.classes.lookup(req.UserAgent)
-	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host), req.Origin)
+	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host), req.Origin, info.bot || tr != nil)
+	if tr != nil {
+		tr.ent, tr.st = ent, st
+	}
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
 	agent := info.agent(st.robots, req.UserAgent)
 	if !info.bot && !agent.Specific() {
-		return e.done(req, v)
+		return v
 	}
 	v.Bot = true
 	v.Group = agent.Group()
 	if st.unreachable && !e.allowUnrch {
 		v.Action, v.Reason = Deny, ReasonUnreachable
-		return e.done(req, v)
+		return v
 	}
 	path, query := splitTarget(req.Target)
 	target := req.Target
@@ -171,28 +190,42 @@ func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
 		target = path + query
 	}
 	d := agent.Decide(target)
+	if tr != nil {
+		tr.d, tr.decided = d, true
+	}
 	v.CrawlDelay = d.CrawlDelay
 	if d.Exempt {
 		v.Reason = ReasonRobotsTxt
-		return e.done(req, v)
+		return v
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
-		return e.done(req, v)
+		return v
 	}
 	if dec, ok := decodedTarget(path, query); ok {
 		if d2 := agent.Decide(dec); !d2.Allowed && !d2.Exempt {
 			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
-			return e.done(req, v)
+			if tr != nil {
+				tr.d = d2
+			}
+			return v
 		}
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		if ok, wait := e.limits.Allow(e.limitKey(ent.site, v.Group, req.ClientIP), e.now().UnixNano(), d.CrawlDelay); !ok {
+		k, now := e.limitKey(ent.site, v.Group, req.ClientIP), e.now().UnixNano()
+		var ok bool
+		var wait time.Duration
+		if tr == nil {
+			ok, wait = e.limits.Allow(k, now, d.CrawlDelay)
+		} else {
+			ok, wait = e.limits.Peek(k, now, d.CrawlDelay)
+		}
+		if !ok {
 			v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
 		}
 	}
-	return e.done(req, v)
+	return v
 }
 
 // limitKey is the Crawl-delay budget of a client of a group of a site.
@@ -232,14 +265,19 @@ func isRobotsTxt(target string) bool {
 // done reports a verdict to the observer and the log, and returns it.
 func (e *Enforcer) done(req Request, v Verdict) Verdict {
 	if e.obs != nil {
-		e.obs.ObserveDecision(v.Site, v.Group, v.Action, v.Reason)
+		e.obs.ObserveDecision(v.Site, v.Group, v.Action, v.Reason, v.DryRun)
 	}
 	if v.Action == Allow {
 		return v
 	}
 	msg := "robots_guard: denied"
-	if v.Action == Throttle {
+	switch {
+	case v.Action == Throttle && v.DryRun:
+		msg = "robots_guard: dry run: would throttle"
+	case v.Action == Throttle:
 		msg = "robots_guard: throttled"
+	case v.DryRun:
+		msg = "robots_guard: dry run: would deny"
 	}
 	if ce := e.log.Check(zapcore.InfoLevel, msg); ce != nil {
 		line := 0
@@ -249,6 +287,7 @@ func (e *Enforcer) done(req Request, v Verdict) Verdict {
 		ce.Write(
 			zap.String("site", v.Site),
 			zap.String("group", v.Group),
+			zap.String("action", v.ActionName()),
 			zap.String("reason", v.Reason.String()),
 			zap.Int("rule_line", line),
 			zap.Duration("retry_after", v.RetryAfter),

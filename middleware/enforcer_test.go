@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 const (
@@ -203,13 +205,33 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	}
 }
 
+// TestDryRunObserves: a dry run is told apart from enforcement in metrics
+// (action dry_run_deny, dry_run_throttle) and in the log.
 func TestDryRunObserves(t *testing.T) {
 	obs := &countObserver{}
-	h := mustNew(t, Config{DryRun: true}, WithObserver(obs)).Handler(site(robotsTxt))
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := mustNew(t, Config{DryRun: true}, WithObserver(obs), WithLogger(zap.New(core))).Handler(site(robotsTxt))
 	do(h, uaGPTBot, "/x")
 	do(h, uaChrome, "/x")
-	if got := obs.get("deny/disallowed"); got != 1 {
-		t.Fatalf("deny observed %d times, want 1; %v", got, obs.m)
+	do(h, uaBing, "/page")
+	do(h, uaBing, "/page")
+	if got := obs.get("dry_run_deny/disallowed"); got != 1 {
+		t.Fatalf("dry_run_deny observed %d times, want 1; %v", got, obs.m)
+	}
+	if got := obs.get("dry_run_throttle/crawl_delay"); got != 1 {
+		t.Fatalf("dry_run_throttle observed %d times, want 1; %v", got, obs.m)
+	}
+	if got := obs.get("deny/disallowed") + obs.get("throttle/crawl_delay"); got != 0 {
+		t.Fatalf("a dry run was counted as enforcement: %v", obs.m)
+	}
+	for msg, action := range map[string]string{"robots_guard: dry run: would deny": "dry_run_deny", "robots_guard: dry run: would throttle": "dry_run_throttle"} {
+		l := logs.FilterMessage(msg).All()
+		if len(l) != 1 || l[0].ContextMap()["action"] != action {
+			t.Errorf("log lines %q: %v", msg, l)
+		}
+	}
+	if n := logs.FilterMessage("robots_guard: denied").Len() + logs.FilterMessage("robots_guard: throttled").Len(); n != 0 {
+		t.Errorf("%d dry-run lines read like enforcement", n)
 	}
 	if got := obs.get("allow/not_bot"); got != 1 {
 		t.Fatalf("not_bot observed %d times", got)
@@ -237,8 +259,8 @@ func (o *countObserver) get(k string) int {
 	defer o.mu.Unlock()
 	return o.m[k]
 }
-func (o *countObserver) ObserveDecision(site, group string, a Action, r Reason) {
-	o.inc(a.String() + "/" + r.String())
+func (o *countObserver) ObserveDecision(site, group string, a Action, r Reason, dryRun bool) {
+	o.inc(Verdict{Action: a, DryRun: dryRun}.ActionName() + "/" + r.String())
 }
 func (o *countObserver) ObserveFetch(site string, out FetchOutcome) { o.inc("fetch/" + out.String()) }
 
@@ -422,7 +444,6 @@ func TestSources(t *testing.T) {
 		{"url with redirects", Config{RobotsTxt: srv.URL + "/robots.txt"}, nil, 403},
 		{"url 404", Config{RobotsTxt: srv.URL + "/nothing"}, nil, 403}, // the chain handler serves every path
 		{"file", Config{RobotsTxt: file}, nil, 403},
-		{"missing file", Config{RobotsTxt: filepath.Join(dir, "none")}, nil, 200},
 		{"bytes", Config{}, []Option{WithSource(BytesSource([]byte(rules)))}, 403},
 	}
 	for _, tt := range tests {
@@ -433,6 +454,45 @@ func TestSources(t *testing.T) {
 				t.Fatalf("got %d, want %d", rec.Code, tt.code)
 			}
 		})
+	}
+}
+
+// TestRobotsTxtValueErrors: values of robots_txt that would leave every
+// site without rules fail New with a message naming the field and saying
+// what to write instead.
+func TestRobotsTxtValueErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ value, want string }{
+		{filepath.Join(dir, "none"), "robots_guard: robots_txt: open " + filepath.Join(dir, "none") + ": no such file or directory (give the path of a readable robots.txt"},
+		{dir, "robots_guard: robots_txt: " + dir + ": not a regular file"},
+		{"robots-missing.txt", "a relative path is read from the working directory"},
+		{"localhost:8081/robots.txt", `robots_guard: robots_txt: "localhost:8081/robots.txt" looks like a host and port without a scheme; write "http://localhost:8081/robots.txt"`},
+		{"127.0.0.1:8081", `write "http://127.0.0.1:8081"`},
+		{"[::1]:8081/robots.txt", `write "http://[::1]:8081/robots.txt"`},
+		{"ftp://example.com/robots.txt", `robots_guard: robots_txt: "ftp://example.com/robots.txt": scheme "ftp" is not supported; give an http:// or https:// URL, or a file path`},
+		{"file:///srv/robots.txt", `write a file path without file://, e.g. "/srv/robots.txt"`},
+		{"http://", "robots_guard: robots_txt: invalid URL"},
+		{"HTTPS://", "robots_guard: robots_txt: invalid URL"},
+	}
+	for _, tt := range tests {
+		_, err := New(Config{RobotsTxt: tt.value})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("robots_txt %q: error %v, want one containing %q", tt.value, err, tt.want)
+		}
+	}
+	// The form is checked without touching files (adapt time), the file at
+	// New (provision time).
+	if err := (Config{RobotsTxt: filepath.Join(dir, "none")}).Validate(); err != nil {
+		t.Errorf("Validate checked the file: %v", err)
+	}
+	if err := (Config{RobotsTxt: "localhost:8081/robots.txt"}).Validate(); err == nil {
+		t.Error("Validate passed a host:port without a scheme")
+	}
+	// A path that merely contains a colon elsewhere is a path.
+	f := filepath.Join(dir, "a:b.txt")
+	os.WriteFile(f, []byte("User-agent: *\nDisallow: /x\n"), 0o644)
+	if _, err := New(Config{RobotsTxt: f}); err != nil {
+		t.Errorf("file %q: %v", f, err)
 	}
 }
 
@@ -594,7 +654,7 @@ func TestDecodedTarget(t *testing.T) {
 // TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
 // the latest site, and never an entry the LRU has dropped.
 func TestSiteCacheLastEntry(t *testing.T) {
-	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil)
+	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false)
 	a := c.entry(makeKey("http", "a.example"))
 	if c.entry(makeKey("http", "A.example")) != a {
 		t.Fatal("the same site (host case aside) got a second entry")

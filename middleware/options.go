@@ -36,8 +36,10 @@ type ResponseFunc func(w http.ResponseWriter, r *http.Request, v Verdict)
 type Observer interface {
 	// ObserveDecision is called once per decided request. site is empty for
 	// requests exempt before the site is looked up (/robots.txt, internal
-	// fetches).
-	ObserveDecision(site, group string, action Action, reason Reason)
+	// fetches). dryRun reports that the request passes whatever action
+	// says (Config.DryRun), so that dashboards can tell a dry run from
+	// enforcement (see Verdict.ActionName).
+	ObserveDecision(site, group string, action Action, reason Reason, dryRun bool)
 	// ObserveFetch is called once per robots.txt fetch.
 	ObserveFetch(site string, outcome FetchOutcome)
 }

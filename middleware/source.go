@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/robotsguard/robotsguard/policy"
@@ -33,6 +34,12 @@ type FetchRequest struct {
 	// Origin is the handler that serves the site (Request.Origin); nil when
 	// unknown.
 	Origin http.Handler
+	// IfNoneMatch and IfModifiedSince are the validators of the copy in
+	// use (the ETag and Last-Modified of the answer it came from), empty
+	// when there is none. A source that can tell that the file has not
+	// changed answers 304 Not Modified, which keeps the copy and costs no
+	// parse.
+	IfNoneMatch, IfModifiedSince string
 }
 
 // FetchResult is the answer to one robots.txt request.
@@ -43,6 +50,11 @@ type FetchResult struct {
 	Location *url.URL
 	// Body holds at most policy.MaxBodySize bytes of a 2xx answer.
 	Body []byte
+	// ContentType is the Content-Type of a 2xx answer, if any.
+	ContentType string
+	// ETag and LastModified are the validators of a 2xx answer, if any;
+	// the next fetch sends them back as IfNoneMatch and IfModifiedSince.
+	ETag, LastModified string
 }
 
 // Source fetches robots.txt files. The Enforcer calls it at most once at a
@@ -66,9 +78,20 @@ const (
 	// FetchUnreachable: 5xx, 429, a network error or a timeout: the last
 	// good copy is kept, or bots are disallowed (Config.OnUnreachable).
 	FetchUnreachable
+	// FetchHTML: a 2xx answer that is an HTML page (Content-Type
+	// text/html, or a body that starts like an HTML document), as a
+	// single-page app or a catch-all route serves for every path. It is
+	// parsed as RFC 9309 says, which usually leaves no rule, and logged
+	// at Warn level.
+	FetchHTML
+	// FetchNotModified: a revalidation answered 304 Not Modified, so the
+	// copy in use was kept. It is reported to the Observer only; the copy
+	// keeps the outcome of the fetch it came from.
+	FetchNotModified
 )
 
-// String returns "ok", "unavailable" or "unreachable".
+// String returns "ok", "unavailable", "unreachable", "html" or
+// "not_modified".
 func (o FetchOutcome) String() string {
 	switch o {
 	case FetchOK:
@@ -77,6 +100,10 @@ func (o FetchOutcome) String() string {
 		return "unavailable"
 	case FetchUnreachable:
 		return "unreachable"
+	case FetchHTML:
+		return "html"
+	case FetchNotModified:
+		return "not_modified"
 	}
 	return "fetch_outcome(" + fmt.Sprint(uint8(o)) + ")"
 }
@@ -109,28 +136,34 @@ type siteSource struct {
 
 func (s *siteSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	if req.URL.Scheme != req.Site.Scheme || req.URL.Host != req.Site.Host {
-		return s.net.get(ctx, req.URL)
+		return s.net.get(ctx, req)
 	}
 	if req.Origin == nil {
 		return FetchResult{}, errors.New("no origin handler to fetch the site's robots.txt from")
 	}
-	return virtualGet(ctx, req.Origin, req.URL)
+	return virtualGet(ctx, req.Origin, req)
 }
 
-// virtualGet sends GET u to h in-process and captures the answer.
-func virtualGet(ctx context.Context, h http.Handler, u *url.URL) (res FetchResult, err error) {
+// selfFetchAddr is the client address of virtual fetches: loopback, port 0,
+// so that access logs show an internal request and no real peer.
+const selfFetchAddr = "127.0.0.1:0"
+
+// virtualGet sends GET req.URL to h in-process and captures the answer.
+func virtualGet(ctx context.Context, h http.Handler, req FetchRequest) (res FetchResult, err error) {
+	u := req.URL
 	ctx = context.WithValue(ctx, internalKey{}, true)
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return res, err
 	}
 	r.RequestURI = u.RequestURI()
-	r.RemoteAddr = "127.0.0.1:10000" // a valid address, as Caddy's templates do
+	r.RemoteAddr = selfFetchAddr
 	r.Header = http.Header{
 		"User-Agent":      {"robotsguard (robots.txt self-fetch)"},
 		"Accept":          {"text/plain"},
 		"Accept-Encoding": {"identity"},
 	}
+	setValidators(r.Header, req)
 	if u.Scheme == "https" {
 		r.TLS = &tls.ConnectionState{HandshakeComplete: true, ServerName: u.Hostname()}
 	}
@@ -152,7 +185,28 @@ func virtualGet(ctx context.Context, h http.Handler, u *url.URL) (res FetchResul
 		res.Location = resolveLocation(u, w.header.Get("Location"))
 	}
 	res.Body = w.body
+	readValidators(&res, w.header)
 	return res, nil
+}
+
+// setValidators adds the conditional headers of a revalidation.
+func setValidators(h http.Header, req FetchRequest) {
+	if req.IfNoneMatch != "" {
+		h.Set("If-None-Match", req.IfNoneMatch)
+	}
+	if req.IfModifiedSince != "" {
+		h.Set("If-Modified-Since", req.IfModifiedSince)
+	}
+}
+
+// readValidators copies Content-Type and the validators of a 2xx answer.
+func readValidators(res *FetchResult, h http.Header) {
+	if res.StatusCode < 200 || res.StatusCode >= 300 {
+		return
+	}
+	res.ContentType = h.Get("Content-Type")
+	res.ETag = h.Get("ETag")
+	res.LastModified = h.Get("Last-Modified")
 }
 
 // virtualWriter is the private http.ResponseWriter of a virtual fetch. It
@@ -208,20 +262,21 @@ type urlSource struct {
 }
 
 func (s *urlSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	u := req.URL
 	if req.Redirects == 0 && s.fixed != nil {
-		u = s.fixed
+		req.URL = s.fixed
 	}
-	return s.get(ctx, u)
+	return s.get(ctx, req)
 }
 
-func (s *urlSource) get(ctx context.Context, u *url.URL) (FetchResult, error) {
+func (s *urlSource) get(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	var res FetchResult
+	u := req.URL
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return res, err
 	}
 	r.Header.Set("User-Agent", "robotsguard (robots.txt fetch)")
+	setValidators(r.Header, req)
 	resp, err := s.client.Do(r)
 	if err != nil {
 		return res, err
@@ -236,6 +291,7 @@ func (s *urlSource) get(ctx context.Context, u *url.URL) (FetchResult, error) {
 		if err != nil {
 			return res, fmt.Errorf("reading robots.txt body: %w", err)
 		}
+		readValidators(&res, resp.Header)
 	}
 	return res, nil
 }
@@ -263,26 +319,43 @@ func newHTTPClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
 }
 
 // FileSource returns a source that reads robots.txt from a file for every
-// site, again at every refresh. A missing file counts as 404 (no rules);
-// other read errors count as unreachable.
+// site. A refresh first compares the file's size and modification time with
+// those of the copy in use and reads the file only when they differ, so a
+// short refresh interval costs one stat call. A file that is missing or
+// cannot be read counts as unreachable: the last good copy stays in force
+// (a deploy that replaces the file does not open the site to every bot),
+// and the failure is logged.
 func FileSource(path string) Source { return fileSource(path) }
 
 type fileSource string
 
-func (p fileSource) Fetch(context.Context, FetchRequest) (FetchResult, error) {
+func (p fileSource) Fetch(_ context.Context, req FetchRequest) (FetchResult, error) {
 	f, err := os.Open(string(p))
-	if errors.Is(err, fs.ErrNotExist) {
-		return FetchResult{StatusCode: http.StatusNotFound}, nil
-	}
 	if err != nil {
-		return FetchResult{}, err
+		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return FetchResult{}, fmt.Errorf("robots.txt file %s is not a regular file", p)
+	}
+	etag := fileETag(fi)
+	if req.IfNoneMatch == etag {
+		return FetchResult{StatusCode: http.StatusNotModified}, nil
+	}
 	body, err := io.ReadAll(io.LimitReader(f, policy.MaxBodySize))
 	if err != nil {
-		return FetchResult{}, err
+		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
 	}
-	return FetchResult{StatusCode: http.StatusOK, Body: body}, nil
+	return FetchResult{StatusCode: http.StatusOK, Body: body, ETag: etag, ContentType: "text/plain"}, nil
+}
+
+// fileETag is the validator of a file: its size and modification time.
+func fileETag(fi fs.FileInfo) string {
+	return `"` + strconv.FormatInt(fi.Size(), 16) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 16) + `"`
 }
 
 // BytesSource returns a source that serves the same robots.txt body for

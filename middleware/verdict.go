@@ -134,6 +134,22 @@ type Verdict struct {
 	RetryAfter time.Duration
 }
 
+// ActionName names what happened to the request, for logs, metrics and
+// placeholders: "allow", "deny" or "throttle", and in dry-run mode
+// "dry_run_deny" or "dry_run_throttle" for the requests that enforcement
+// would have stopped.
+func (v Verdict) ActionName() string {
+	switch {
+	case v.Action == Allow:
+		return "allow"
+	case v.DryRun && v.Action == Deny:
+		return "dry_run_deny"
+	case v.DryRun && v.Action == Throttle:
+		return "dry_run_throttle"
+	}
+	return v.Action.String()
+}
+
 // Enforced reports whether the request must be stopped: the action is Deny
 // or Throttle and the Enforcer is not in dry-run mode.
 func (v Verdict) Enforced() bool { return v.Action != Allow && !v.DryRun }

@@ -1,0 +1,235 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What operators ask of a running Enforcer: which robots.txt copies it holds
+// (Sites), to fetch them again (Invalidate, Refresh), and what it would
+// decide for a request (Explain). The Caddy module serves these on its
+// admin API; a plain net/http program can expose them however it likes.
+
+// SiteStatus describes the robots.txt copy that an Enforcer holds for one
+// site.
+type SiteStatus struct {
+	// Site is the scheme and host, e.g. "https://example.com".
+	Site string `json:"site"`
+	// Outcome is the outcome of the fetch the copy came from: "ok",
+	// "html", "unavailable" or "unreachable" (see FetchOutcome); "pending"
+	// while the first fetch runs.
+	Outcome string `json:"outcome"`
+	// Status is the HTTP status of that fetch, 0 when there was none (a
+	// network error, a file source).
+	Status int `json:"status,omitempty"`
+	// Rules reports whether the copy can stop or slow a bot (some
+	// Disallow or Crawl-delay); false means every bot may fetch
+	// everything, or, when Unreachable, that OnUnreachable applies.
+	Rules bool `json:"has_rules"`
+	// Unreachable reports that no good copy is known and the last fetch
+	// failed, so Config.OnUnreachable decides.
+	Unreachable bool `json:"unreachable,omitempty"`
+	// Fetched is when the copy was fetched; Age is how long ago.
+	Fetched time.Time `json:"fetched,omitzero"`
+	Age     Duration  `json:"age"`
+	// Checked is when the last fetch ended that kept the copy (304 Not
+	// Modified, or a failure that kept the last good copy) or replaced it.
+	Checked time.Time `json:"checked,omitzero"`
+	// Error says why the refresh that Refresh ran failed, if it did.
+	Error string `json:"error,omitempty"`
+}
+
+func (e *Enforcer) status(ent *siteEntry, st *siteState) SiteStatus {
+	s := SiteStatus{Site: ent.site, Outcome: "pending"}
+	if c := ent.checked.Load(); c != 0 {
+		s.Checked = time.Unix(0, c)
+	}
+	if st == nil {
+		return s
+	}
+	s.Outcome, s.Status, s.Unreachable = st.outcome.String(), st.status, st.unreachable
+	s.Rules = !st.unreachable && st.robots.Restricts()
+	if !st.fetched.IsZero() {
+		s.Fetched = st.fetched
+		s.Age = Duration(e.now().Sub(st.fetched).Round(time.Millisecond))
+	}
+	return s
+}
+
+// Sites returns the status of every site whose robots.txt is cached, most
+// recently used last.
+func (e *Enforcer) Sites() []SiteStatus {
+	var out []SiteStatus
+	for _, ent := range e.sites.lru.Values() {
+		out = append(out, e.status(ent, ent.state.Load()))
+	}
+	return out
+}
+
+// matchSite returns a filter for the cached sites that site names: a
+// scheme and host ("https://example.com:8443") names one, a bare host
+// ("example.com") names it under either scheme; "" names every site
+// (a nil filter).
+func matchSite(site string) func(*siteEntry) bool {
+	if site == "" {
+		return nil
+	}
+	site = strings.ToLower(strings.TrimSuffix(site, "/"))
+	if strings.Contains(site, "://") {
+		return func(e *siteEntry) bool { return e.site == site }
+	}
+	return func(e *siteEntry) bool { return e.key.host == site }
+}
+
+// Invalidate marks the cached robots.txt of site (see Sites for the form;
+// "" for every site) for revalidation and returns how many copies it
+// marked. The copies stay in force; the next request of a bot to such a
+// site waits for a new fetch (at most Config.FetchTimeout) and is decided
+// with its result, or with the old copy when the fetch fails, and the next
+// request of any other client starts that fetch in the background. Caddy's
+// module calls it on every configuration reload, so that "caddy reload"
+// applies robots.txt edits at once.
+func (e *Enforcer) Invalidate(site string) int {
+	return len(e.sites.invalidate(matchSite(site)))
+}
+
+// Refresh fetches the robots.txt of the cached sites that site names (""
+// for all) again now, waits for the fetches (each bounded by
+// Config.FetchTimeout, at most eight at a time, all bounded by ctx) and
+// returns the new status of each. A failure keeps the last good copy, as a
+// timed refresh does. origin, when not nil, says which handler serves a
+// site now (for the default source, which sends it a virtual GET); when it
+// is nil or returns nil, the handler that served the site's requests is
+// used.
+func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site string) http.Handler) []SiteStatus {
+	ents := e.sites.invalidate(matchSite(site))
+	out := make([]SiteStatus, len(ents))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, ent := range ents {
+		var h http.Handler
+		if origin != nil {
+			h = origin(ent.site)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				out[i] = e.status(ent, ent.state.Load())
+				out[i].Error = ctx.Err().Error()
+				return
+			}
+			prevChecked := ent.checked.Load()
+			var st *siteState
+			select {
+			case r := <-e.sites.flight(ent, h):
+				st = r.Val.(*siteState)
+			case <-ctx.Done():
+			}
+			out[i] = e.status(ent, st)
+			switch {
+			case st == nil:
+				out[i] = e.status(ent, ent.state.Load())
+				out[i].Error = ctx.Err().Error()
+			case ent.checked.Load() == prevChecked:
+				out[i].Error = "the fetch did not finish"
+			case ent.failed.Load():
+				out[i].Error = "robots.txt unreachable; the last good copy, if any, stays in force"
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// ExplainRule is the deciding rule of an Explanation.
+type ExplainRule struct {
+	// Line is the rule's line in robots.txt.
+	Line int `json:"line"`
+	// Text is the rule as written, e.g. "Disallow: /private/".
+	Text string `json:"text"`
+	// Implied marks the "<dir>/$" Allow of an index.html Allow.
+	Implied bool `json:"implied,omitempty"`
+}
+
+// Explanation is what Explain returns: the verdict the Enforcer would give
+// a request now, with the reasons behind it.
+type Explanation struct {
+	Site      string `json:"site"`
+	UserAgent string `json:"user_agent"`
+	Target    string `json:"target"`
+	ClientIP  string `json:"client_ip,omitempty"`
+	// Bot reports whether the client is judged as a bot.
+	Bot bool `json:"bot"`
+	// Action is what the Enforcer would do: "allow", "deny" or
+	// "throttle" ("dry_run_deny" or "dry_run_throttle" in dry-run mode);
+	// Reason says why (see Reason); Status is the answer the client would
+	// get from the guard, 0 when it passes to the site.
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+	Status int    `json:"status,omitempty"`
+	// Group is the robots.txt group that applies ("*" for the global one).
+	Group string `json:"group,omitempty"`
+	// Rule is the rule that decided the path, if any matched.
+	Rule *ExplainRule `json:"rule,omitempty"`
+	// CrawlDelay is the group's Crawl-delay; RetryAfter the wait a
+	// throttled client would be told (only with a client address).
+	CrawlDelay Duration `json:"crawl_delay,omitempty"`
+	RetryAfter Duration `json:"retry_after,omitempty"`
+	// RobotsTxt describes the copy the verdict comes from.
+	RobotsTxt *SiteStatus `json:"robots_txt,omitempty"`
+}
+
+// ErrNoSite is returned by Explain for a request without a Host.
+var ErrNoSite = errors.New("robots_guard: explain: the site (host) is required")
+
+// Explain returns the verdict Decide would give req now, with the group,
+// the deciding rule and the state of the site's robots.txt, without
+// spending any Crawl-delay budget, counting a metric or writing a log line:
+// the live counterpart of "caddy robots test". The site's robots.txt is
+// fetched when it is not cached (with req.Origin, or the handler that last
+// served the site). Without req.ClientIP, Crawl-delay is reported but not
+// checked.
+func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error) {
+	if req.Host == "" {
+		return Explanation{}, ErrNoSite
+	}
+	if req.Target == "" {
+		req.Target = "/"
+	}
+	var tr trace
+	ip := req.ClientIP
+	if ip == "" {
+		req.ClientIP = "0.0.0.0"
+	}
+	v := e.decide(ctx, req, &tr)
+	x := Explanation{
+		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
+		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group,
+		CrawlDelay: Duration(v.CrawlDelay),
+	}
+	if v.Enforced() {
+		x.Status = v.StatusCode()
+	}
+	if ip == "" && v.Action == Throttle {
+		// No client given: the budget of "no address" says nothing.
+		x.Action, x.Reason, x.Status = Verdict{DryRun: v.DryRun}.ActionName(), ReasonAllowed.String(), 0
+	} else {
+		x.RetryAfter = Duration(v.RetryAfter)
+	}
+	if tr.decided && tr.d.Rule != nil {
+		x.Rule = &ExplainRule{Line: tr.d.Rule.Line, Text: tr.d.Rule.String(), Implied: tr.d.Rule.Implied}
+	}
+	if tr.ent != nil {
+		s := e.status(tr.ent, tr.st)
+		x.RobotsTxt = &s
+	}
+	return x, nil
+}

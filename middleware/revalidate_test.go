@@ -1,0 +1,366 @@
+package middleware
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// editableSite serves a robots.txt that tests can change, with an ETag and
+// Last-Modified through http.ServeContent (which answers conditional
+// requests with 304, as Caddy's file_server does), and records the
+// requests it gets for /robots.txt.
+type editableSite struct {
+	mu      sync.Mutex
+	body    string
+	ctype   string
+	mod     time.Time
+	fetches []*http.Request
+	served  atomic.Int32 // 200 answers
+}
+
+func newEditableSite(body string) *editableSite {
+	return &editableSite{body: body, mod: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (s *editableSite) set(body string) {
+	s.mu.Lock()
+	s.body, s.mod = body, s.mod.Add(time.Minute)
+	s.mu.Unlock()
+}
+
+func (s *editableSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/robots.txt" {
+		io.WriteString(w, "ok")
+		return
+	}
+	s.mu.Lock()
+	body, mod, ctype := s.body, s.mod, s.ctype
+	s.fetches = append(s.fetches, r)
+	s.mu.Unlock()
+	if ctype == "" {
+		ctype = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("ETag", `"`+mod.Format("150405")+`"`)
+	rw := &statusSpy{ResponseWriter: w}
+	http.ServeContent(rw, r, "robots.txt", mod, strings.NewReader(body))
+	if rw.code == 200 {
+		s.served.Add(1)
+	}
+}
+
+func (s *editableSite) last() *http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches[len(s.fetches)-1]
+}
+
+type statusSpy struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusSpy) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
+func (s *statusSpy) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = 200
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// TestRevalidateConditional: a due refresh sends the copy's ETag and
+// Last-Modified; 304 keeps the copy without a parse; a changed file is
+// picked up at the next refresh.
+func TestRevalidateConditional(t *testing.T) {
+	clk := newClock()
+	obs := &countObserver{}
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
+	h := e.Handler(s)
+	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
+		t.Fatalf("first: %d", rec.Code)
+	}
+	if r := s.last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
+		t.Fatalf("first self-fetch: RequestURI %q RemoteAddr %q If-None-Match %q", r.RequestURI, r.RemoteAddr, r.Header.Get("If-None-Match"))
+	}
+	for i := range 3 {
+		clk.Add(61 * time.Second)
+		do(h, uaChrome, "/") // starts the refresh in the background
+		waitFor(t, func() bool { return obs.get("fetch/not_modified") == i+1 })
+	}
+	if r := s.last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
+		t.Fatalf("revalidation without validators: %v", r.Header)
+	}
+	if s.served.Load() != 1 {
+		t.Fatalf("%d full answers, want 1", s.served.Load())
+	}
+	s.set("User-agent: *\nDisallow: /b\n")
+	clk.Add(61 * time.Second)
+	do(h, uaChrome, "/")
+	waitFor(t, func() bool { return obs.get("fetch/ok") == 2 })
+	if rec := do(h, uaAhrefs, "/b"); rec.Code != 403 {
+		t.Fatalf("after the edit, /b: %d", rec.Code)
+	}
+	if rec := do(h, uaAhrefs, "/a"); rec.Code != 200 {
+		t.Fatalf("after the edit, /a: %d", rec.Code)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 5s")
+}
+
+// TestRevalidateURLSource: the URL source sends validators too.
+func TestRevalidateURLSource(t *testing.T) {
+	clk := newClock()
+	obs := &countObserver{}
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	e := mustNew(t, Config{RobotsTxt: srv.URL + "/robots.txt", Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
+	h := e.Handler(site(""))
+	do(h, uaAhrefs, "/a")
+	clk.Add(2 * time.Minute)
+	do(h, uaChrome, "/")
+	waitFor(t, func() bool { return obs.get("fetch/not_modified") == 1 })
+	if s.served.Load() != 1 {
+		t.Fatalf("%d full answers, want 1", s.served.Load())
+	}
+}
+
+// TestRevalidateFileSource: a file is read again only when its size or
+// modification time changed.
+func TestRevalidateFileSource(t *testing.T) {
+	clk := newClock()
+	obs := &countObserver{}
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	os.WriteFile(file, []byte("User-agent: *\nDisallow: /a\n"), 0o644)
+	e := mustNew(t, Config{RobotsTxt: file, Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
+	h := e.Handler(site(""))
+	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
+		t.Fatalf("first: %d", rec.Code)
+	}
+	clk.Add(2 * time.Minute)
+	do(h, uaChrome, "/")
+	waitFor(t, func() bool { return obs.get("fetch/not_modified") == 1 })
+	os.WriteFile(file, []byte("User-agent: *\nDisallow: /bb\n"), 0o644)
+	os.Chtimes(file, time.Now(), time.Now().Add(time.Second))
+	clk.Add(2 * time.Minute)
+	do(h, uaChrome, "/")
+	waitFor(t, func() bool { return obs.get("fetch/ok") == 2 })
+	if rec := do(h, uaAhrefs, "/bb"); rec.Code != 403 {
+		t.Fatalf("after the edit: %d", rec.Code)
+	}
+	// The file disappears: the last good copy stays, with a warning.
+	os.Remove(file)
+	clk.Add(2 * time.Minute)
+	do(h, uaChrome, "/")
+	waitFor(t, func() bool { return obs.get("fetch/unreachable") == 1 })
+	if rec := do(h, uaAhrefs, "/bb"); rec.Code != 403 {
+		t.Fatalf("file removed: %d, want the last copy's 403", rec.Code)
+	}
+}
+
+// TestInvalidate: after Invalidate (what a Caddy reload does), the next bot
+// request is decided with a fresh fetch, not with the old copy.
+func TestInvalidate(t *testing.T) {
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	h := e.Handler(s)
+	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
+		t.Fatalf("first: %d", rec.Code)
+	}
+	s.set("User-agent: *\nDisallow: /b\n")
+	if rec := do(h, uaAhrefs, "/b"); rec.Code != 200 {
+		t.Fatalf("before Invalidate the copy is an hour old: %d", rec.Code)
+	}
+	if n := e.Invalidate(""); n != 1 {
+		t.Fatalf("Invalidate marked %d sites", n)
+	}
+	if rec := do(h, uaAhrefs, "/b"); rec.Code != 403 {
+		t.Fatalf("first bot request after Invalidate: %d, want 403 from the new copy", rec.Code)
+	}
+	// One site by name.
+	s.set("User-agent: *\nDisallow: /c\n")
+	if n := e.Invalidate("example.org"); n != 0 {
+		t.Fatalf("Invalidate(other site) marked %d", n)
+	}
+	if n := e.Invalidate("http://EXAMPLE.com"); n != 1 {
+		t.Fatalf("Invalidate(site) marked %d", n)
+	}
+	if rec := do(h, uaAhrefs, "/c"); rec.Code != 403 {
+		t.Fatalf("after Invalidate(site): %d", rec.Code)
+	}
+	// A failed revalidation keeps the copy.
+	e2 := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	var fail atomic.Bool
+	h2 := e2.Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			w.WriteHeader(503)
+			return
+		}
+		io.WriteString(w, "User-agent: *\nDisallow: /a\n")
+	}))
+	do(h2, uaAhrefs, "/")
+	fail.Store(true)
+	e2.Invalidate("")
+	if rec := do(h2, uaAhrefs, "/a"); rec.Code != 403 {
+		t.Fatalf("failed revalidation: %d", rec.Code)
+	}
+	if rec := do(h2, uaAhrefs, "/x"); rec.Code != 200 {
+		t.Fatalf("failed revalidation dropped the copy: %d", rec.Code)
+	}
+}
+
+func TestRefreshAndSites(t *testing.T) {
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	h := e.Handler(s)
+	do(h, uaAhrefs, "/")
+	s.set("User-agent: *\nDisallow: /b\n")
+	st := e.Refresh(context.Background(), "", nil)
+	if len(st) != 1 || st[0].Site != "http://example.com" || st[0].Outcome != "ok" || !st[0].Rules || st[0].Error != "" || st[0].Status != 200 {
+		t.Fatalf("Refresh = %+v", st)
+	}
+	if s.served.Load() != 2 {
+		t.Fatalf("Refresh did not fetch: %d answers", s.served.Load())
+	}
+	if rec := do(h, uaAhrefs, "/b"); rec.Code != 403 {
+		t.Fatalf("after Refresh: %d", rec.Code)
+	}
+	// The origin function wins over the remembered handler.
+	other := newEditableSite("User-agent: *\nDisallow: /z\n")
+	e.Refresh(context.Background(), "example.com", func(string) http.Handler { return other })
+	if rec := do(h, uaAhrefs, "/z"); rec.Code != 403 {
+		t.Fatalf("Refresh with an origin: %d", rec.Code)
+	}
+	sites := e.Sites()
+	if len(sites) != 1 || sites[0].Outcome != "ok" || sites[0].Fetched.IsZero() {
+		t.Fatalf("Sites = %+v", sites)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	clk := newClock()
+	e := mustNew(t, Config{}, WithClock(clk.Now))
+	origin := site(robotsTxt)
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/a/b/c", UserAgent: uaBing, Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Action != "deny" || x.Reason != "disallowed" || x.Status != 403 || x.Group != "bingbot" || x.Rule == nil ||
+		x.Rule.Text != "Disallow: /a/b" || x.CrawlDelay != Duration(10*time.Second) || x.RobotsTxt == nil || x.RobotsTxt.Outcome != "ok" {
+		t.Fatalf("Explain = %+v", x)
+	}
+	// Explain spends no budget: a bot explained twice is still admitted.
+	for range 2 {
+		x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1"})
+		if x.Action != "allow" || x.Status != 0 {
+			t.Fatalf("Explain before any request = %+v", x)
+		}
+	}
+	if rec := do(e.Handler(origin), uaBing, "/page"); rec.Code != 200 {
+		t.Fatalf("real request after Explain: %d", rec.Code)
+	}
+	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1"})
+	if x.Action != "throttle" || x.Status != 429 || x.RetryAfter != Duration(7500*time.Millisecond) {
+		t.Fatalf("Explain after a request = %+v", x)
+	}
+	// Without an address the Crawl-delay is shown, not checked.
+	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing})
+	if x.Action != "allow" || x.CrawlDelay != Duration(10*time.Second) {
+		t.Fatalf("Explain without an address = %+v", x)
+	}
+	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaChrome})
+	if x.Bot || x.Action != "allow" || x.Reason != "not_bot" {
+		t.Fatalf("Explain browser = %+v", x)
+	}
+	if _, err := e.Explain(context.Background(), Request{UserAgent: uaBing}); err != ErrNoSite {
+		t.Fatalf("Explain without a host: %v", err)
+	}
+}
+
+// TestNoRulesLogged: every state in which a site has no rules for bots is
+// logged once per site and per change, at Info, or Warn for an HTML page
+// and an unreachable file; the copy is still parsed.
+func TestNoRulesLogged(t *testing.T) {
+	clk := newClock()
+	obs := &countObserver{}
+	core, logs := observer.New(zapcore.DebugLevel)
+	var mu sync.Mutex
+	answer := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+	set := func(f http.HandlerFunc) { mu.Lock(); answer = f; mu.Unlock() }
+	h := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
+		Handler(statusSite(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
+	step := func(n int) {
+		for range n {
+			clk.Add(2 * time.Minute)
+			before := obs.get("fetch/ok") + obs.get("fetch/html") + obs.get("fetch/unavailable") + obs.get("fetch/unreachable")
+			do(h, uaChrome, "/")
+			waitFor(t, func() bool {
+				return obs.get("fetch/ok")+obs.get("fetch/html")+obs.get("fetch/unavailable")+obs.get("fetch/unreachable") > before
+			})
+		}
+	}
+	count := func(msg string) int { return logs.FilterMessageSnippet(msg).Len() }
+	do(h, uaAhrefs, "/")
+	step(2)
+	if n := count("no robots.txt"); n != 1 {
+		t.Fatalf("404 logged %d times over 3 fetches, want 1", n)
+	}
+	set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><title>App</title>")
+	})
+	step(3)
+	if l := logs.FilterMessageSnippet("HTML page").All(); len(l) != 1 || l[0].Level != zapcore.WarnLevel {
+		t.Fatalf("HTML page logged %v", l)
+	}
+	if n := obs.get("fetch/html"); n != 3 {
+		t.Fatalf("fetch/html counted %d times, want 3", n)
+	}
+	set(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# nothing here\nUser-agent: *\nDisallow:\n")
+	})
+	step(2)
+	if n := count("has no Disallow and no Crawl-delay"); n != 1 {
+		t.Fatalf("ruleless file logged %d times, want 1", n)
+	}
+	set(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\nDisallow: /x\n") })
+	step(2)
+	if l := logs.FilterMessage("robots_guard: robots.txt rules in force").All(); len(l) != 1 || l[0].Level != zapcore.InfoLevel {
+		t.Fatalf("rules in force logged %v", l)
+	}
+	// An HTML page is still parsed as RFC 9309 says: a rule on a line of
+	// its own applies.
+	set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>\nUser-agent: *\nDisallow: /y\n</html>")
+	})
+	step(1)
+	if rec := do(h, uaAhrefs, "/y"); rec.Code != 403 {
+		t.Fatalf("rule inside an HTML page: %d", rec.Code)
+	}
+	if n := count("HTML page"); n != 2 {
+		t.Fatalf("HTML page logged %d times after a change, want 2", n)
+	}
+}
