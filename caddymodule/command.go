@@ -42,7 +42,7 @@ warnings, 2 on a usage or fetch error.
 			test := &cobra.Command{
 				Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] <path>...",
 				Short: "Decides paths for a User-Agent",
-				Args:  cobra.MinimumNArgs(1),
+				Args:  usageArgs(cobra.MinimumNArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
 					ua, _ := c.Flags().GetString("ua")
 					file, _ := c.Flags().GetString("file")
@@ -57,15 +57,32 @@ warnings, 2 on a usage or fetch error.
 			lint := &cobra.Command{
 				Use:   "lint <file|URL>",
 				Short: "Lints a robots.txt",
-				Args:  cobra.ExactArgs(1),
+				Args:  usageArgs(cobra.ExactArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
 					exit(runLint(os.Stdout, args[0]))
 					return nil
 				},
 			}
+			for _, c := range []*cobra.Command{test, lint} {
+				c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+					exit(exitError, err) // an unknown or malformed flag
+					return nil
+				})
+			}
 			cmd.AddCommand(test, lint)
 		},
 	})
+}
+
+// usageArgs wraps an argument check so that a usage error exits with
+// status 2, as documented, instead of the 1 that caddy gives any error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			exit(exitError, fmt.Errorf("%w\nusage: caddy robots %s", err, c.Use))
+		}
+		return nil
+	}
 }
 
 // exit ends the process with code, after printing err.

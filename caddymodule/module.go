@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
 )
 
@@ -99,9 +100,10 @@ type RobotsGuard struct {
 	// Decide, log and count every request, but let all of them through.
 	DryRun bool `json:"dry_run,omitempty"`
 
-	state   *state
-	poolKey string
-	logger  *zap.Logger
+	state      *state
+	poolKey    string
+	limiterKey *limiterKey
+	logger     *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -134,9 +136,14 @@ func (g *RobotsGuard) Config() middleware.Config {
 	}
 }
 
-// pool holds one state per distinct configuration, so that the robots.txt
-// cache and the Crawl-delay clocks survive config reloads: Caddy provisions
-// the new config before it cleans up the old one.
+// pool holds what survives config reloads, shared by the handlers and the
+// admin API: one *state per distinct configuration (its key is the
+// configuration's JSON), so that the robots.txt cache and its Enforcer
+// carry over when the robots_guard block does not change, and one
+// *sharedLimiter per limiter setting (its key a limiterKey), so that the
+// Crawl-delay clocks carry over whatever else changes. Caddy provisions the
+// new config before it cleans up the old one, so the counts never drop to
+// zero in between.
 var pool = caddy.NewUsagePool()
 
 // state is what survives a reload: the Enforcer and the logger it writes to,
@@ -150,35 +157,78 @@ type state struct {
 // uses it is unloaded.
 func (s *state) Destruct() error { return s.enforcer.Close() }
 
+// limiterKey identifies the settings a Crawl-delay limiter is built from.
+type limiterKey struct {
+	maxKeys   int
+	tolerance float64
+}
+
+// sharedLimiter is a Crawl-delay limiter in the pool.
+type sharedLimiter struct{ l *limit.Memory }
+
+// Destruct lets the limiter go; it holds no background work.
+func (*sharedLimiter) Destruct() error { return nil }
+
 // Provision builds or adopts the Enforcer for this configuration and
-// registers the metrics on this config's registry.
+// registers the metrics on this config's registry. A reload revalidates
+// every cached robots.txt before the next bot request of its site: with the
+// same configuration, the Enforcer is kept and its copies are marked; with
+// a changed one, the new Enforcer starts from the old copies (same
+// robots_txt source) and marks them. The Crawl-delay clocks are kept as
+// long as max_keys and crawl_delay_tolerance do not change.
 func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
-	cfg := g.Config()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := g.Config().WithDefaults()
+	if err != nil {
 		return err
 	}
 	key, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("robots_guard: %w", err)
 	}
-	g.poolKey = string(key)
-	val, _, err := pool.LoadOrNew(g.poolKey, func() (caddy.Destructor, error) {
+	lk := limiterKey{maxKeys: cfg.MaxKeys, tolerance: *cfg.CrawlDelayTolerance}
+	lv, _, err := pool.LoadOrNew(lk, func() (caddy.Destructor, error) {
+		return &sharedLimiter{l: middleware.NewLimiter(cfg)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	g.limiterKey = &lk
+	// Enforcers of the previous config that read the same source; ranged
+	// before LoadOrNew, which must not wait on the pool inside.
+	var previous []*middleware.Enforcer
+	pool.Range(func(_, v any) bool {
+		if st, ok := v.(*state); ok && st.enforcer.Config().RobotsTxt == cfg.RobotsTxt {
+			previous = append(previous, st.enforcer)
+		}
+		return true
+	})
+	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
 		e, err := middleware.New(cfg,
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}),
+			middleware.WithLimiter(lv.(*sharedLimiter).l),
 		)
 		if err != nil {
 			return nil, err
+		}
+		for _, p := range previous {
+			e.Adopt(p)
 		}
 		return &state{enforcer: e, log: log}, nil
 	})
 	if err != nil {
 		return err
 	}
+	g.poolKey = string(key)
 	g.state = val.(*state)
 	g.state.log.set(g.logger.Core())
+	if loaded {
+		// The same configuration again (a reload, or a second site with
+		// the same block): robots.txt may have been edited.
+		g.state.enforcer.Invalidate("")
+	}
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		if err := registerMetrics(reg); err != nil {
 			return fmt.Errorf("robots_guard: metrics: %w", err)
@@ -196,12 +246,20 @@ func (g *RobotsGuard) Validate() error {
 	return nil
 }
 
-// Cleanup releases this config's hold on the shared state.
+// Cleanup releases this config's hold on the shared state and limiter. It
+// may run twice (after a failed Provision and when the config is unloaded),
+// so it forgets what it released.
 func (g *RobotsGuard) Cleanup() error {
-	if g.poolKey == "" {
-		return nil
+	var err error
+	if g.poolKey != "" {
+		_, err = pool.Delete(g.poolKey)
+		g.poolKey = ""
 	}
-	_, err := pool.Delete(g.poolKey)
+	if g.limiterKey != nil {
+		_, err2 := pool.Delete(*g.limiterKey)
+		g.limiterKey = nil
+		err = errors.Join(err, err2)
+	}
 	return err
 }
 
@@ -258,16 +316,59 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if !v.Enforced() {
 		return next.ServeHTTP(w, r)
 	}
-	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
-		// No handle_errors: answer with the body too, which Caddy's
-		// default error answer (status only) would drop.
+	herr := caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
+	if !errorRouteFor(srv, r, herr) {
+		// No handle_errors route takes this status: answer with the
+		// body too, which Caddy's default error answer (status only)
+		// would drop.
 		g.state.enforcer.Respond(w, r, v)
 		return nil
 	}
+	// handle_errors restyles the answer; these headers stay whatever its
+	// routes write (a handler may still remove them on purpose).
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
 	if v.Action == middleware.Throttle {
-		w.Header().Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
+		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
-	return caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
+	return herr
+}
+
+// errorRouteFor reports whether a handle_errors route of srv would take
+// herr: some route whose matchers match the request with the error set (a
+// bare handle_errors block matches every error; "handle_errors 404" only
+// 404s). When none would, Caddy would answer with the status alone.
+func errorRouteFor(srv *caddyhttp.Server, r *http.Request, herr caddyhttp.HandlerError) bool {
+	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
+		return false
+	}
+	if _, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); !ok {
+		return true // outside a real Caddy request: let Caddy decide
+	}
+	return routesTake(srv.Errors.Routes, srv.Errors.WithError(r, herr), 0)
+}
+
+// routesTake reports whether some route of rl matches r and has a handler
+// that acts on it. A subroute (what a Caddyfile handle_errors block
+// compiles to, nested) acts only when one of its own routes does.
+func routesTake(rl caddyhttp.RouteList, r *http.Request, depth int) bool {
+	if depth > 8 {
+		return true // deeper than Caddyfile output: let Caddy decide
+	}
+	for _, route := range rl {
+		if ok, err := route.MatcherSets.AnyMatchWithError(r); err != nil {
+			return true
+		} else if !ok {
+			continue
+		}
+		for _, h := range route.Handlers {
+			sub, ok := h.(*caddyhttp.Subroute)
+			if !ok || routesTake(sub.Routes, r, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Interface guards.

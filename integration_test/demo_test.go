@@ -89,6 +89,13 @@ func TestDemo(t *testing.T) {
 	}
 	do("GPTBot/1.2", "/robots.txt").check(t, "GPTBot /robots.txt", 200, "User-agent: GPTBot")
 
+	dir := t.TempDir()
+	htmlFile := filepath.Join(dir, "robots.html")
+	os.WriteFile(htmlFile, []byte("<!DOCTYPE html>\n<html><body>app</body></html>\n"), 0o644)
+	badFile, badHostPort := filepath.Join(dir, "bad-file.caddyfile"), filepath.Join(dir, "bad-hostport.caddyfile")
+	os.WriteFile(badFile, []byte("http://127.0.0.1:1 {\n\trobots_guard {\n\t\trobots_txt /nonexistent/robots.txt\n\t}\n\trespond ok\n}\n"), 0o644)
+	os.WriteFile(badHostPort, []byte("http://127.0.0.1:1 {\n\trobots_guard {\n\t\trobots_txt localhost:8081/robots.txt\n\t}\n\trespond ok\n}\n"), 0o644)
+
 	// caddy robots test / lint, as in the README.
 	for _, c := range []struct {
 		args []string
@@ -101,6 +108,15 @@ func TestDemo(t *testing.T) {
 			[]string{"/blog/", "allowed", "SlowBot", "5s"}},
 		{[]string{"robots", "lint", "demo/robots.txt"}, 0, []string{"no findings"}},
 		{[]string{"robots", "test", "--file", "demo/robots.txt", "/x"}, 2, nil},
+		// Usage errors exit 2, as the README says.
+		{[]string{"robots", "test", "--ua", "GPTBot", "--file", "demo/robots.txt"}, 2, []string{"requires at least 1 arg", "usage: caddy robots test"}},
+		{[]string{"robots", "test", "--bogus", "/x"}, 2, []string{"unknown flag: --bogus"}},
+		{[]string{"robots", "lint"}, 2, []string{"accepts 1 arg"}},
+		{[]string{"robots", "lint", htmlFile}, 1, []string{"this is an HTML page, not a robots.txt"}},
+		// A robots_txt that would leave every site without rules fails
+		// caddy validate, naming the field.
+		{[]string{"validate", "--config", badFile}, 1, []string{"robots_txt", "no such file or directory"}},
+		{[]string{"validate", "--config", badHostPort}, 1, []string{"robots_txt", "looks like a host and port without a scheme", "http://localhost:8081/robots.txt"}},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Dir, cmd.Env = "..", env

@@ -173,6 +173,10 @@ func (c Config) Validate() error {
 	return err
 }
 
+// WithDefaults returns a copy of c with every zero field set to its
+// default, as New applies them, or an error naming the first invalid field.
+func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
+
 // withDefaults returns a copy of c with zero fields set to their defaults,
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {

@@ -233,3 +233,33 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	}
 	return x, nil
 }
+
+// Adopt copies the robots.txt copies that from holds into e, for the sites
+// e has not cached yet, and marks them for revalidation (see Invalidate),
+// so that a new Enforcer that replaces another one (a configuration
+// change) starts with the last good copies instead of fetching every site
+// while bots wait. Both must read robots.txt from the same source. It
+// returns the number of copies adopted.
+func (e *Enforcer) Adopt(from *Enforcer) int {
+	if from == nil || from == e {
+		return 0
+	}
+	n := 0
+	now := e.now()
+	for _, old := range from.sites.lru.Values() {
+		st := old.state.Load()
+		if st == nil || st.unreachable {
+			continue
+		}
+		ent := e.sites.entry(old.key)
+		if ent.state.CompareAndSwap(nil, st) {
+			ent.checked.Store(old.checked.Load())
+			e.sites.setDue(ent, now, e.sites.refresh)
+			n++
+		}
+	}
+	if n > 0 {
+		e.sites.invalidate(nil)
+	}
+	return n
+}

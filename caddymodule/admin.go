@@ -1,0 +1,235 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/robotsguard/robotsguard/middleware"
+)
+
+func init() {
+	caddy.RegisterModule(AdminAPI{})
+}
+
+// AdminAPI is the admin.api.robots_guard module: endpoints on Caddy's admin
+// API for the robots_guard handlers of the running configuration.
+//
+//	GET  /robots_guard/sites                 the cached robots.txt of every site
+//	POST /robots_guard/refresh[?site=]       fetch robots.txt again now (all sites, or one)
+//	GET  /robots_guard/explain?site=&ua=&path=[&ip=]
+//	                                         the verdict robots_guard would give now
+//
+// site is a host ("example.com", "example.com:8080") or a scheme and host
+// ("https://example.com"); a bare host means http:// for explain and both
+// schemes for refresh. Caddy loads admin modules itself; like every admin
+// endpoint these are only as reachable as the admin listener (localhost by
+// default).
+type AdminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.robots_guard",
+		New: func() caddy.Module { return new(AdminAPI) },
+	}
+}
+
+// Routes returns the module's admin routes.
+func (a AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "/robots_guard/sites", Handler: caddy.AdminHandlerFunc(a.handleSites)},
+		{Pattern: "/robots_guard/refresh", Handler: caddy.AdminHandlerFunc(a.handleRefresh)},
+		{Pattern: "/robots_guard/explain", Handler: caddy.AdminHandlerFunc(a.handleExplain)},
+	}
+}
+
+// adminRefreshTimeout bounds one refresh call of the admin API.
+const adminRefreshTimeout = 2 * time.Minute
+
+// enforcers returns the Enforcers of the loaded configurations, in a
+// stable order (by their configuration's JSON).
+func enforcers() []*middleware.Enforcer {
+	type kv struct {
+		key string
+		e   *middleware.Enforcer
+	}
+	var all []kv
+	pool.Range(func(k, v any) bool {
+		if st, ok := v.(*state); ok {
+			all = append(all, kv{k.(string), st.enforcer})
+		}
+		return true
+	})
+	slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.key, b.key) })
+	out := make([]*middleware.Enforcer, len(all))
+	for i, x := range all {
+		out[i] = x.e
+	}
+	return out
+}
+
+func apiError(status int, format string, args ...any) error {
+	err := fmt.Errorf("robots_guard: "+format, args...)
+	return caddy.APIError{HTTPStatus: status, Err: err, Message: err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (AdminAPI) handleSites(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
+	}
+	out := []middleware.SiteStatus{}
+	seen := map[string]bool{}
+	for _, e := range enforcers() {
+		for _, s := range e.Sites() {
+			if !seen[s.Site] {
+				seen[s.Site] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return writeJSON(w, out)
+}
+
+func (AdminAPI) handleRefresh(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use POST")
+	}
+	site := r.URL.Query().Get("site")
+	ctx, cancel := context.WithTimeout(r.Context(), adminRefreshTimeout)
+	defer cancel()
+	out := []middleware.SiteStatus{}
+	for _, e := range enforcers() {
+		out = append(out, e.Refresh(ctx, site, serverFor)...)
+	}
+	if site != "" && len(out) == 0 {
+		return apiError(http.StatusNotFound, "site %q has no cached robots.txt (a site's robots.txt is fetched on its first request)", site)
+	}
+	return writeJSON(w, map[string]any{"refreshed": out})
+}
+
+func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
+	}
+	q := r.URL.Query()
+	site, path := q.Get("site"), q.Get("path")
+	if site == "" {
+		return apiError(http.StatusBadRequest, "explain: the site parameter is required, e.g. ?site=example.com&ua=GPTBot&path=/private/")
+	}
+	if _, ok := q["ua"]; !ok {
+		return apiError(http.StatusBadRequest, "explain: the ua parameter is required (a User-Agent header or a product token; empty for none)")
+	}
+	if path == "" {
+		path = "/"
+	}
+	if path[0] != '/' {
+		return apiError(http.StatusBadRequest, "explain: path %q must start with '/'", path)
+	}
+	u, err := siteURL(site)
+	if err != nil {
+		return apiError(http.StatusBadRequest, "explain: site %q: %v", site, err)
+	}
+	all := enforcers()
+	if len(all) == 0 {
+		return apiError(http.StatusNotFound, "no robots_guard handler is loaded")
+	}
+	e := all[0]
+	for _, c := range all { // prefer the handler that already serves the site
+		if slices.ContainsFunc(c.Sites(), func(s middleware.SiteStatus) bool { return s.Site == u.Scheme+"://"+u.Host }) {
+			e = c
+			break
+		}
+	}
+	x, err := e.Explain(r.Context(), middleware.Request{
+		Scheme:    u.Scheme,
+		Host:      u.Host,
+		Target:    path,
+		UserAgent: q.Get("ua"),
+		ClientIP:  q.Get("ip"),
+		Origin:    serverFor(u.Scheme + "://" + u.Host),
+	})
+	if err != nil {
+		return apiError(http.StatusBadRequest, "explain: %v", err)
+	}
+	return writeJSON(w, x)
+}
+
+// siteURL reads a site parameter: "host[:port]" or "scheme://host[:port]".
+func siteURL(site string) (*url.URL, error) {
+	if !strings.Contains(site, "://") {
+		site = "http://" + site
+	}
+	u, err := url.Parse(strings.ToLower(site))
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, errors.New("want host[:port] or http(s)://host[:port]")
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// serverFor returns the server of the running Caddy configuration that
+// listens on the site's port, the handler a robots.txt self-fetch of that
+// site goes to, or nil when there is none.
+func serverFor(site string) http.Handler {
+	u, err := siteURL(site)
+	if err != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil
+	}
+	appAny, err := caddy.ActiveContext().AppIfConfigured("http")
+	if err != nil {
+		return nil
+	}
+	app, ok := appAny.(*caddyhttp.App)
+	if !ok {
+		return nil
+	}
+	names := make([]string, 0, len(app.Servers))
+	for name := range app.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		srv := app.Servers[name]
+		for _, l := range srv.Listen {
+			na, err := caddy.ParseNetworkAddress(l)
+			if err != nil || na.IsUnixNetwork() {
+				continue
+			}
+			if uint(p) >= na.StartPort && uint(p) <= na.EndPort {
+				return srv
+			}
+		}
+	}
+	return nil
+}
+
+// Interface guard.
+var _ caddy.AdminRouter = AdminAPI{}

@@ -1,0 +1,215 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
+)
+
+// adminURL is the admin endpoint of caddytest's in-process Caddy.
+const adminURL = "http://localhost:2999"
+
+func adminDo(t *testing.T, method, path string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, adminURL+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func adminJSON(t *testing.T, method, path string, v any) {
+	t.Helper()
+	code, b := adminDo(t, method, path)
+	if code != 200 {
+		t.Fatalf("%s %s: %d %s", method, path, code, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s %s: %v in %s", method, path, err, b)
+	}
+}
+
+// TestReloadAppliesRobotsTxtEdits: a config reload, with the robots_guard
+// block unchanged or changed, revalidates every cached robots.txt before
+// the next bot request (refresh is an hour here), and keeps the
+// Crawl-delay clocks.
+func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
+	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
+	port := freePort(t)
+	site := func(opts string) string {
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n%s\t}\n\treverse_proxy %s\n}\n", port, opts, up.addr())
+	}
+	tc := load(t, "", site(""))
+	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
+	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "SlowBot first", 200, "page")
+
+	up.set(200, "User-agent: GPTBot\nDisallow: /new/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
+	get(t, tc, port, "/new/x", gptbotUA).check(t, "before the reload the copy is in force", 200, "page")
+	tc = load(t, "", site("")) // same robots_guard block
+	get(t, tc, port, "/new/x", gptbotUA).check(t, "first bot request after a reload, same block", 403, "line 2")
+	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule gone", 200, "page")
+
+	up.set(200, "User-agent: GPTBot\nDisallow: /newer/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
+	tc = load(t, "", site("\t\tfetch_timeout 4s\n")) // a changed block: a new Enforcer
+	get(t, tc, port, "/newer/x", gptbotUA).check(t, "first bot request after a reload, changed block", 403, "line 2")
+	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "Crawl-delay clock kept across a changed block", 429, "Crawl-delay")
+}
+
+// TestAdminAPI: the admin.api.robots_guard endpoints on a real Caddy admin
+// listener.
+func TestAdminAPI(t *testing.T) {
+	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /private/\n\nUser-agent: SlowBot\nCrawl-delay: 20\n")
+	port, other := freePort(t), freePort(t)
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d, http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, other, up.addr()))
+	get(t, tc, port, "/", browserUA).check(t, "first request caches the site", 200, "page")
+	site := fmt.Sprintf("127.0.0.1:%d", port)
+
+	var sites []map[string]any
+	adminJSON(t, "GET", "/robots_guard/sites", &sites)
+	found := false
+	for _, s := range sites {
+		if s["site"] == "http://"+site {
+			found = s["outcome"] == "ok" && s["has_rules"] == true
+		}
+	}
+	if !found {
+		t.Fatalf("sites: %v", sites)
+	}
+
+	var x map[string]any
+	adminJSON(t, "GET", "/robots_guard/explain?site="+site+"&ua=GPTBot/1.2&path=/private/a", &x)
+	rule, _ := x["rule"].(map[string]any)
+	if x["action"] != "deny" || x["status"] != 403.0 || x["group"] != "GPTBot" || rule["line"] != 2.0 || rule["text"] != "Disallow: /private/" {
+		t.Fatalf("explain: %v", x)
+	}
+	if rt, _ := x["robots_txt"].(map[string]any); rt["outcome"] != "ok" || rt["age"] == nil {
+		t.Fatalf("explain robots_txt: %v", x["robots_txt"])
+	}
+	// Explain spends no Crawl-delay budget; a real request does.
+	q := "/robots_guard/explain?site=" + site + "&ua=SlowBot/1.0&path=/x&ip=127.0.0.1"
+	adminJSON(t, "GET", q, &x)
+	if x["action"] != "allow" || x["crawl_delay"] != "20s" {
+		t.Fatalf("explain SlowBot before a request: %v", x)
+	}
+	get(t, tc, port, "/x", "SlowBot/1.0").check(t, "SlowBot after explain", 200, "page")
+	adminJSON(t, "GET", q, &x)
+	if x["action"] != "throttle" || x["status"] != 429.0 {
+		t.Fatalf("explain SlowBot after a request: %v", x)
+	}
+	// A site not cached yet is fetched through the server that serves it.
+	adminJSON(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=GPTBot&path=/private/", other), &x)
+	if x["action"] != "deny" {
+		t.Fatalf("explain of an uncached site: %v", x)
+	}
+
+	// Refresh applies an edit now.
+	up.set(200, "User-agent: GPTBot\nDisallow: /\n")
+	var r struct {
+		Refreshed []map[string]any `json:"refreshed"`
+	}
+	adminJSON(t, "POST", "/robots_guard/refresh?site="+site, &r)
+	if len(r.Refreshed) != 1 || r.Refreshed[0]["outcome"] != "ok" || r.Refreshed[0]["error"] != nil {
+		t.Fatalf("refresh: %v", r)
+	}
+	get(t, tc, port, "/public", gptbotUA).check(t, "after POST refresh", 403, "line 2")
+	adminJSON(t, "POST", "/robots_guard/refresh", &r)
+	if len(r.Refreshed) < 2 {
+		t.Fatalf("refresh of all sites: %v", r)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		code         int
+		has          string
+	}{
+		{"POST", "/robots_guard/explain?site=x&ua=y", 405, "use GET"},
+		{"GET", "/robots_guard/refresh", 405, "use POST"},
+		{"GET", "/robots_guard/explain?ua=GPTBot", 400, "site parameter is required"},
+		{"GET", "/robots_guard/explain?site=" + site, 400, "ua parameter is required"},
+		{"GET", "/robots_guard/explain?site=" + site + "&ua=x&path=nope", 400, "must start with '/'"},
+		{"GET", "/robots_guard/explain?site=ftp://x&ua=x", 400, "want host[:port]"},
+		{"POST", "/robots_guard/refresh?site=never.example", 404, "no cached robots.txt"},
+	} {
+		code, b := adminDo(t, c.method, c.path)
+		if code != c.code || !strings.Contains(string(b), c.has) {
+			t.Errorf("%s %s: %d %s, want %d with %q", c.method, c.path, code, b, c.code, c.has)
+		}
+	}
+}
+
+// TestHandleErrorsKeepsAnswer: a handle_errors block that does not take
+// 403 (here: 404 only) leaves the guard's own answer, body included; one
+// that restyles 403 and 429 keeps Cache-Control and Retry-After.
+func TestHandleErrorsKeepsAnswer(t *testing.T) {
+	up := newUpstream(t, siteRobots+"\nUser-agent: SlowBot\nCrawl-delay: 30\n")
+	port, styled := freePort(t), freePort(t)
+	tc := load(t, "", fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+	handle_errors 404 {
+		respond "not found page"
+	}
+}
+
+http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+	handle_errors 403 429 {
+		respond "<h1>{err.status_code}</h1><p>{err.message}</p>"
+	}
+}
+`, port, up.addr(), styled, up.addr()))
+	a := get(t, tc, port, "/x", gptbotUA)
+	a.check(t, "403 beside handle_errors 404", 403, "Disallowed by robots.txt line 2 for GPTBot")
+	if a.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("403 beside handle_errors 404: Cache-Control %q", a.header.Get("Cache-Control"))
+	}
+	a = get(t, tc, styled, "/x", gptbotUA)
+	a.check(t, "restyled 403", 403, "<h1>403</h1><p>Disallowed by robots.txt line 2 for GPTBot")
+	if a.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("restyled 403: Cache-Control %q", a.header.Get("Cache-Control"))
+	}
+	get(t, tc, styled, "/x", "SlowBot/1.0").check(t, "SlowBot first", 200, "page")
+	a = get(t, tc, styled, "/x", "SlowBot/1.0")
+	a.check(t, "restyled 429", 429, "<h1>429</h1>")
+	if a.header.Get("Cache-Control") != "no-store" || a.header.Get("Retry-After") == "" {
+		t.Errorf("restyled 429: Cache-Control %q Retry-After %q", a.header.Get("Cache-Control"), a.header.Get("Retry-After"))
+	}
+}
+
+// TestHTMLRobotsTxt: an upstream that answers /robots.txt with its HTML
+// page (a single-page app) is seen as such: fetch outcome html, no rules.
+func TestHTMLRobotsTxt(t *testing.T) {
+	spa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html><html><body><div id=app></div></body></html>")
+	}))
+	defer spa.Close()
+	port := freePort(t)
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(spa.URL, "http://")))
+	get(t, tc, port, "/anything", gptbotUA).check(t, "GPTBot on an SPA without robots.txt", 200, "id=app")
+	var sites []map[string]any
+	adminJSON(t, "GET", "/robots_guard/sites", &sites)
+	for _, s := range sites {
+		if s["site"] == fmt.Sprintf("http://127.0.0.1:%d", port) {
+			if s["outcome"] != "html" || s["has_rules"] != false {
+				t.Fatalf("site %v", s)
+			}
+			return
+		}
+	}
+	t.Fatalf("site not listed: %v", sites)
+}
+
+var _ = time.Second
+var _ *caddytest.Tester
