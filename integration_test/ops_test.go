@@ -6,11 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // adminURL is the admin endpoint of caddytest's in-process Caddy.
@@ -211,5 +210,57 @@ func TestHTMLRobotsTxt(t *testing.T) {
 	t.Fatalf("site not listed: %v", sites)
 }
 
-var _ = time.Second
-var _ *caddytest.Tester
+// TestAccessLog: the self-fetch shows in Caddy's access log as a request
+// for /robots.txt from 127.0.0.1, and log_append puts the decision into
+// the bot's access log line, as the README shows.
+func TestAccessLog(t *testing.T) {
+	up := newUpstream(t, siteRobots)
+	port := freePort(t)
+	logFile := t.TempDir() + "/access.log"
+	tc := load(t, "", fmt.Sprintf(`http://127.0.0.1:%d {
+	log {
+		output file %s
+		format json
+	}
+	log_append robots_guard_group {http.robots_guard.group}
+	log_append robots_guard_action {http.robots_guard.action}
+	log_append robots_guard_rule {http.robots_guard.rule}
+	robots_guard
+	reverse_proxy %s
+}
+`, port, logFile, up.addr()))
+	get(t, tc, port, "/blog/post", gptbotUA).check(t, "GPTBot", 403, "line 2")
+	var self, bot map[string]any
+	deadline := time.Now().Add(5 * time.Second)
+	for (self == nil || bot == nil) && time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logFile)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil {
+				continue
+			}
+			req, _ := m["request"].(map[string]any)
+			switch req["uri"] {
+			case "/robots.txt":
+				self = m
+			case "/blog/post":
+				bot = m
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if self == nil || bot == nil {
+		b, _ := os.ReadFile(logFile)
+		t.Fatalf("access log lacks the self-fetch or the bot request:\n%s", b)
+	}
+	req := self["request"].(map[string]any)
+	if req["remote_ip"] != "127.0.0.1" || req["uri"] != "/robots.txt" {
+		t.Errorf("self-fetch logged as %v", req)
+	}
+	if h, _ := req["headers"].(map[string]any); h == nil || fmt.Sprint(h["User-Agent"]) != "[robotsguard (robots.txt self-fetch)]" {
+		t.Errorf("self-fetch headers %v", req["headers"])
+	}
+	if bot["robots_guard_group"] != "GPTBot" || bot["robots_guard_action"] != "deny" || bot["robots_guard_rule"] != "2: Disallow: /" || bot["status"] != 403.0 {
+		t.Errorf("bot line: group %v action %v rule %v status %v", bot["robots_guard_group"], bot["robots_guard_action"], bot["robots_guard_rule"], bot["status"])
+	}
+}
