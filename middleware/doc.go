@@ -13,13 +13,19 @@
 // /robots.txt through the handler that serves it: a virtual GET with a
 // private response writer and fresh headers, whose context lets it pass the
 // Enforcer. A URL or a file can be configured instead (Config.RobotsTxt), or
-// any Source (WithSource). Files are cached per site for Config.Refresh
-// (default 10 minutes, at most 24 hours); one fetch runs per site at a time,
-// and requests keep using the previous copy while it runs. Answers follow
-// RFC 9309 §2.3.1: 2xx is parsed (the first 500 KiB), redirects are followed
-// up to five hops, 4xx other than 429 means no rules, and 5xx, 429, network
-// errors and timeouts keep the last good copy or, without one, disallow
-// everything for bots (Config.OnUnreachable).
+// any Source (WithSource). A copy is revalidated every Config.Refresh
+// (default 1 minute, at most 24 hours) with If-None-Match and
+// If-Modified-Since (a file by its size and modification time), so an
+// unchanged file costs a 304 and no parse; one fetch runs per site at a
+// time, and requests keep using the previous copy while it runs.
+// Invalidate makes the next bot request of a site wait for a fresh fetch
+// (the Caddy module calls it on every reload). Answers follow RFC 9309
+// §2.3.1: 2xx is parsed (the first 500 KiB; an HTML page too, flagged as
+// such), redirects are followed up to five hops, 4xx other than 429 means no
+// rules, and 5xx, 429, network errors, timeouts and unreadable files keep
+// the last good copy or, without one, disallow everything for bots
+// (Config.OnUnreachable). Every state in which a site has no rules for bots
+// is logged once per site and per change.
 //
 // # Who is a bot
 //
@@ -38,21 +44,25 @@
 // A disallowed path gets 403 whether the path is read as sent (RFC 9309) or
 // decoded (percent-decoding of every escape, dot-segments removed, repeated
 // slashes collapsed), so encoding tricks do not get past a rule. Crawl-delay
-// is enforced on allowed paths with GCRA and burst 1: a request is allowed
-// when at least the delay has passed since the previous allowed one of the
-// same key; Retry-After is the real remaining wait rounded up to whole
-// seconds. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
+// is enforced on allowed paths by package limit: GCRA with burst 1 and a
+// tolerance (Config.CrawlDelayTolerance) so that network jitter never
+// refuses a crawler that spaces its requests at the delay, while at most
+// ⌈T/delay⌉+1 requests pass in any interval T; Retry-After is the real
+// remaining wait rounded up to whole seconds, and a retry after it passes. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
 // IPv6 by default), or site and group (Config.CrawlDelayKey).
 //
 // # Memory and logging
 //
-// The limiter keeps one int64 per key in a map keyed by a 48-byte struct
-// whose strings are shared with the site cache; measured at about 100 bytes
-// per key (BenchmarkLimiterKeys), so the default cap of 100,000 keys costs
-// about 10 MB. When the cap is reached, expired keys are dropped first.
+// The limiter keeps one int64 per key in 16 maps keyed by a 48-byte struct
+// whose strings are shared with the site cache; measured at about 85 bytes
+// per key (limit.BenchmarkKeys), so the default cap of 100,000 keys costs
+// about 8.5 MB. When a shard is full, its expired keys are dropped first,
+// then about 1% of its keys.
 //
-// Each denial and throttle is logged at Info level with site, group, rule
-// line, client IP and User-Agent, through a zap sampler: per second and per
+// Each denial and throttle is logged at Info level ("robots_guard: denied",
+// "robots_guard: throttled", or "robots_guard: dry run: would deny" and
+// "would throttle" in dry-run mode) with site, group, action, rule line,
+// client IP and User-Agent, through a zap sampler: per second and per
 // message, the first 10 lines are written and then one in 100, so a flood
 // cannot fill a disk. Metrics belong in an Observer.
 package middleware
