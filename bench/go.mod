@@ -7,4 +7,6 @@ require (
 	github.com/temoto/robotstxt v1.1.2
 )
 
+require github.com/jimsmart/grobotstxt v1.0.3
+
 replace github.com/robotsguard/robotsguard => ../
