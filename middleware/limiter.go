@@ -2,18 +2,26 @@ package middleware
 
 import (
 	"net/netip"
+	"strings"
 )
 
 // ipKey parses "ip" or "ip:port" and masks it to the configured prefix. It
 // returns the zero key for unparsable input, so such clients share a budget.
 func ipKey(s string, v4bits, v6bits int) [16]byte {
-	a, err := netip.ParseAddr(s)
-	if err != nil {
+	var a netip.Addr
+	// "[v6]:port" and "v4:port" carry a port; trying ParseAddr on them first
+	// would allocate an error on every request.
+	if withPort := strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1; withPort {
 		ap, err := netip.ParseAddrPort(s)
 		if err != nil {
 			return [16]byte{}
 		}
 		a = ap.Addr()
+	} else {
+		var err error
+		if a, err = netip.ParseAddr(s); err != nil {
+			return [16]byte{}
+		}
 	}
 	a = a.Unmap().WithZone("")
 	bits := v6bits
