@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -203,6 +204,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		}
 		return true
 	})
+	adopted := 0
 	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
 		e, err := middleware.New(cfg,
@@ -214,7 +216,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 			return nil, err
 		}
 		for _, p := range previous {
-			e.Adopt(p)
+			adopted += e.Adopt(p)
 		}
 		return &state{enforcer: e, log: log}, nil
 	})
@@ -229,12 +231,43 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		// the same block): robots.txt may have been edited.
 		g.state.enforcer.Invalidate("")
 	}
+	if loaded || adopted > 0 {
+		go refreshWhenActive(ctx, g.state.enforcer)
+	}
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		if err := registerMetrics(reg); err != nil {
 			return fmt.Errorf("robots_guard: metrics: %w", err)
 		}
 	}
 	return nil
+}
+
+// refreshWhenActive fetches every robots.txt that e holds again as soon as
+// the configuration being provisioned (ctx) runs, through its servers: a
+// reload applies robots.txt edits right away, not at the next refresh.
+// Until the fetch of a site ends, its last good copy stays in force, and a
+// bot request that comes meanwhile waits for it (Invalidate), at most the
+// fetch timeout. The configuration runs when its http app (registered in
+// ctx before the handlers are provisioned) is the active one; it gives up
+// when the configuration is unloaded first.
+func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer) {
+	mine, err := ctx.AppIfConfigured("http")
+	if err != nil || ctx.Done() == nil {
+		return // not inside a configuration Caddy loads (a test's context)
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if active, err := caddy.ActiveContext().AppIfConfigured("http"); err == nil && active == mine {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	e.Refresh(ctx, "", serverFor)
 }
 
 // Validate checks the configuration; Provision has already applied the
@@ -263,6 +296,10 @@ func (g *RobotsGuard) Cleanup() error {
 	return err
 }
 
+// varSpent is the request variable that marks a request admitted under a
+// Crawl-delay by a robots_guard handler.
+const varSpent = "robots_guard.crawl_delay_spent"
+
 // Placeholder names set for every request the module sees.
 const (
 	phGroup  = "http.robots_guard.group"
@@ -274,6 +311,12 @@ const (
 // stops it.
 func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	ctx := r.Context()
+	if caddyhttp.GetVar(ctx, varSpent) != nil {
+		// An earlier robots_guard of this request let it pass and spent
+		// its Crawl-delay budget (handlers with the same limiter settings
+		// share one limiter); judging it again would refuse it.
+		return next.ServeHTTP(w, r)
+	}
 	target := r.RequestURI
 	if orig, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
 		target = orig.RequestURI
@@ -314,6 +357,9 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		repl.Set(phAction, v.ActionName())
 	}
 	if !v.Enforced() {
+		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
+			caddyhttp.SetVar(ctx, varSpent, true)
+		}
 		return next.ServeHTTP(w, r)
 	}
 	herr := caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))

@@ -8,8 +8,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // adminURL is the admin endpoint of caddytest's in-process Caddy.
@@ -263,4 +266,80 @@ func TestAccessLog(t *testing.T) {
 	if bot["robots_guard_group"] != "GPTBot" || bot["robots_guard_action"] != "deny" || bot["robots_guard_rule"] != "2: Disallow: /" || bot["status"] != 403.0 {
 		t.Errorf("bot line: group %v action %v rule %v status %v", bot["robots_guard_group"], bot["robots_guard_action"], bot["robots_guard_rule"], bot["status"])
 	}
+}
+
+// TestForcedReloadOfSameConfig: "caddy reload --force" with a
+// byte-identical configuration (Caddy reprovisions it) applies a
+// robots.txt edit at once. A plain reload of an unchanged config is
+// skipped by Caddy itself.
+func TestForcedReloadOfSameConfig(t *testing.T) {
+	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n")
+	port := freePort(t)
+	storage := t.TempDir()
+	cfg := fmt.Sprintf("{\n\tadmin localhost:2999\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", storage, port, up.addr())
+	tc := caddytest.NewTester(t)
+	tc.InitServer(cfg, "caddyfile")
+	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
+	up.set(200, "User-agent: GPTBot\nDisallow: /new/\n")
+	req, _ := http.NewRequest("POST", adminURL+"/load", strings.NewReader(cfg))
+	req.Header.Set("Content-Type", "text/caddyfile")
+	req.Header.Set("Cache-Control", "must-revalidate") // what caddy reload --force sends
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("forced reload: %d %s", resp.StatusCode, b)
+	}
+	get(t, tc, port, "/new/x", gptbotUA).check(t, "after a forced reload of the same config", 403, "line 2")
+}
+
+// TestReloadRefetchesRightAway: after a reload the robots.txt of every
+// cached site is fetched again at once, without waiting for a request.
+func TestReloadRefetchesRightAway(t *testing.T) {
+	var fetches atomic.Int32
+	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /\n")
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fetches.Add(1)
+		}
+		up.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer counting.Close()
+	port := freePort(t)
+	site := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(counting.URL, "http://"))
+	tc := load(t, "", site)
+	get(t, tc, port, "/", browserUA).check(t, "first request", 200, "page")
+	if n := fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches before the reload", n)
+	}
+	load(t, "", site)
+	deadline := time.Now().Add(5 * time.Second)
+	for fetches.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("robots.txt not fetched again within 5 s of the reload, with no request")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTwoGuardsOneRequest: a request that passes two robots_guard handlers
+// spends its Crawl-delay budget once.
+func TestTwoGuardsOneRequest(t *testing.T) {
+	up := newUpstream(t, "User-agent: SlowBot\nCrawl-delay: 30\n")
+	port := freePort(t)
+	tc := load(t, "", fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard
+	route {
+		robots_guard {
+			fetch_timeout 4s
+		}
+		reverse_proxy %s
+	}
+}
+`, port, up.addr()))
+	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "first request through two guards", 200, "page")
+	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "second request", 429, "Crawl-delay")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type siteState struct {
 	fetched     time.Time      // when this copy was fetched
 	etag        string         // validators of a 2xx copy, for revalidation
 	lastMod     string
+	ctype       string // Content-Type of a 2xx answer, for log lines
+	size        int    // body bytes of a 2xx answer
+	err         error  // why a fetch found no file (redirect loops), for log lines
 }
 
 // originRef boxes the handler that serves a site.
@@ -157,34 +161,33 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 // a copy the caller waits for the first fetch, at most the fetch timeout.
 // A copy marked for revalidation (Enforcer.Invalidate) is fetched again
 // first; callers that may be bots (wait) wait for that fetch, at most the
-// fetch timeout, and are decided with the old copy when it fails.
+// fetch timeout, and are decided with the old copy when it fails; other
+// callers start it in the background and go on with the copy.
 func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wait bool) (*siteEntry, *siteState) {
 	e := c.entry(k)
-	if origin != nil && e.origin.Load() == nil {
-		e.origin.CompareAndSwap(nil, &originRef{origin})
+	if origin != nil {
+		// Remember the handler that serves the site, for fetches that
+		// have none (Enforcer.Refresh); after a Caddy reload it is the
+		// new server. Written only when it changes.
+		if o := e.origin.Load(); o == nil || !sameHandler(o.h, origin) {
+			e.origin.Store(&originRef{origin})
+		}
 	}
 	if st := e.state.Load(); st != nil {
-		if c.wanted(e) > e.have.Load() {
-			ch := c.flight(e, origin)
+		if g := c.wanted(e); g > e.have.Load() {
 			if !wait {
+				c.background(e, origin)
 				return e, st
 			}
 			timer := time.NewTimer(c.timeout)
 			defer timer.Stop()
-			select {
-			case r := <-ch:
-				return e, r.Val.(*siteState)
-			case <-timer.C:
-			case <-ctx.Done():
+			if st, ok := c.fresh(ctx, e, origin, g, timer.C); ok {
+				return e, st
 			}
 			return e, e.state.Load()
 		}
-		if c.isDue(e) && e.refreshing.CompareAndSwap(false, true) {
-			e.stale.Store(false)
-			c.flights.DoChan(e.site, func() (any, error) {
-				defer e.refreshing.Store(false)
-				return c.fetchGen(e, origin), nil
-			})
+		if c.isDue(e) {
+			c.background(e, origin)
 		}
 		return e, st
 	}
@@ -208,14 +211,60 @@ func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wai
 	return e, e.state.Load()
 }
 
+// sameHandler reports whether a and b are the same handler. Handlers of a
+// type that cannot be compared (an http.HandlerFunc) count as the same, so
+// the first one seen is kept.
+func sameHandler(a, b http.Handler) bool {
+	t := reflect.TypeOf(a)
+	if t != reflect.TypeOf(b) {
+		return false
+	}
+	return !t.Comparable() || a == b
+}
+
+// background starts a fetch of e in a goroutine of its own, unless one
+// started this way is still running: requests that find a refresh due only
+// read e.refreshing, and the goroutine, not a joined singleflight call,
+// clears it, so it can never stay set.
+func (c *siteCache) background(e *siteEntry, origin http.Handler) {
+	if e.refreshing.Load() || !e.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer e.refreshing.Store(false)
+		e.stale.Store(false)
+		c.flights.Do(e.site, func() (any, error) { return c.fetchGen(e, origin), nil })
+	}()
+}
+
+// fresh waits for a fetch of e that started at generation g or later (a
+// fetch already under way may have started before g: then one more
+// follows). It gives up when done fires or ctx ends.
+func (c *siteCache) fresh(ctx context.Context, e *siteEntry, origin http.Handler, g uint64, done <-chan time.Time) (*siteState, bool) {
+	for range 2 {
+		select {
+		case r := <-c.flight(e, origin):
+			if e.have.Load() >= g {
+				return r.Val.(*siteState), true
+			}
+		case <-done:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // wanted is the generation e must have been fetched at.
 func (c *siteCache) wanted(e *siteEntry) uint64 {
 	return max(c.all.Load(), e.want.Load())
 }
 
 // invalidate marks the entries that match (all when match is nil) for
-// revalidation and returns them.
-func (c *siteCache) invalidate(match func(*siteEntry) bool) []*siteEntry {
+// revalidation and returns them with the generation a fetch must start at
+// to count.
+func (c *siteCache) invalidate(match func(*siteEntry) bool) ([]*siteEntry, uint64) {
 	g := c.seq.Add(1)
 	if match == nil {
 		c.all.Store(g)
@@ -229,7 +278,7 @@ func (c *siteCache) invalidate(match func(*siteEntry) bool) []*siteEntry {
 			out = append(out, e)
 		}
 	}
-	return out
+	return out, g
 }
 
 // flight starts a fetch of e, or joins the one under way.
@@ -291,17 +340,22 @@ func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 	var st *siteState
 	switch {
 	case err == nil && res.StatusCode == http.StatusNotModified && req.IfNoneMatch+req.IfModifiedSince != "":
+		c.reportState(e, prev) // the source may have failed in between
 		c.observe(e, FetchNotModified)
 		c.setDue(e, now, c.refresh)
 		return prev
 	case err == nil && res.StatusCode >= 200 && res.StatusCode < 300:
-		st = &siteState{robots: policy.Parse(res.Body), outcome: FetchOK, status: res.StatusCode, fetched: now, etag: res.ETag, lastMod: res.LastModified}
-		if st.robots.HTML() || isHTMLType(res.ContentType) {
+		st = &siteState{robots: policy.Parse(res.Body), outcome: FetchOK, status: res.StatusCode, fetched: now,
+			etag: res.ETag, lastMod: res.LastModified, ctype: res.ContentType, size: len(res.Body)}
+		// A web page where robots.txt should be: by its body, or by its
+		// type when it has no rule (a real file sent as text/html by a
+		// misconfigured server keeps its rules and outcome ok).
+		if st.robots.HTML() || isHTMLType(res.ContentType) && !st.robots.Restricts() {
 			st.outcome = FetchHTML
 		}
 	case errors.Is(err, errTooManyRedirects), errors.Is(err, errNoLocation),
 		err == nil && res.StatusCode >= 400 && res.StatusCode < 500 && res.StatusCode != 429:
-		st = &siteState{robots: c.empty, outcome: FetchUnavailable, status: res.StatusCode, fetched: now}
+		st = &siteState{robots: c.empty, outcome: FetchUnavailable, status: res.StatusCode, fetched: now, err: err}
 	default:
 		if err == nil {
 			err = errors.New("status " + http.StatusText(res.StatusCode))
@@ -324,7 +378,7 @@ func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 		c.setDue(e, now, c.retry)
 		return st
 	}
-	c.reportState(e, st, res, err)
+	c.reportState(e, st)
 	c.observe(e, st.outcome)
 	e.state.Store(st)
 	c.setDue(e, now, c.refresh)
@@ -363,28 +417,31 @@ func (c *siteCache) unreachableMeans(kept bool) string {
 // of a site after a fetch that got an answer: a file with rules (Debug,
 // or Info after a state without rules), a file without rules, an HTML page,
 // or no file at all. "Why is nothing blocked?" has an answer in the log.
-func (c *siteCache) reportState(e *siteEntry, st *siteState, res FetchResult, err error) {
+func (c *siteCache) reportState(e *siteEntry, st *siteState) {
 	site := zap.String("site", e.site)
 	switch {
+	case st.outcome == FetchHTML && st.robots.Restricts():
+		c.logChange(e, "html_rules", zapcore.WarnLevel, "robots_guard: robots.txt is an HTML page, not a robots.txt; the rule lines found in it apply",
+			site, zap.String("content_type", st.ctype), zap.Int("bytes", st.size))
 	case st.outcome == FetchHTML:
 		c.logChange(e, "html", zapcore.WarnLevel, "robots_guard: robots.txt is an HTML page, not a robots.txt; no rule applies and every bot may fetch everything",
-			site, zap.String("content_type", res.ContentType), zap.Int("bytes", len(res.Body)))
+			site, zap.String("content_type", st.ctype), zap.Int("bytes", st.size))
 	case st.outcome == FetchUnavailable:
-		f := []zap.Field{site, zap.Int("status", res.StatusCode)}
-		if err != nil {
-			f = append(f, zap.Error(err))
+		f := []zap.Field{site, zap.Int("status", st.status)}
+		if st.err != nil {
+			f = append(f, zap.Error(st.err))
 		}
-		c.logChange(e, "unavailable:"+strconv.Itoa(res.StatusCode), zapcore.InfoLevel,
+		c.logChange(e, "unavailable:"+strconv.Itoa(st.status), zapcore.InfoLevel,
 			"robots_guard: no robots.txt; every bot may fetch everything (RFC 9309 §2.3.1.3)", f...)
 	case !st.robots.Restricts():
 		c.logChange(e, "no_rules", zapcore.InfoLevel, "robots_guard: robots.txt has no Disallow and no Crawl-delay; every bot may fetch everything",
-			site, zap.Int("bytes", len(res.Body)))
+			site, zap.Int("bytes", st.size))
 	default:
 		lvl := zapcore.InfoLevel
 		if e.class == "" || e.class == "rules" {
 			lvl = zapcore.DebugLevel
 		}
-		c.logChange(e, "rules", lvl, "robots_guard: robots.txt rules in force", site, zap.Int("groups", len(st.robots.Groups())))
+		c.logChange(e, "rules", lvl, "robots_guard: robots.txt rules in force", site, zap.Int("bytes", st.size))
 	}
 }
 
@@ -401,11 +458,19 @@ func (c *siteCache) logChange(e *siteEntry, class string, lvl zapcore.Level, msg
 	}
 }
 
-// setDue records that e is due for a refresh after d.
+// setDue records that e is due for a refresh after d. A timer marks it
+// stale then; a timer of an earlier setDue that fires before the new due
+// time does nothing.
 func (c *siteCache) setDue(e *siteEntry, now time.Time, d time.Duration) {
-	e.due.Store(now.Add(d).UnixNano())
+	due := now.Add(d).UnixNano()
+	e.due.Store(due)
+	e.stale.Store(false)
 	if c.timers {
-		time.AfterFunc(d, func() { e.stale.Store(true) })
+		time.AfterFunc(d, func() {
+			if time.Now().UnixNano() >= e.due.Load() {
+				e.stale.Store(true)
+			}
+		})
 	}
 }
 

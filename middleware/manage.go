@@ -94,7 +94,8 @@ func matchSite(site string) func(*siteEntry) bool {
 // module calls it on every configuration reload, so that "caddy reload"
 // applies robots.txt edits at once.
 func (e *Enforcer) Invalidate(site string) int {
-	return len(e.sites.invalidate(matchSite(site)))
+	ents, _ := e.sites.invalidate(matchSite(site))
+	return len(ents)
 }
 
 // Refresh fetches the robots.txt of the cached sites that site names (""
@@ -106,7 +107,7 @@ func (e *Enforcer) Invalidate(site string) int {
 // is nil or returns nil, the handler that served the site's requests is
 // used.
 func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site string) http.Handler) []SiteStatus {
-	ents := e.sites.invalidate(matchSite(site))
+	ents, g := e.sites.invalidate(matchSite(site))
 	out := make([]SiteStatus, len(ents))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -126,20 +127,18 @@ func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site st
 				out[i].Error = ctx.Err().Error()
 				return
 			}
-			prevChecked := ent.checked.Load()
-			var st *siteState
-			select {
-			case r := <-e.sites.flight(ent, h):
-				st = r.Val.(*siteState)
-			case <-ctx.Done():
-			}
-			out[i] = e.status(ent, st)
+			// A fetch that started before g (a timed refresh under way)
+			// does not count: fresh waits for one more.
+			st, ok := e.sites.fresh(ctx, ent, h, g, nil)
 			switch {
-			case st == nil:
+			case !ok:
 				out[i] = e.status(ent, ent.state.Load())
-				out[i].Error = ctx.Err().Error()
-			case ent.checked.Load() == prevChecked:
-				out[i].Error = "the fetch did not finish"
+				out[i].Error = "the fetch did not finish: " + context.Cause(ctx).Error()
+			default:
+				out[i] = e.status(ent, st)
+			}
+			switch {
+			case !ok:
 			case ent.failed.Load():
 				out[i].Error = "robots.txt unreachable; the last good copy, if any, stays in force"
 			}

@@ -23,6 +23,8 @@ import (
 // requests with 304, as Caddy's file_server does), and records the
 // requests it gets for /robots.txt.
 type editableSite struct {
+	fail    atomic.Bool // answer 503
+	block   chan struct{}
 	mu      sync.Mutex
 	body    string
 	ctype   string
@@ -47,9 +49,16 @@ func (s *editableSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	body, mod, ctype := s.body, s.mod, s.ctype
+	body, mod, ctype, block := s.body, s.mod, s.ctype, s.block
 	s.fetches = append(s.fetches, r)
 	s.mu.Unlock()
+	if block != nil {
+		<-block
+	}
+	if s.fail.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if ctype == "" {
 		ctype = "text/plain; charset=utf-8"
 	}
@@ -363,4 +372,93 @@ func TestNoRulesLogged(t *testing.T) {
 	if n := count("HTML page"); n != 2 {
 		t.Fatalf("HTML page logged %d times after a change, want 2", n)
 	}
+}
+
+// TestOutagesLoggedEachTime: an outage, a recovery answered 304, and a
+// second outage: both outages are logged (the 304 brings the state back).
+func TestOutagesLoggedEachTime(t *testing.T) {
+	clk := newClock()
+	obs := &countObserver{}
+	core, logs := observer.New(zapcore.InfoLevel)
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	h := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
+	do(h, uaAhrefs, "/")
+	refresh := func(key string, n int) {
+		t.Helper()
+		clk.Add(2 * time.Minute)
+		do(h, uaChrome, "/")
+		waitFor(t, func() bool { return obs.get(key) == n })
+	}
+	s.fail.Store(true)
+	refresh("fetch/unreachable", 1)
+	s.fail.Store(false)
+	refresh("fetch/not_modified", 1)
+	s.fail.Store(true)
+	refresh("fetch/unreachable", 2)
+	if n := logs.FilterMessage("robots_guard: robots.txt unreachable").Len(); n != 2 {
+		t.Fatalf("two outages logged %d times", n)
+	}
+}
+
+// TestRevalidationPendingBrowsersDoNotAllocate: while a revalidation hangs,
+// browsers go on with the copy without starting (or joining) a fetch each.
+func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	req := Request{Host: "example.com", Target: "/a", UserAgent: uaChrome, ClientIP: "192.0.2.1", Origin: s}
+	ctx := context.Background()
+	e.Decide(ctx, req)
+	release := make(chan struct{})
+	s.mu.Lock()
+	s.block = release
+	s.mu.Unlock()
+	defer close(release)
+	e.Invalidate("")
+	e.Decide(ctx, req) // starts the revalidation, which hangs
+	if n := testing.AllocsPerRun(200, func() { e.Decide(ctx, req) }); n != 0 {
+		t.Fatalf("a browser request allocates %v times while a revalidation is pending", n)
+	}
+}
+
+// TestTimedRefreshSurvivesRevalidations: revalidations and timed refreshes
+// racing from many goroutines never leave the refresh switched off.
+func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	clk := newClock()
+	obs := &countObserver{}
+	e := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
+	req := func(ua string) Request {
+		return Request{Host: "example.com", Target: "/x", UserAgent: ua, ClientIP: "192.0.2.1", Origin: s}
+	}
+	e.Decide(context.Background(), req(uaAhrefs))
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				switch {
+				case g == 0 && i%10 == 0:
+					e.Invalidate("")
+				case g == 1 && i%7 == 0:
+					clk.Add(61 * time.Second)
+				}
+				ua := uaChrome
+				if i%2 == 0 {
+					ua = uaAhrefs
+				}
+				e.Decide(context.Background(), req(ua))
+			}
+		}()
+	}
+	wg.Wait()
+	ent := e.sites.entry(makeKey("http", "example.com"))
+	waitFor(t, func() bool { return !ent.refreshing.Load() })
+	before := obs.get("fetch/not_modified")
+	clk.Add(2 * time.Minute)
+	e.Decide(context.Background(), req(uaChrome))
+	waitFor(t, func() bool { return obs.get("fetch/not_modified") > before })
 }

@@ -305,6 +305,7 @@ func (p *parser) line(n int, s string) {
 	key, value, ok, noColon := splitKeyValue(s)
 	if !ok {
 		p.diag(n, Warning, "unparsable-line", "line is not a \"key: value\" directive and is ignored")
+		p.inRun = false // user-agent lines around it are not consecutive (SEMANTICS.md §8)
 		return
 	}
 	kind, spelling := classifyKey(key)

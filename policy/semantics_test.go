@@ -631,6 +631,8 @@ func TestSemanticsCrawlDelay(t *testing.T) { // §8
 		{"§8 A 5 s, B 10 s: B", ab510, "B", 10 * time.Second},
 		{"§8 run spans blank lines and comments", "User-agent: A\n\n# c\nUser-agent: B\nCrawl-delay: 4\nDisallow: /\n", "A", 4 * time.Second},
 		{"§8 walks up past Allow, Disallow and other records", "User-agent: A\nUser-agent: B\nDisallow: /x\nAllow: /y\nSitemap: /s.xml\nHost: h\n\nCrawl-delay: 6\n", "B", 6 * time.Second},
+		{"§8 an unparsable line between user-agent lines breaks the run", "User-agent: A\n<br>\nUser-agent: B\nCrawl-delay: 5\nDisallow: /\n", "A", 0},
+		{"§8 an unparsable line: the run after it has the delay", "User-agent: A\n<br>\nUser-agent: B\nCrawl-delay: 5\nDisallow: /\n", "B", 5 * time.Second},
 		{"§8 a record between user-agent lines breaks the run", "User-agent: A\nHost: h\nUser-agent: B\nCrawl-delay: 6\nDisallow: /\n", "A", 0},
 		{"§8 a record between user-agent lines: later run has it", "User-agent: A\nHost: h\nUser-agent: B\nCrawl-delay: 6\nDisallow: /\n", "B", 6 * time.Second},
 		{"§8 after the rules: the run above the rules", "User-agent: A\nDisallow: /\nCrawl-delay: 2\nUser-agent: B\nDisallow: /b\n", "B", 0},
