@@ -220,22 +220,15 @@ func TestInvalidate(t *testing.T) {
 		t.Fatalf("after Invalidate(site): %d", rec.Code)
 	}
 	// A failed revalidation keeps the copy.
-	e2 := mustNew(t, Config{Refresh: Duration(time.Hour)})
-	var fail atomic.Bool
-	h2 := e2.Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
-		if fail.Load() {
-			w.WriteHeader(503)
-			return
-		}
-		io.WriteString(w, "User-agent: *\nDisallow: /a\n")
-	}))
-	do(h2, uaAhrefs, "/")
-	fail.Store(true)
-	e2.Invalidate("")
-	if rec := do(h2, uaAhrefs, "/a"); rec.Code != 403 {
+	s.set("User-agent: *\nDisallow: /a\n")
+	e.Invalidate("")
+	do(h, uaAhrefs, "/")
+	s.fail.Store(true)
+	e.Invalidate("")
+	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("failed revalidation: %d", rec.Code)
 	}
-	if rec := do(h2, uaAhrefs, "/x"); rec.Code != 200 {
+	if rec := do(h, uaAhrefs, "/x"); rec.Code != 200 {
 		t.Fatalf("failed revalidation dropped the copy: %d", rec.Code)
 	}
 }
