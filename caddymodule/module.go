@@ -362,8 +362,12 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		}
 		return next.ServeHTTP(w, r)
 	}
-	herr := caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
-	if !errorRouteFor(srv, r, herr) {
+	var herr caddyhttp.HandlerError
+	if srv != nil && srv.Errors != nil && len(srv.Errors.Routes) > 0 {
+		// Built only here: caddyhttp.Error records a stack trace.
+		herr = caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
+	}
+	if herr.StatusCode == 0 || !errorRouteFor(srv, r, herr) {
 		// No handle_errors route takes this status: answer with the
 		// body too, which Caddy's default error answer (status only)
 		// would drop.
