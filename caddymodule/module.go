@@ -79,7 +79,9 @@ type RobotsGuard struct {
 	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
 	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
 
-	// Cap on Crawl-delay limiter keys (default 100000; about 84 bytes each).
+	// Cap on Crawl-delay limiter keys (default 100000; about 85 bytes
+	// each). Handlers with the same max_keys and crawl_delay_tolerance
+	// share one limiter, and this bound.
 	MaxKeys int `json:"max_keys,omitempty"`
 
 	// Cap on cached robots.txt files, one per scheme and host (default

@@ -103,7 +103,9 @@ type Config struct {
 
 	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
 	// When full, expired keys are evicted first, then arbitrary ones (about
-	// 1%). One key costs about 100 bytes (see the package documentation).
+	// 1% of a full shard). One key costs about 85 bytes (see the package
+	// documentation). Enforcers that share a limiter (WithLimiter) share
+	// this bound.
 	MaxKeys int `json:"max_keys,omitempty"`
 
 	// MaxSites caps the number of sites whose robots.txt is cached; the
