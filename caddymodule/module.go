@@ -269,7 +269,7 @@ func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer) {
 		case <-tick.C:
 		}
 	}
-	e.Refresh(ctx, "", serverFor)
+	e.Revalidate(ctx, serverFor)
 }
 
 // Validate checks the configuration; Provision has already applied the
@@ -337,6 +337,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	req := middleware.Request{
 		Scheme:    "http",
 		Host:      r.Host,
+		Port:      middleware.LocalPort(r),
 		Target:    target,
 		UserAgent: r.Header.Get("User-Agent"),
 		ClientIP:  clientIP,

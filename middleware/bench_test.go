@@ -111,7 +111,7 @@ func BenchmarkRevalidate(b *testing.B) {
 			b.Run(label, func(b *testing.B) {
 				s := newEditableSite(string(body))
 				e := mustNew(b, Config{})
-				ent := e.sites.entry(makeKey("http", "example.com"))
+				ent := e.sites.entry(makeKey("http", "example.com", 0))
 				e.sites.fetch(ent, s)
 				b.ReportAllocs()
 				for b.Loop() {

@@ -21,9 +21,14 @@ import (
 	"github.com/robotsguard/robotsguard/policy"
 )
 
-// siteKey identifies a site: scheme and lower-cased host, port kept.
+// siteKey identifies a site: scheme, canonical host name (lower-cased, no
+// trailing dot, no port) and port (0 for the scheme's default). The port is
+// the server's own when the front end knows it (Request.Port), so a client
+// cannot make one site many by writing ports, letter case or a trailing dot
+// into its Host header.
 type siteKey struct {
 	https bool
+	port  uint16
 	host  string
 }
 
@@ -114,16 +119,79 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 	}
 }
 
-// makeKey builds the cache key of a site without allocating when the host
-// is already lower-case.
-func makeKey(scheme, host string) siteKey {
-	for i := 0; i < len(host); i++ {
-		if c := host[i]; 'A' <= c && c <= 'Z' {
-			host = strings.ToLower(host)
+// makeKey builds the cache key of a site from the scheme, the Host header
+// and the port the request came in on (0 when unknown: then the Host
+// header's port counts, if it is a number). It allocates only for a host
+// name with upper-case letters.
+func makeKey(scheme, host string, port int) siteKey {
+	https := scheme == "https" || scheme == "HTTPS"
+	name, hostPort := splitHost(host)
+	if port <= 0 || port > 65535 {
+		port = hostPort
+	}
+	if https && port == 443 || !https && port == 80 {
+		port = 0
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			name = strings.ToLower(name)
 			break
 		}
 	}
-	return siteKey{https: scheme == "https" || scheme == "HTTPS", host: host}
+	return siteKey{https: https, host: name, port: uint16(port)}
+}
+
+// splitHost splits a Host header into the host name, without brackets and
+// trailing dots, and its port (0 when absent or not a number).
+func splitHost(h string) (name string, port int) {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			name, h = h[1:i], h[i+1:]
+			if strings.HasPrefix(h, ":") {
+				port = atoiPort(h[1:])
+			}
+			return name, port
+		}
+	}
+	name = h
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h[:i], ':') < 0 {
+		name, port = h[:i], atoiPort(h[i+1:])
+	}
+	for len(name) > 0 && name[len(name)-1] == '.' {
+		name = name[:len(name)-1]
+	}
+	return name, port
+}
+
+// atoiPort reads a port number; 0 for anything else.
+func atoiPort(s string) int {
+	if len(s) == 0 || len(s) > 5 {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	if n > 65535 {
+		return 0
+	}
+	return n
+}
+
+// hostport is the authority of the site: its host name, in brackets when
+// it is an IPv6 address, and its port unless it is the default.
+func (k siteKey) hostport() string {
+	h := k.host
+	if strings.IndexByte(h, ':') >= 0 {
+		h = "[" + h + "]"
+	}
+	if k.port != 0 {
+		h += ":" + strconv.Itoa(int(k.port))
+	}
+	return h
 }
 
 // entry returns the cache slot of a site, creating it when needed.
@@ -150,7 +218,7 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 	if k.https {
 		scheme = "https"
 	}
-	e := &siteEntry{key: k, site: scheme + "://" + k.host, siteURL: &url.URL{Scheme: scheme, Host: k.host}}
+	e := &siteEntry{key: k, site: scheme + "://" + k.hostport(), siteURL: &url.URL{Scheme: scheme, Host: k.hostport()}}
 	c.lru.Add(k, e)
 	c.last.Store(e)
 	return e

@@ -1,6 +1,46 @@
 package middleware
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
+
+// requestTarget returns the origin-form target (path and "?query") that a
+// Go server hands to the upstream for the request-target t as sent, so
+// that the guard judges the path the upstream serves:
+//   - an absolute-form target, whatever its scheme and with or without
+//     "//" ("http:/private/x", "x:/private/x", "http://h/private/x"), is
+//     read as net/http reads it (url.ParseRequestURI) and reduced to its
+//     path and query;
+//   - a raw '#' is no fragment in a request-target (Go keeps it in the path,
+//     and path.Clean then resolves "/#/../private" to "/private"), so it is
+//     escaped as %23: the RFC view matches it as data and the decoded view
+//     removes the dot-segments around it;
+//   - ok is false for a target that has no path starting with '/' (the
+//     asterisk form, an opaque URI, garbage), which bots are refused.
+//
+// An origin-form target without '#' is returned as it is, without
+// allocating.
+func requestTarget(t string) (target string, ok bool) {
+	if t == "" {
+		return "/", true
+	}
+	if t[0] == '/' {
+		if strings.IndexByte(t, '#') < 0 {
+			return t, true
+		}
+		return strings.ReplaceAll(t, "#", "%23"), true
+	}
+	u, err := url.ParseRequestURI(t)
+	if err != nil || !strings.HasPrefix(u.Path, "/") {
+		return "", false
+	}
+	target = u.EscapedPath()
+	if u.ForceQuery || u.RawQuery != "" {
+		target += "?" + u.RawQuery
+	}
+	return strings.ReplaceAll(target, "#", "%23"), true
+}
 
 // splitTarget returns the path and the query (with its '?') of a
 // request-target. An absolute-form target loses its scheme and authority.

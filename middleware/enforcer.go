@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -165,11 +166,12 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	if ctx.Value(internalKey{}) != nil {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
-	if isRobotsTxt(req.Target) {
+	target, targetOK := requestTarget(req.Target)
+	if targetOK && isRobotsTxt(target) {
 		return Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun}
 	}
 	info := e.classes.lookup(req.UserAgent)
-	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host), req.Origin, info.bot || tr != nil)
+	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host, req.Port), req.Origin, info.bot || tr != nil)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
@@ -184,11 +186,11 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		v.Action, v.Reason = Deny, ReasonUnreachable
 		return v
 	}
-	path, query := splitTarget(req.Target)
-	target := req.Target
-	if target == "" || target[0] != '/' {
-		target = path + query
+	if !targetOK {
+		v.Action, v.Reason = Deny, ReasonBadTarget
+		return v
 	}
+	path, query := splitTarget(target)
 	d := agent.Decide(target)
 	if tr != nil {
 		tr.d, tr.decided = d, true
@@ -326,6 +328,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v := e.Decide(r.Context(), Request{
 		Scheme:    scheme,
 		Host:      r.Host,
+		Port:      LocalPort(r),
 		Target:    target,
 		UserAgent: userAgent(r.Header),
 		ClientIP:  e.clientIP(r),
@@ -349,6 +352,16 @@ func (e *Enforcer) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
 		return
 	}
 	e.throttle(w, r, v)
+}
+
+// LocalPort returns the port of the server's side of r's connection (from
+// http.LocalAddrContextKey), or 0 when it is not a TCP connection. Front
+// ends put it into Request.Port.
+func LocalPort(r *http.Request) int {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
 }
 
 // userAgent returns the User-Agent header; the key is canonical already, so

@@ -655,17 +655,17 @@ func TestDecodedTarget(t *testing.T) {
 // the latest site, and never an entry the LRU has dropped.
 func TestSiteCacheLastEntry(t *testing.T) {
 	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false)
-	a := c.entry(makeKey("http", "a.example"))
-	if c.entry(makeKey("http", "A.example")) != a {
+	a := c.entry(makeKey("http", "a.example", 0))
+	if c.entry(makeKey("http", "A.example", 0)) != a {
 		t.Fatal("the same site (host case aside) got a second entry")
 	}
-	c.entry(makeKey("http", "b.example"))
-	c.entry(makeKey("http", "c.example")) // evicts a (size 2)
+	c.entry(makeKey("http", "b.example", 0))
+	c.entry(makeKey("http", "c.example", 0)) // evicts a (size 2)
 	if !a.evicted.Load() {
 		t.Fatal("the LRU dropped a.example without marking it")
 	}
 	c.last.Store(a) // as if a had been the latest lookup when it was dropped
-	if c.entry(makeKey("http", "a.example")) == a {
+	if c.entry(makeKey("http", "a.example", 0)) == a {
 		t.Error("an evicted entry came back from the fast path")
 	}
 }

@@ -71,18 +71,37 @@ func (e *Enforcer) Sites() []SiteStatus {
 }
 
 // matchSite returns a filter for the cached sites that site names: a
-// scheme and host ("https://example.com:8443") names one, a bare host
-// ("example.com") names it under either scheme; "" names every site
-// (a nil filter).
+// scheme and host ("https://example.com:8443") names one, a host and port
+// ("example.com:8080") names it under either scheme, a bare host
+// ("example.com") under every scheme and port; "" names every site (a nil
+// filter). Names are compared in canonical form (lower case, no trailing
+// dot).
 func matchSite(site string) func(*siteEntry) bool {
 	if site == "" {
 		return nil
 	}
-	site = strings.ToLower(strings.TrimSuffix(site, "/"))
-	if strings.Contains(site, "://") {
-		return func(e *siteEntry) bool { return e.site == site }
+	site = strings.TrimSuffix(site, "/")
+	scheme, host, ok := strings.Cut(site, "://")
+	if !ok {
+		scheme, host = "", site
 	}
-	return func(e *siteEntry) bool { return e.key.host == site }
+	name, port := splitHost(host)
+	k := makeKey(scheme, host, 0)
+	return func(e *siteEntry) bool {
+		switch {
+		case e.key.host != k.host:
+			return false
+		case scheme != "":
+			return e.key.https == k.https && e.key.port == k.port
+		case port == 0:
+			return name != "" // a bare name: every scheme and port
+		}
+		def := 80
+		if e.key.https {
+			def = 443
+		}
+		return int(e.key.port) == port || e.key.port == 0 && port == def
+	}
 }
 
 // Invalidate marks the cached robots.txt of site (see Sites for the form;
@@ -107,7 +126,28 @@ func (e *Enforcer) Invalidate(site string) int {
 // is nil or returns nil, the handler that served the site's requests is
 // used.
 func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site string) http.Handler) []SiteStatus {
-	ents, g := e.sites.invalidate(matchSite(site))
+	ents, _ := e.sites.invalidate(matchSite(site))
+	return e.fetchNow(ctx, ents, origin)
+}
+
+// Revalidate fetches now, like Refresh, the cached robots.txt copies that
+// Invalidate marked and no fetch has renewed since, and returns their new
+// status. The Caddy module calls it as soon as a reloaded configuration
+// runs, so that the copies marked at the reload are fetched at once, and
+// the ones that requests have fetched meanwhile are not fetched twice.
+func (e *Enforcer) Revalidate(ctx context.Context, origin func(site string) http.Handler) []SiteStatus {
+	var ents []*siteEntry
+	for _, ent := range e.sites.lru.Values() {
+		if e.sites.wanted(ent) > ent.have.Load() {
+			ents = append(ents, ent)
+		}
+	}
+	return e.fetchNow(ctx, ents, origin)
+}
+
+// fetchNow fetches ents, at most eight at a time, each at the generation
+// it is marked for, and returns their status.
+func (e *Enforcer) fetchNow(ctx context.Context, ents []*siteEntry, origin func(site string) http.Handler) []SiteStatus {
 	out := make([]SiteStatus, len(ents))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -116,6 +156,7 @@ func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site st
 		if origin != nil {
 			h = origin(ent.site)
 		}
+		g := e.sites.wanted(ent)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

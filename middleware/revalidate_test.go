@@ -71,6 +71,12 @@ func (s *editableSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (s *editableSite) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.fetches)
+}
+
 func (s *editableSite) last() *http.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -448,10 +454,32 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	ent := e.sites.entry(makeKey("http", "example.com"))
+	ent := e.sites.entry(makeKey("http", "example.com", 0))
 	waitFor(t, func() bool { return !ent.refreshing.Load() })
 	before := obs.get("fetch/not_modified")
 	clk.Add(2 * time.Minute)
 	e.Decide(context.Background(), req(uaChrome))
 	waitFor(t, func() bool { return obs.get("fetch/not_modified") > before })
+}
+
+// TestRevalidate fetches the copies marked by Invalidate that no request
+// has renewed since, and only those.
+func TestRevalidate(t *testing.T) {
+	a, b := newEditableSite("User-agent: *\nDisallow: /a\n"), newEditableSite("User-agent: *\nDisallow: /b\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	ctx := context.Background()
+	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaChrome, Origin: a})
+	e.Decide(ctx, Request{Host: "b.example", Target: "/", UserAgent: uaChrome, Origin: b})
+	e.Invalidate("")
+	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // renews a
+	st := e.Revalidate(ctx, nil)
+	if len(st) != 1 || st[0].Site != "http://b.example" || st[0].Error != "" {
+		t.Fatalf("Revalidate = %+v, want b.example alone", st)
+	}
+	if a.count() != 2 || b.count() != 2 {
+		t.Fatalf("fetches: a %d, b %d; want 2 each", a.count(), b.count())
+	}
+	if st := e.Revalidate(ctx, nil); len(st) != 0 {
+		t.Fatalf("second Revalidate fetched %+v", st)
+	}
 }

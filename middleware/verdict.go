@@ -16,8 +16,16 @@ type Request struct {
 	// Scheme is "http" or "https"; empty means "http".
 	Scheme string
 	// Host is the Host header of the request, port included when present.
-	// Together with Scheme it names the site whose robots.txt applies.
+	// Together with Scheme and Port it names the site whose robots.txt
+	// applies: its name is lower-cased and loses trailing dots, and its
+	// port counts only when Port is unknown.
 	Host string
+	// Port is the port the request came in on (the server's own), which
+	// the client cannot choose; 0 when unknown. Handler fills it from
+	// http.LocalAddrContextKey. With it, a client that writes other ports
+	// into its Host header still reaches one site, one robots.txt and one
+	// Crawl-delay budget.
+	Port int
 	// Target is the request-target as the client sent it, before any
 	// rewrite: the escaped path plus "?query" when a query is present.
 	// Empty means "/".
@@ -85,6 +93,9 @@ const (
 	ReasonUnreachable
 	// ReasonCrawlDelay: the bot is faster than its group's Crawl-delay.
 	ReasonCrawlDelay
+	// ReasonBadTarget: the request-target has no path the guard can judge
+	// (the asterisk form, an opaque URI); bots are refused such targets.
+	ReasonBadTarget
 )
 
 var reasonNames = [...]string{
@@ -96,6 +107,7 @@ var reasonNames = [...]string{
 	ReasonDisallowedDecoded: "disallowed_decoded",
 	ReasonUnreachable:       "unreachable",
 	ReasonCrawlDelay:        "crawl_delay",
+	ReasonBadTarget:         "bad_target",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -185,8 +197,11 @@ func (v Verdict) Message() string { return string(v.AppendMessage(nil)) }
 func (v Verdict) AppendMessage(b []byte) []byte {
 	switch v.Action {
 	case Deny:
-		if v.Reason == ReasonUnreachable {
+		switch v.Reason {
+		case ReasonUnreachable:
 			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
+		case ReasonBadTarget:
+			return append(b, "Disallowed: bots must send a request-target with a path"...)
 		}
 		b = append(b, "Disallowed by robots.txt"...)
 		if v.Rule != nil {

@@ -1,0 +1,105 @@
+package integration_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rawRequest sends one raw HTTP request to addr and returns the answer.
+func rawRequest(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(8 * time.Second))
+	io.WriteString(c, req)
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// TestHostileTargets: through Caddy on a catch-all site (the shape of
+// Caddyfile.example), in front of a bare http.FileServer and a ServeMux,
+// no crafted request-target, missing Host or odd Host gets a bot the
+// disallowed page.
+func TestHostileTargets(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "private"), 0o755)
+	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
+	os.WriteFile(filepath.Join(root, "robots.txt"), []byte("User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /private/\n"), 0o644)
+	files := httptest.NewServer(http.FileServer(http.Dir(root)))
+	defer files.Close()
+	port := freePort(t)
+	tc := load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\ton_unreachable allow\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
+	_ = tc
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	leaks := 0
+	for _, ua := range []string{"FooBot/1.0", gptbotUA} {
+		for _, target := range []string{
+			"/private/secret.html", "http:/private/secret.html", "HTTP:/private/secret.html", "x:/private/secret.html",
+			"/#/../private/secret.html", "/pub#/../private/secret.html", "/robots.txt#/../private/secret.html",
+		} {
+			for _, head := range []string{
+				"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+				"GET %s HTTP/1.0\r\n", // no Host header
+				"GET %s HTTP/1.1\r\nHost: name:abc\r\n",
+			} {
+				req := fmt.Sprintf(head, target) + "User-Agent: " + ua + "\r\nConnection: close\r\n\r\n"
+				if resp := rawRequest(t, addr, req); strings.Contains(resp, "SECRET") {
+					leaks++
+					t.Errorf("%q leaked the disallowed page:\n%s", req, resp)
+				}
+			}
+		}
+	}
+	// The checks above must be able to fail: a browser reads the page.
+	if resp := rawRequest(t, addr, "GET /private/secret.html HTTP/1.0\r\nUser-Agent: "+browserUA+"\r\n\r\n"); !strings.Contains(resp, "SECRET") {
+		t.Fatalf("a browser did not get the page, so the test proves nothing:\n%s", resp)
+	}
+}
+
+// TestHostRotationThroughCaddy: ports, case and trailing dots in the Host
+// header do not multiply a bot's Crawl-delay budget or the robots.txt
+// fetches.
+func TestHostRotationThroughCaddy(t *testing.T) {
+	var fetches atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fetches.Add(1)
+			io.WriteString(w, "User-agent: SlowBot\nCrawl-delay: 5\n")
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	defer up.Close()
+	port := freePort(t)
+	load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(up.URL, "http://")))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	admitted := 0
+	var hosts []string
+	for i := 1; i <= 50; i++ {
+		hosts = append(hosts, fmt.Sprintf("localhost:%d", i))
+	}
+	hosts = append(hosts, "LOCALHOST", "localhost.", "LocalHost.:7")
+	for _, h := range hosts {
+		if resp := rawRequest(t, addr, "GET /a HTTP/1.1\r\nHost: "+h+"\r\nUser-Agent: SlowBot/1.0\r\nConnection: close\r\n\r\n"); strings.HasPrefix(resp, "HTTP/1.1 200") {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Errorf("SlowBot (Crawl-delay 5) admitted %d of %d, want 1", admitted, len(hosts))
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("robots.txt fetched %d times for one site, want 1", n)
+	}
+}
