@@ -103,3 +103,33 @@ func TestHostRotationThroughCaddy(t *testing.T) {
 		t.Errorf("robots.txt fetched %d times for one site, want 1", n)
 	}
 }
+
+// TestNoConnectionToClientChosenHost: an upstream whose /robots.txt
+// redirects to the Host header (redir https://{host}{uri}) cannot make
+// robots_guard connect where a client's Host header points.
+func TestNoConnectionToClientChosenHost(t *testing.T) {
+	var conns atomic.Int32
+	can := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	can.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	can.Start()
+	defer can.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.Redirect(w, r, "https://"+r.Host+"/robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	defer up.Close()
+	port := freePort(t)
+	load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\tfetch_timeout 2s\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(up.URL, "http://")))
+	canHost := strings.TrimPrefix(can.URL, "http://")
+	rawRequest(t, fmt.Sprintf("127.0.0.1:%d", port), "GET /x HTTP/1.1\r\nHost: "+canHost+"\r\nUser-Agent: FooBot/1.0\r\nConnection: close\r\n\r\n")
+	if n := conns.Load(); n != 0 {
+		t.Fatalf("robots_guard opened %d connections to the host the client named", n)
+	}
+}

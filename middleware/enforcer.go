@@ -99,7 +99,7 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 	if src == nil {
 		switch {
 		case cfg.RobotsTxt == "":
-			src = SiteSource(e.client)
+			src = SiteSource()
 		case uriScheme.MatchString(cfg.RobotsTxt): // http or https: checked by withDefaults
 			u, err := url.Parse(cfg.RobotsTxt)
 			if err != nil {

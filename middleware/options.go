@@ -105,7 +105,8 @@ func WithThrottleHandler(f ResponseFunc) Option {
 }
 
 // WithTransport sets the RoundTripper of the HTTP client used for robots.txt
-// URLs (the URL source, and cross-site redirects of the default source).
+// URLs (the URL source). A transport of your own replaces the default one's
+// guard against redirects into the private network (see URLSource).
 // Default: a dedicated http.Transport.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) { o.transport = rt }

@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robotsguard/robotsguard/policy"
@@ -119,25 +121,21 @@ func IsInternalFetch(ctx context.Context) bool {
 	return ctx.Value(internalKey{}) != nil
 }
 
-// SiteSource returns the default source: the site's own /robots.txt. A
-// same-site request is sent as a virtual GET to FetchRequest.Origin with a
-// private response writer and a fresh header set, so no header of a real
-// client leaks in or out; its context is marked so that the Enforcer lets it
-// pass. A redirect to another site is followed over the network with client.
-// Without an Origin, the site is not fetched over the network (the Host
-// header is client-controlled) and the file counts as unreachable.
-func SiteSource(client *http.Client) Source {
-	return &siteSource{net: &urlSource{client: client}}
-}
+// SiteSource returns the default source: the site's own /robots.txt, sent
+// as a virtual GET to FetchRequest.Origin (the handler that serves the
+// site) with a private response writer and a fresh header set, so no
+// header of a real client leaks in or out; its context is marked so that
+// the Enforcer lets it pass. Redirects are followed the same way, inside
+// the origin handler (a redirect to another host reaches that host's site
+// only if the same server serves it): the Host header is the client's
+// choice, so this source never opens a connection, and a client cannot
+// make the guard connect to a host it names. Without an Origin the file
+// counts as unreachable.
+func SiteSource() Source { return siteSource{} }
 
-type siteSource struct {
-	net *urlSource
-}
+type siteSource struct{}
 
-func (s *siteSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if req.URL.Scheme != req.Site.Scheme || req.URL.Host != req.Site.Host {
-		return s.net.get(ctx, req)
-	}
+func (siteSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	if req.Origin == nil {
 		return FetchResult{}, errors.New("no origin handler to fetch the site's robots.txt from")
 	}
@@ -251,7 +249,10 @@ func resolveLocation(base *url.URL, loc string) *url.URL {
 
 // URLSource returns a source that fetches robots.txt from one fixed URL for
 // every site, with client (which must not follow redirects itself; New's
-// client does not). Redirects are followed by the Enforcer.
+// client does not). Redirects are followed by the Enforcer; with New's
+// client, a redirect to another host never connects to a loopback,
+// private or link-local address unless the configured URL's host is one
+// itself (an intranet robots.txt may redirect within the intranet).
 func URLSource(u *url.URL, client *http.Client) Source {
 	return &urlSource{fixed: u, client: client}
 }
@@ -265,7 +266,79 @@ func (s *urlSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, e
 	if req.Redirects == 0 && s.fixed != nil {
 		req.URL = s.fixed
 	}
+	// A redirect away from the configured host may not lead into the
+	// private network, unless the configured URL is in it itself.
+	if req.Redirects > 0 && s.fixed != nil && !strings.EqualFold(req.URL.Host, s.fixed.Host) && !privateHost(ctx, s.fixed.Hostname()) {
+		ctx = context.WithValue(ctx, publicOnlyKey{}, true)
+	}
 	return s.get(ctx, req)
+}
+
+// publicOnlyKey marks the context of a request that may connect to public
+// addresses only (see guardedDial).
+type publicOnlyKey struct{}
+
+// isPublic reports whether ip is an address a redirect may lead to:
+// not loopback, private (RFC 1918, RFC 4193), link-local, unspecified or
+// multicast.
+func isPublic(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsValid() && !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified())
+}
+
+// privateHost reports whether host is, or resolves to, an address that is
+// not public; "localhost" is private.
+func privateHost(ctx context.Context, host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return !isPublic(ip)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return false
+	}
+	for _, ip := range ips {
+		if !isPublic(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// guardedDial dials as d does; for a request marked public-only it
+// resolves the host itself and connects only to public addresses, so a
+// redirect cannot make the guard connect into the private network (a
+// name that resolves to 127.0.0.1 included: the check is on the address
+// dialled, not on the name).
+func guardedDial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if ctx.Value(publicOnlyKey{}) == nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		err = fmt.Errorf("robots.txt redirect to %s refused: it resolves to no public address", host)
+		for _, ip := range ips {
+			if !isPublic(ip) {
+				continue
+			}
+			c, derr := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+			if derr == nil {
+				return c, nil
+			}
+			err = derr
+		}
+		return nil, err
+	}
 }
 
 func (s *urlSource) get(ctx context.Context, req FetchRequest) (FetchResult, error) {
@@ -302,7 +375,7 @@ func newHTTPClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
 	if rt == nil {
 		rt = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
+			DialContext:           guardedDial(&net.Dialer{Timeout: timeout}),
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
 			MaxIdleConnsPerHost:   2,

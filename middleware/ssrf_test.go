@@ -1,0 +1,91 @@
+package middleware
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// canary is a loopback listener that counts the connections it gets.
+type canary struct {
+	*httptest.Server
+	conns atomic.Int32
+}
+
+func newCanary(t *testing.T) *canary {
+	c := &canary{}
+	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "User-agent: *\nDisallow: /\n")
+	}))
+	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			c.conns.Add(1)
+		}
+	}
+	c.Start()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestSelfFetchNeverConnects: an upstream that answers /robots.txt with a
+// redirect built from the Host header (the common "redir
+// https://{host}{uri}") cannot make the guard connect to a host the client
+// names: the default source follows redirects inside the origin handler.
+func TestSelfFetchNeverConnects(t *testing.T) {
+	can := newCanary(t)
+	canHost := strings.TrimPrefix(can.URL, "http://")
+	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusMovedPermanently)
+	})
+	h := mustNew(t, Config{FetchTimeout: Duration(2 * time.Second)}).Handler(origin)
+	for _, host := range []string{canHost, "localhost:" + strings.Split(canHost, ":")[1]} {
+		r := httptest.NewRequest("GET", "http://"+host+"/page", nil)
+		r.Header.Set("User-Agent", uaAhrefs)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if n := can.conns.Load(); n != 0 {
+		t.Fatalf("the guard opened %d connections to the host named by the client", n)
+	}
+}
+
+// TestURLSourceRedirectGuard: a redirect away from a public configured URL
+// may not lead to a loopback address; from a private configured URL it may.
+func TestURLSourceRedirectGuard(t *testing.T) {
+	can := newCanary(t)
+	target, _ := url.Parse(can.URL + "/robots.txt")
+	client := newHTTPClient(nil, 2*time.Second)
+	public := &urlSource{fixed: &url.URL{Scheme: "http", Host: "192.0.2.1", Path: "/robots.txt"}, client: client}
+	if _, err := public.Fetch(context.Background(), FetchRequest{URL: target, Redirects: 1}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("redirect from a public URL to loopback: err %v", err)
+	}
+	if n := can.conns.Load(); n != 0 {
+		t.Fatalf("%d connections to the loopback canary", n)
+	}
+	private := &urlSource{fixed: &url.URL{Scheme: "http", Host: "127.0.0.1:1", Path: "/robots.txt"}, client: client}
+	res, err := private.Fetch(context.Background(), FetchRequest{URL: target, Redirects: 1})
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("redirect within the private network of a private URL: %v %d", err, res.StatusCode)
+	}
+}
+
+func TestIsPublic(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"8.8.8.8": true, "2606:4700::1111": true, "192.0.2.1": true,
+		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false, "169.254.169.254": false,
+		"::1": false, "fe80::1": false, "fd00::1": false, "0.0.0.0": false, "::": false, "::ffff:127.0.0.1": false, "224.0.0.1": false,
+	} {
+		if got := isPublic(netipMust(addr)); got != want {
+			t.Errorf("isPublic(%s) = %v", addr, got)
+		}
+	}
+}
+
+func netipMust(s string) netip.Addr { return netip.MustParseAddr(s) }
