@@ -41,6 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    http_tools_are_bots
 //	    ua_cache_size <n>
 //	    dry_run
+//	    log_query
 //	}
 //
 // A bare robots_guard line uses every default. Values are checked here, so
@@ -134,6 +135,9 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "dry_run":
 			err = none()
 			g.DryRun = true
+		case "log_query":
+			err = none()
+			g.LogQuery = true
 		default:
 			return d.Errf("unknown robots_guard subdirective %q", name)
 		}

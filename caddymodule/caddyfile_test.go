@@ -125,6 +125,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		http_tools_are_bots
 		ua_cache_size 9
 		dry_run
+		log_query
 	}`
 	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
@@ -134,8 +135,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 15 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 15 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 16 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 16 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -103,6 +103,11 @@ type RobotsGuard struct {
 	// Decide, log and count every request, but let all of them through.
 	DryRun bool `json:"dry_run,omitempty"`
 
+	// Write the query string of a stopped request's target into its log
+	// line. Default false: the line shows the path and "?…" (queries carry
+	// tokens and e-mail addresses).
+	LogQuery bool `json:"log_query,omitempty"`
+
 	state      *state
 	poolKey    string
 	limiterKey *limiterKey
@@ -136,6 +141,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		HTTPToolsAreBots:    g.HTTPToolsAreBots,
 		UACacheSize:         g.UACacheSize,
 		DryRun:              g.DryRun,
+		LogQuery:            g.LogQuery,
 	}
 }
 

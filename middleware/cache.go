@@ -86,6 +86,7 @@ type siteCache struct {
 	retry   time.Duration
 	timeout time.Duration
 	empty   *policy.Robots
+	pending *siteState // what clients that do not wait see before the first fetch ends
 	log     *zap.Logger
 	obs     Observer
 
@@ -100,6 +101,7 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 	// size > 0 is checked by Config.
 	c, _ := lru.NewWithEvict(size, func(_ siteKey, e *siteEntry) { e.evicted.Store(true) })
 	timers := now == nil
+	empty := policy.Parse(nil)
 	if now == nil {
 		now = time.Now
 	}
@@ -111,7 +113,8 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 		refresh: refresh,
 		retry:   min(refresh, time.Minute),
 		timeout: timeout,
-		empty:   policy.Parse(nil),
+		empty:   empty,
+		pending: &siteState{robots: empty},
 		log:     log,
 		obs:     obs,
 
@@ -226,7 +229,8 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 
 // get returns the robots.txt state of a site. A known copy is returned at
 // once, and a refresh is started in the background when it is due. Without
-// a copy the caller waits for the first fetch, at most the fetch timeout.
+// a copy, a caller that may be a bot (wait) waits for the first fetch, at
+// most the fetch timeout; any other caller starts it and goes on at once.
 // A copy marked for revalidation (Enforcer.Invalidate) is fetched again
 // first; callers that may be bots (wait) wait for that fetch, at most the
 // fetch timeout, and are decided with the old copy when it fails; other
@@ -258,6 +262,12 @@ func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wai
 			c.background(e, origin)
 		}
 		return e, st
+	}
+	if !wait {
+		// No copy yet: a client that is no bot does not wait for the
+		// first fetch; it is decided with no rules (which bind bots only).
+		c.background(e, origin)
+		return e, c.pending
 	}
 	ch := c.flight(e, origin)
 	timer := time.NewTimer(c.timeout)

@@ -143,8 +143,13 @@ type classifier struct {
 // so that neither a browser nor a repeated bot costs a scan of the header
 // per request.
 type uaInfo struct {
-	bot  bool
-	hits atomic.Uint32
+	bot bool
+	// browser: mileusna/useragent names a browser (Chrome, Firefox,
+	// Safari, Edge, Opera, ...) and no bot token is present. Only such
+	// clients go on without waiting for a site's first robots.txt fetch;
+	// unknown clients may be bots that the site's own groups name.
+	browser bool
+	hits    atomic.Uint32
 	spec atomic.Pointer[specMemo]
 }
 
@@ -174,7 +179,8 @@ func (c *classifier) isBot(ua string) bool { return c.lookup(ua).bot }
 // lookup returns the cached classification of ua, computing it on a miss.
 func (c *classifier) lookup(ua string) *uaInfo {
 	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
-		return &uaInfo{bot: c.compute(ua)}
+		bot, browser := c.compute(ua)
+		return &uaInfo{bot: bot, browser: browser}
 	}
 	if v, ok := c.cache.Peek(ua); ok {
 		if v.hits.Add(1)%promoteEvery == 0 {
@@ -182,7 +188,8 @@ func (c *classifier) lookup(ua string) *uaInfo {
 		}
 		return v
 	}
-	v := &uaInfo{bot: c.compute(ua)}
+	bot, browser := c.compute(ua)
+	v := &uaInfo{bot: bot, browser: browser}
 	c.cache.Add(strings.Clone(ua), v)
 	return v
 }
@@ -197,12 +204,21 @@ func (info *uaInfo) agent(r *policy.Robots, ua string) policy.Agent {
 	return a
 }
 
-// compute classifies ua without the cache.
-func (c *classifier) compute(ua string) bool {
+// compute classifies ua without the cache: is it a bot, is it a browser.
+func (c *classifier) compute(ua string) (bot, browser bool) {
 	if strings.TrimSpace(ua) == "" {
-		return c.emptyBot
+		return c.emptyBot, false
 	}
-	return c.classify(ua)
+	if c.classify(ua) {
+		return true, false
+	}
+	switch useragent.Parse(ua).Name {
+	case useragent.Chrome, useragent.Firefox, useragent.Safari, useragent.MobileSafari, useragent.Edge,
+		useragent.Opera, useragent.OperaMini, useragent.OperaTouch, useragent.Vivaldi,
+		useragent.SamsungBrowser, useragent.InternetExplorer:
+		return false, true
+	}
+	return false, false
 }
 
 // classify does the work of isBot without the cache.

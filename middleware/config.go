@@ -133,6 +133,11 @@ type Config struct {
 	// DryRun decides, logs and reports every request but lets all of them
 	// through, to try a configuration on live traffic.
 	DryRun bool `json:"dry_run,omitempty"`
+
+	// LogQuery writes the query string of a denied or throttled request's
+	// target into its log line. Default false: the line shows the path and
+	// "?…", since queries carry tokens and e-mail addresses.
+	LogQuery bool `json:"log_query,omitempty"`
 }
 
 // Duration is a time.Duration that reads JSON strings such as "10m" as well

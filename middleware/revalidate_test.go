@@ -468,8 +468,8 @@ func TestRevalidate(t *testing.T) {
 	a, b := newEditableSite("User-agent: *\nDisallow: /a\n"), newEditableSite("User-agent: *\nDisallow: /b\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	ctx := context.Background()
-	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaChrome, Origin: a})
-	e.Decide(ctx, Request{Host: "b.example", Target: "/", UserAgent: uaChrome, Origin: b})
+	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // bots wait for the first fetch
+	e.Decide(ctx, Request{Host: "b.example", Target: "/", UserAgent: uaAhrefs, Origin: b})
 	e.Invalidate("")
 	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // renews a
 	st := e.Revalidate(ctx, nil)
@@ -481,5 +481,26 @@ func TestRevalidate(t *testing.T) {
 	}
 	if st := e.Revalidate(ctx, nil); len(st) != 0 {
 		t.Fatalf("second Revalidate fetched %+v", st)
+	}
+}
+
+// TestBrowsersNeverWait: while a site's first robots.txt fetch hangs,
+// browsers pass at once; unknown clients and bots wait (at most the fetch
+// timeout).
+func TestBrowsersNeverWait(t *testing.T) {
+	s := newEditableSite("User-agent: FooAgent\nDisallow: /\n")
+	release := make(chan struct{})
+	s.block = release
+	defer close(release)
+	e := mustNew(t, Config{FetchTimeout: Duration(300 * time.Millisecond)})
+	start := time.Now()
+	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaChrome, Origin: s})
+	if d := time.Since(start); d > 100*time.Millisecond || v.Action != Allow {
+		t.Fatalf("a browser waited %v for a hanging fetch (verdict %v)", d, v.Action)
+	}
+	start = time.Now()
+	e.Decide(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaFooBot, Origin: s})
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("an unknown client did not wait for the first fetch (%v)", d)
 	}
 }

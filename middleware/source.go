@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -168,12 +170,18 @@ func virtualGet(ctx context.Context, h http.Handler, req FetchRequest) (res Fetc
 	w := &virtualWriter{header: make(http.Header)}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panicked while serving robots.txt: %v", p)
+			switch {
+			case p == http.ErrAbortHandler && ctx.Err() != nil:
+				// reverse_proxy aborts a body it cannot finish copying.
+				err = fmt.Errorf("the fetch timed out while reading the robots.txt body: %w", ctx.Err())
+			default:
+				err = fmt.Errorf("handler panicked while serving robots.txt: %v", p)
+			}
 		}
 	}()
 	h.ServeHTTP(w, r)
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return res, fmt.Errorf("the fetch timed out: %w", err)
 	}
 	res.StatusCode = w.status
 	if res.StatusCode == 0 {
@@ -184,7 +192,35 @@ func virtualGet(ctx context.Context, h http.Handler, req FetchRequest) (res Fetc
 	}
 	res.Body = w.body
 	readValidators(&res, w.header)
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		if res.Body, err = decodeBody(w.header.Get("Content-Encoding"), res.Body); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// decodeBody undoes the Content-Encoding of a robots.txt body that a
+// handler sent although the virtual request asked for identity (some
+// upstreams always gzip): gzip is decoded, at most policy.MaxBodySize bytes
+// of it; an encoding that cannot be decoded is an error (the file counts
+// as unreachable), never compressed bytes parsed as rules.
+func decodeBody(ce string, body []byte) ([]byte, error) {
+	switch strings.ToLower(strings.TrimSpace(ce)) {
+	case "", "identity":
+		return body, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("robots.txt sent with Content-Encoding gzip: %w", err)
+		}
+		out, err := io.ReadAll(io.LimitReader(zr, policy.MaxBodySize))
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("robots.txt sent with Content-Encoding gzip: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("robots.txt sent with Content-Encoding %q, which robots_guard cannot decode", ce)
 }
 
 // setValidators adds the conditional headers of a revalidation.

@@ -1,0 +1,124 @@
+package middleware
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// TestGzipRobotsTxt: an upstream that always gzips robots.txt (whatever the
+// request asked) is still enforced through the self-fetch; an encoding the
+// guard cannot decode counts as unreachable instead of no rules.
+func TestGzipRobotsTxt(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, "User-agent: *\nDisallow: /private/\n")
+	zw.Close()
+	h := mustNew(t, Config{}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz.Bytes())
+	}))
+	if rec := do(h, uaAhrefs, "/private/x"); rec.Code != 403 {
+		t.Fatalf("gzipped robots.txt: %d, want 403", rec.Code)
+	}
+	h = mustNew(t, Config{}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "br")
+		w.Write([]byte{0x1b, 0x2f, 0x00})
+	}))
+	if rec := do(h, uaAhrefs, "/private/x"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "unreachable") {
+		t.Fatalf("brotli robots.txt: %d %q, want 403 unreachable", rec.Code, rec.Body.String())
+	}
+}
+
+// TestTricklingBodyMessage: a body that does not arrive before the fetch
+// timeout is logged as such, not as a handler panic.
+func TestTricklingBodyMessage(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := mustNew(t, Config{FetchTimeout: Duration(200 * time.Millisecond)}, WithLogger(zap.New(core))).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "User-agent: *\n")
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler) // what reverse_proxy does when the copy is cut short
+	}))
+	do(h, uaAhrefs, "/x")
+	waitFor(t, func() bool { return logs.FilterMessage("robots_guard: robots.txt unreachable").Len() == 1 })
+	l := logs.FilterMessage("robots_guard: robots.txt unreachable").All()[0]
+	if msg := fmt.Sprint(l.ContextMap()["error"]); !strings.Contains(msg, "timed out while reading the robots.txt body") {
+		t.Fatalf("error %q", msg)
+	}
+}
+
+// TestLogQuery: denial lines show the path, and the query only with
+// log_query.
+func TestLogQuery(t *testing.T) {
+	for _, logQuery := range []bool{false, true} {
+		core, logs := observer.New(zapcore.InfoLevel)
+		h := mustNew(t, Config{LogQuery: logQuery}, WithLogger(zap.New(core))).Handler(site(robotsTxt))
+		do(h, uaGPTBot, "/x?token=secret&email=a@b.example")
+		l := logs.FilterMessage("robots_guard: denied").All()
+		if len(l) != 1 {
+			t.Fatalf("log_query %v: %d lines", logQuery, len(l))
+		}
+		got, want := l[0].ContextMap()["target"], "/x?…"
+		if logQuery {
+			want = "/x?token=secret&email=a@b.example"
+		}
+		if got != want {
+			t.Errorf("log_query %v: target %q, want %q", logQuery, got, want)
+		}
+	}
+}
+
+// TestLogFloodSampled: a flood of new sites without robots.txt writes at
+// most the sampler's first lines per second, not one per site.
+func TestLogFloodSampled(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	e := mustNew(t, Config{}, WithLogger(zap.New(core)))
+	origin := statusSite(http.NotFound)
+	for i := range 2000 {
+		e.Decide(context.Background(), Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
+	}
+	n := logs.FilterMessageSnippet("no robots.txt").Len()
+	if n > logSampleFirst+2000/logSampleThereafter+1 {
+		t.Fatalf("%d lines for 2,000 new sites in about a second", n)
+	}
+	t.Logf("2,000 new sites without robots.txt: %d log lines", n)
+}
+
+// TestHugeUserAgent: a header longer than MaxUserAgent is a bot's, and its
+// group is chosen from the first MaxUserAgent bytes.
+func TestHugeUserAgent(t *testing.T) {
+	h := mustNew(t, Config{}).Handler(site(robotsTxt))
+	huge := uaChrome + strings.Repeat(" x", 10000)
+	if rec := do(h, huge, "/private/a"); rec.Code != 403 {
+		t.Fatalf("20 KB browser-like header: %d, want 403 (a bot under *)", rec.Code)
+	}
+	if rec := do(h, uaChrome, "/private/a"); rec.Code != 200 {
+		t.Fatalf("browser: %d", rec.Code)
+	}
+}
+
+// BenchmarkHugeUserAgent: the work for a 20 KB and a 1 MB header is that
+// of a 1 KiB one.
+func BenchmarkHugeUserAgent(b *testing.B) {
+	e := mustNew(b, Config{}, WithSource(BytesSource([]byte(robotsTxt))))
+	for _, n := range []int{20 << 10, 1 << 20} {
+		ua := uaChrome + strings.Repeat("x", n)
+		req := Request{Host: "example.com", Target: "/page", UserAgent: ua, ClientIP: "192.0.2.1"}
+		b.Run(fmt.Sprintf("%dKB", n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Decide(context.Background(), req)
+			}
+		})
+	}
+}
