@@ -73,7 +73,7 @@ func TestAdminAPI(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /private/\n\nUser-agent: SlowBot\nCrawl-delay: 20\n")
 	port, other := freePort(t), freePort(t)
 	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d, http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, other, up.addr()))
-	get(t, tc, port, "/", browserUA).check(t, "first request caches the site", 200, "page")
+	get(t, tc, port, "/", "FooBot/1.0").check(t, "first request (a bot: it waits for the fetch) caches the site", 200, "page")
 	site := fmt.Sprintf("127.0.0.1:%d", port)
 
 	var sites []map[string]any
@@ -311,7 +311,7 @@ func TestReloadRefetchesRightAway(t *testing.T) {
 	port := freePort(t)
 	site := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(counting.URL, "http://"))
 	tc := load(t, "", site)
-	get(t, tc, port, "/", browserUA).check(t, "first request", 200, "page")
+	get(t, tc, port, "/", "FooBot/1.0").check(t, "first request (a bot: it waits for the fetch)", 200, "page")
 	if n := fetches.Load(); n != 1 {
 		t.Fatalf("%d fetches before the reload", n)
 	}

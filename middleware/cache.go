@@ -2,18 +2,20 @@ package middleware
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/singleflight"
@@ -60,6 +62,8 @@ type siteEntry struct {
 	hits       atomic.Uint32
 	stale      atomic.Bool // set by a timer when a refresh is due
 	evicted    atomic.Bool // dropped from the LRU: siteCache.last must not return it
+	moving     atomic.Bool // between LRU segments: not evicted
+	protected  atomic.Bool // in the protected LRU segment
 	// Revalidation (Enforcer.Invalidate): a fetch that starts when the
 	// wanted generation, max(siteCache.all, want), is g stores g in have
 	// when it ends; have < wanted means the copy must be fetched again
@@ -74,7 +78,7 @@ type siteEntry struct {
 // siteCache holds the robots.txt of each site, fetched through a Source with
 // one fetch per site at a time.
 type siteCache struct {
-	lru     *lru.Cache[siteKey, *siteEntry]
+	lru     *siteLRU
 	last    atomic.Pointer[siteEntry] // the entry of the latest lookup: most servers serve one site
 	mu      sync.Mutex                // serialises entry creation
 	seq     atomic.Uint64             // revalidation generations, handed out in order
@@ -91,6 +95,13 @@ type siteCache struct {
 	obs     Observer
 
 	allowUnreachable bool // for log lines only; Enforcer decides
+
+	// Compiled robots.txt files by the SHA-256 of their body, held
+	// weakly: sites that serve the same file (a catch-all server reached
+	// under many names) share one compiled copy, which is freed when no
+	// site uses it any more.
+	compiledMu sync.Mutex
+	compiled   map[[32]byte]weak.Pointer[policy.Robots]
 	// timers: the clock is the real one, so a timer marks entries stale and
 	// requests need not read the clock (time.Now costs tens of ns on some
 	// virtual machines). With an injected clock, requests compare times.
@@ -99,24 +110,25 @@ type siteCache struct {
 
 func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer, allowUnreachable bool) *siteCache {
 	// size > 0 is checked by Config.
-	c, _ := lru.NewWithEvict(size, func(_ siteKey, e *siteEntry) { e.evicted.Store(true) })
+	c := newSiteLRU(size)
 	timers := now == nil
 	empty := policy.Parse(nil)
 	if now == nil {
 		now = time.Now
 	}
 	return &siteCache{
-		timers:  timers,
-		lru:     c,
-		src:     src,
-		now:     now,
-		refresh: refresh,
-		retry:   min(refresh, time.Minute),
-		timeout: timeout,
-		empty:   empty,
-		pending: &siteState{robots: empty},
-		log:     log,
-		obs:     obs,
+		timers:   timers,
+		lru:      c,
+		src:      src,
+		now:      now,
+		refresh:  refresh,
+		retry:    min(refresh, time.Minute),
+		timeout:  timeout,
+		empty:    empty,
+		pending:  &siteState{robots: empty},
+		compiled: make(map[[32]byte]weak.Pointer[policy.Robots]),
+		log:      log,
+		obs:      obs,
 
 		allowUnreachable: allowUnreachable,
 	}
@@ -197,24 +209,26 @@ func (k siteKey) hostport() string {
 	return h
 }
 
-// entry returns the cache slot of a site, creating it when needed.
+// entry returns the cache slot of a site, creating it when needed. A site
+// looked up again while in the probation segment is offered to the
+// protected one (see siteLRU).
 func (c *siteCache) entry(k siteKey) *siteEntry {
 	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
 		if e.hits.Add(1)%promoteEvery == 0 {
-			c.lru.Get(k) // refresh its LRU position now and then
+			c.touch(k, e)
 		}
 		return e
 	}
 	if e, ok := c.lru.Peek(k); ok {
-		if e.hits.Add(1)%promoteEvery == 0 {
-			c.lru.Get(k)
+		if n := e.hits.Add(1); n%promoteEvery == 0 || n < promoteEvery && !e.protected.Load() {
+			c.touch(k, e)
 		}
 		c.last.Store(e)
 		return e
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.lru.Get(k); ok {
+	if e, ok := c.lru.Peek(k); ok {
 		return e
 	}
 	scheme := "http"
@@ -222,9 +236,24 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 		scheme = "https"
 	}
 	e := &siteEntry{key: k, site: scheme + "://" + k.hostport(), siteURL: &url.URL{Scheme: scheme, Host: k.hostport()}}
-	c.lru.Add(k, e)
+	e.hits.Store(1)
+	if c.lru.add(k, e) {
+		e.protected.Store(true)
+	}
 	c.last.Store(e)
 	return e
+}
+
+// touch refreshes the recency of e, and offers it to the protected segment
+// while it is in probation.
+func (c *siteCache) touch(k siteKey, e *siteEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !e.protected.Load() && c.lru.promote(k, e) {
+		e.protected.Store(true)
+		return
+	}
+	c.lru.touch(k)
 }
 
 // get returns the robots.txt state of a site. A known copy is returned at
@@ -423,7 +452,7 @@ func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 		c.setDue(e, now, c.refresh)
 		return prev
 	case err == nil && res.StatusCode >= 200 && res.StatusCode < 300:
-		st = &siteState{robots: policy.Parse(res.Body), outcome: FetchOK, status: res.StatusCode, fetched: now,
+		st = &siteState{robots: c.parse(res.Body), outcome: FetchOK, status: res.StatusCode, fetched: now,
 			etag: res.ETag, lastMod: res.LastModified, ctype: res.ContentType, size: len(res.Body)}
 		// A web page where robots.txt should be: by its body, or by its
 		// type when it has no rule (a real file sent as text/html by a
@@ -461,6 +490,41 @@ func (c *siteCache) fetch(e *siteEntry, origin http.Handler) *siteState {
 	e.state.Store(st)
 	c.setDue(e, now, c.refresh)
 	return st
+}
+
+// parse returns the compiled form of body, shared with every other site
+// whose robots.txt has the same bytes.
+func (c *siteCache) parse(body []byte) *policy.Robots {
+	k := sha256.Sum256(body)
+	c.compiledMu.Lock()
+	if r := c.compiled[k].Value(); r != nil {
+		c.compiledMu.Unlock()
+		return r
+	}
+	c.compiledMu.Unlock()
+	r := policy.Parse(body)
+	c.compiledMu.Lock()
+	defer c.compiledMu.Unlock()
+	if old := c.compiled[k].Value(); old != nil {
+		return old // another site compiled it meanwhile
+	}
+	wp := weak.Make(r)
+	c.compiled[k] = wp
+	runtime.AddCleanup(r, func(k [32]byte) {
+		c.compiledMu.Lock()
+		if c.compiled[k] == wp {
+			delete(c.compiled, k)
+		}
+		c.compiledMu.Unlock()
+	}, k)
+	return r
+}
+
+// compiledLen returns the number of compiled files held, for tests.
+func (c *siteCache) compiledLen() int {
+	c.compiledMu.Lock()
+	defer c.compiledMu.Unlock()
+	return len(c.compiled)
 }
 
 // robotsURL is the URL of a site's robots.txt.
@@ -544,8 +608,11 @@ func (c *siteCache) setDue(e *siteEntry, now time.Time, d time.Duration) {
 	e.due.Store(due)
 	e.stale.Store(false)
 	if c.timers {
+		// The timer holds the entry weakly: an entry the cache drops is
+		// garbage at once, not when its timer fires (up to refresh later).
+		wp := weak.Make(e)
 		time.AfterFunc(d, func() {
-			if time.Now().UnixNano() >= e.due.Load() {
+			if e := wp.Value(); e != nil && time.Now().UnixNano() >= e.due.Load() {
 				e.stale.Store(true)
 			}
 		})

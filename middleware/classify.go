@@ -150,7 +150,7 @@ type uaInfo struct {
 	// unknown clients may be bots that the site's own groups name.
 	browser bool
 	hits    atomic.Uint32
-	spec atomic.Pointer[specMemo]
+	spec    atomic.Pointer[specMemo]
 }
 
 type specMemo struct {

@@ -1,0 +1,154 @@
+package middleware
+
+import (
+	"hash/maphash"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// siteLRU holds the cache entries of sites in two LRU segments, so that a
+// flood of one-hit Host names cannot push out the sites that get traffic:
+//
+//   - probation (a quarter of max_sites) takes every new site; a flood of
+//     names seen once only churns this segment;
+//   - protected (the rest) takes a site when it is looked up again while
+//     in probation, or when it comes back after an eviction: a small
+//     count-min sketch remembers how often each site had to be created,
+//     beyond the cache's own memory, so a site that gets a request now and
+//     then during a flood is admitted on its second creation. When
+//     protected is full, the candidate must have a higher count than
+//     protected's least recently used site; otherwise it stays in
+//     probation and the victim's count drops by the candidate's, so a site
+//     that was busy long ago does not hold its place for ever.
+//
+// This is the W-TinyLFU scheme (a window, a segmented LRU and a frequency
+// sketch for admission), small enough to write here on top of
+// hashicorp/golang-lru: the sketch is counted on cache misses only, so the
+// hit path stays read-only. Entries dropped from either segment are marked
+// evicted.
+//
+// Lookups take the LRUs' read locks only (Peek); the caller serialises
+// adds and promotions.
+type siteLRU struct {
+	probation *lru.Cache[siteKey, *siteEntry]
+	protected *lru.Cache[siteKey, *siteEntry]
+	protSize  int
+	seen      sketch // creations per site; guarded by the caller's lock
+}
+
+// sketch is a count-min sketch of 4 × 4096 saturating 8-bit counters: an
+// upper bound of how often a key was counted, halved every 10 × size
+// counts so that old traffic fades.
+type sketch struct {
+	seed  maphash.Seed
+	rows  [4][4096]uint8
+	n     int
+	reset int
+}
+
+// add counts k and returns its estimated count.
+func (s *sketch) add(k siteKey) uint8 {
+	h := maphash.Comparable(s.seed, k)
+	est := uint8(255)
+	for i := range s.rows {
+		c := &s.rows[i][(h>>(16*i))&4095]
+		if *c < 255 {
+			*c++
+		}
+		est = min(est, *c)
+	}
+	if s.n++; s.n >= s.reset {
+		s.n = 0
+		for i := range s.rows {
+			for j := range s.rows[i] {
+				s.rows[i][j] >>= 1
+			}
+		}
+	}
+	return est
+}
+
+func newSiteLRU(size int) *siteLRU {
+	prob := max(1, size/4)
+	prot := max(1, size-prob)
+	evict := func(_ siteKey, e *siteEntry) {
+		if !e.moving.Load() {
+			e.evicted.Store(true)
+		}
+	}
+	p, _ := lru.NewWithEvict(prob, evict)
+	q, _ := lru.NewWithEvict(prot, evict)
+	return &siteLRU{probation: p, protected: q, protSize: prot, seen: sketch{seed: maphash.MakeSeed(), reset: 10 * max(size, 100)}}
+}
+
+// Peek returns the entry of k without changing recency.
+func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
+	if e, ok := l.protected.Peek(k); ok {
+		return e, true
+	}
+	return l.probation.Peek(k)
+}
+
+// touch refreshes the recency of k in its segment.
+func (l *siteLRU) touch(k siteKey) {
+	if _, ok := l.protected.Get(k); !ok {
+		l.probation.Get(k)
+	}
+}
+
+// add puts a new entry into probation, or into protected when the site
+// was created before (it comes back after an eviction) and passes the
+// admission test. It reports whether e went to protected.
+func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
+	f := uint32(l.seen.add(k))
+	if f >= 2 && l.admit(f) {
+		l.protected.Add(k, e)
+		return true
+	}
+	l.probation.Add(k, e)
+	return false
+}
+
+// admit is the admission test of a candidate counted f times: protected
+// has room, or its least recently used site counts less (which then
+// counts f less, so that it fades).
+func (l *siteLRU) admit(f uint32) bool {
+	if l.protected.Len() < l.protSize {
+		return true
+	}
+	_, victim, ok := l.protected.GetOldest()
+	if !ok {
+		return true
+	}
+	if vh := victim.hits.Load(); f <= vh {
+		victim.hits.Store(vh - f)
+		return false
+	}
+	return true
+}
+
+// promote moves e from probation to protected if it passes the admission
+// test; it reports whether it moved.
+func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
+	if _, ok := l.probation.Peek(k); !ok {
+		return false
+	}
+	if !l.admit(e.hits.Load()) {
+		l.probation.Get(k)
+		return false
+	}
+	e.moving.Store(true)
+	l.probation.Remove(k)
+	e.moving.Store(false)
+	l.protected.Add(k, e)
+	return true
+}
+
+// Len returns the number of entries in both segments.
+func (l *siteLRU) Len() int { return l.probation.Len() + l.protected.Len() }
+
+// Values returns the entries of both segments, protected first, each from
+// least to most recently used.
+func (l *siteLRU) Values() []*siteEntry {
+	return append(l.protected.Values(), l.probation.Values()...)
+}
