@@ -248,3 +248,34 @@ func BenchmarkKeys(b *testing.B) {
 		runtime.KeepAlive(l)
 	}
 }
+
+// TestChurnKeepsMapSmall: 2,000,000 distinct keys through a 100,000-key
+// limiter leave the heap near the cap's size.
+func TestChurnKeepsMapSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("inserts 2,000,000 keys")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	l := NewMemory(100000, DefaultTolerance)
+	now := int64(1e15)
+	for i := range 2000000 {
+		k := Key{Site: "s", Group: "g"}
+		k.Client[12], k.Client[13], k.Client[14], k.Client[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
+		l.Allow(k, now, time.Hour)
+	}
+	grew := float64(heap()-before) / (1 << 20)
+	t.Logf("2,000,000 distinct keys through a 100,000-key limiter: %d keys, heap +%.1f MB", l.Len(), grew)
+	if l.Len() > 100000+shards {
+		t.Errorf("%d keys held", l.Len())
+	}
+	if grew > 30 {
+		t.Errorf("heap grew %.1f MB", grew)
+	}
+	runtime.KeepAlive(l)
+}
