@@ -36,6 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ipv6_prefix <bits>
 //	    max_keys <n>
 //	    max_sites <n>
+//	    new_sites_per_second <n>
 //	    bots <token...>
 //	    empty_user_agent_is_bot
 //	    http_tools_are_bots
@@ -119,6 +120,8 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = num(&g.MaxKeys)
 		case "max_sites":
 			err = num(&g.MaxSites)
+		case "new_sites_per_second":
+			err = num(&g.NewSitesPerSecond)
 		case "ua_cache_size":
 			err = num(&g.UACacheSize)
 		case "bots":

@@ -120,6 +120,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		ipv6_prefix 56
 		max_keys 7
 		max_sites 8
+		new_sites_per_second 11
 		bots XyBot
 		empty_user_agent_is_bot
 		http_tools_are_bots
@@ -135,8 +136,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 16 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 16 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 17 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 17 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -88,6 +88,12 @@ type RobotsGuard struct {
 	// 1000).
 	MaxSites int `json:"max_sites,omitempty"`
 
+	// Bound of first robots.txt fetches of sites not seen before, per
+	// second (default 50, bursts of four seconds' worth): a flood of Host
+	// names costs at most this many upstream fetches. A bot's request for
+	// a new site over the bound gets 429 with Retry-After 1.
+	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
+
 	// Extra product tokens that mark a client as a bot.
 	Bots []string `json:"bots,omitempty"`
 
@@ -136,6 +142,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		IPv6Prefix:          g.IPv6Prefix,
 		MaxKeys:             g.MaxKeys,
 		MaxSites:            g.MaxSites,
+		NewSitesPerSecond:   g.NewSitesPerSecond,
 		Bots:                g.Bots,
 		EmptyUserAgentIsBot: g.EmptyUserAgentIsBot,
 		HTTPToolsAreBots:    g.HTTPToolsAreBots,

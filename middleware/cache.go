@@ -46,6 +46,28 @@ type siteState struct {
 	ctype       string // Content-Type of a 2xx answer, for log lines
 	size        int    // body bytes of a 2xx answer
 	err         error  // why a fetch found no file (redirect loops), for log lines
+	postponed   bool   // no fetch yet: too many new sites at once
+}
+
+// firstFetchAllowed takes a token for the first fetch of e, unless a fetch
+// of e is already under way (joining it costs nothing).
+func (c *siteCache) firstFetchAllowed(e *siteEntry) bool {
+	now := c.now()
+	c.newMu.Lock()
+	defer c.newMu.Unlock()
+	if !c.newLast.IsZero() {
+		c.newTokens = min(c.newBurst, c.newTokens+now.Sub(c.newLast).Seconds()*c.newRate)
+	}
+	c.newLast = now
+	if e.firstFetch {
+		return true
+	}
+	if c.newTokens < 1 {
+		return false
+	}
+	c.newTokens--
+	e.firstFetch = true
+	return true
 }
 
 // originRef boxes the handler that serves a site.
@@ -73,26 +95,36 @@ type siteEntry struct {
 	origin     atomic.Pointer[originRef] // the first Origin seen, for Enforcer.Refresh
 	class      string                    // what the last fetch meant for bots, for logging changes; fetches only
 	failed     atomic.Bool               // the last fetch found robots.txt unreachable
+	firstFetch bool                      // a token was spent for its first fetch; guarded by siteCache.newMu
 }
 
 // siteCache holds the robots.txt of each site, fetched through a Source with
 // one fetch per site at a time.
 type siteCache struct {
-	lru     *siteLRU
-	last    atomic.Pointer[siteEntry] // the entry of the latest lookup: most servers serve one site
-	mu      sync.Mutex                // serialises entry creation
-	seq     atomic.Uint64             // revalidation generations, handed out in order
-	all     atomic.Uint64             // generation wanted of every site (Enforcer.Invalidate(""))
-	flights singleflight.Group
-	src     Source
-	now     func() time.Time
-	refresh time.Duration
-	retry   time.Duration
-	timeout time.Duration
-	empty   *policy.Robots
-	pending *siteState // what clients that do not wait see before the first fetch ends
-	log     *zap.Logger
-	obs     Observer
+	lru       *siteLRU
+	last      atomic.Pointer[siteEntry] // the entry of the latest lookup: most servers serve one site
+	mu        sync.Mutex                // serialises entry creation
+	seq       atomic.Uint64             // revalidation generations, handed out in order
+	all       atomic.Uint64             // generation wanted of every site (Enforcer.Invalidate(""))
+	flights   singleflight.Group
+	src       Source
+	now       func() time.Time
+	refresh   time.Duration
+	retry     time.Duration
+	timeout   time.Duration
+	empty     *policy.Robots
+	pending   *siteState // what clients that do not wait see before the first fetch ends
+	postponed *siteState // what a new site's clients see while first fetches are rate-limited
+
+	// Token bucket of first fetches (newSiteRate, newSiteBurst), guarded
+	// by newMu; only requests for a site without a copy touch it.
+	newMu     sync.Mutex
+	newRate   float64 // Config.NewSitesPerSecond
+	newBurst  float64 // 4 seconds' worth
+	newTokens float64
+	newLast   time.Time
+	log       *zap.Logger
+	obs       Observer
 
 	allowUnreachable bool // for log lines only; Enforcer decides
 
@@ -108,7 +140,7 @@ type siteCache struct {
 	timers bool
 }
 
-func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer, allowUnreachable bool) *siteCache {
+func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout time.Duration, log *zap.Logger, obs Observer, allowUnreachable bool, newRate float64) *siteCache {
 	// size > 0 is checked by Config.
 	c := newSiteLRU(size)
 	timers := now == nil
@@ -117,18 +149,22 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 		now = time.Now
 	}
 	return &siteCache{
-		timers:   timers,
-		lru:      c,
-		src:      src,
-		now:      now,
-		refresh:  refresh,
-		retry:    min(refresh, time.Minute),
-		timeout:  timeout,
-		empty:    empty,
-		pending:  &siteState{robots: empty},
-		compiled: make(map[[32]byte]weak.Pointer[policy.Robots]),
-		log:      log,
-		obs:      obs,
+		timers:    timers,
+		lru:       c,
+		src:       src,
+		now:       now,
+		refresh:   refresh,
+		retry:     min(refresh, time.Minute),
+		timeout:   timeout,
+		empty:     empty,
+		pending:   &siteState{robots: empty},
+		postponed: &siteState{robots: empty, postponed: true},
+		newRate:   newRate,
+		newBurst:  4 * newRate,
+		newTokens: 4 * newRate,
+		compiled:  make(map[[32]byte]weak.Pointer[policy.Robots]),
+		log:       log,
+		obs:       obs,
 
 		allowUnreachable: allowUnreachable,
 	}
@@ -291,6 +327,15 @@ func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wai
 			c.background(e, origin)
 		}
 		return e, st
+	}
+	if !c.firstFetchAllowed(e) {
+		// Too many new sites at once (a flood of Host names): this one
+		// waits for a later request. Bots are told to come back (429).
+		c.observe(e, FetchPostponed)
+		if ce := c.log.Check(zapcore.WarnLevel, "robots_guard: too many new sites; first robots.txt fetch postponed, bots get 429"); ce != nil {
+			ce.Write(zap.String("site", e.site), zap.Float64("new_sites_per_second", c.newRate))
+		}
+		return e, c.postponed
 	}
 	if !wait {
 		// No copy yet: a client that is no bot does not wait for the

@@ -23,15 +23,16 @@ const (
 	// modification time), and an unchanged file answers 304 and is not
 	// parsed again. An edit is in force within a minute, and at once
 	// after Enforcer.Invalidate (which a Caddy reload calls).
-	DefaultRefresh      = time.Minute
-	MaxRefresh          = 24 * time.Hour
-	DefaultFetchTimeout = 5 * time.Second
-	MaxFetchTimeout     = time.Minute
-	DefaultIPv4Prefix   = 32
-	DefaultIPv6Prefix   = 64
-	DefaultMaxKeys      = 100000
-	DefaultMaxSites     = 1000
-	DefaultUACacheSize  = 10000
+	DefaultRefresh           = time.Minute
+	MaxRefresh               = 24 * time.Hour
+	DefaultFetchTimeout      = 5 * time.Second
+	MaxFetchTimeout          = time.Minute
+	DefaultIPv4Prefix        = 32
+	DefaultIPv6Prefix        = 64
+	DefaultMaxKeys           = 100000
+	DefaultMaxSites          = 1000
+	DefaultNewSitesPerSecond = 50
+	DefaultUACacheSize       = 10000
 )
 
 // Values of Config.OnUnreachable.
@@ -112,6 +113,15 @@ type Config struct {
 	// least recently used site is dropped first. Default 1000. It matters
 	// for catch-all servers that accept any Host header.
 	MaxSites int `json:"max_sites,omitempty"`
+
+	// NewSitesPerSecond bounds the first robots.txt fetches of sites not
+	// seen before, so that a flood of Host names costs at most this many
+	// upstream fetches a second (after a burst of four seconds' worth). A
+	// bot's request for a new site over the bound gets 429 with
+	// Retry-After 1 (reason new_site_rate) and is fetched for at a later
+	// request; other clients pass. Default 50. A server that serves more
+	// sites fills its cache at this pace after a start: raise it there.
+	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
 
 	// Bots lists extra product tokens that mark a client as a bot when they
 	// occur as a whole word in its User-Agent header (case-insensitive).
@@ -244,6 +254,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxKeys = DefaultMaxKeys
 	} else if c.MaxKeys < 0 {
 		return c, errf("max_keys", "must be positive, got %d", c.MaxKeys)
+	}
+	if c.NewSitesPerSecond == 0 {
+		c.NewSitesPerSecond = DefaultNewSitesPerSecond
+	} else if c.NewSitesPerSecond < 0 {
+		return c, errf("new_sites_per_second", "must be positive, got %d", c.NewSitesPerSecond)
 	}
 	if c.MaxSites == 0 {
 		c.MaxSites = DefaultMaxSites

@@ -116,7 +116,7 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 			src = FileSource(cfg.RobotsTxt)
 		}
 	}
-	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch)
+	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch, float64(cfg.NewSitesPerSecond))
 	return e, nil
 }
 
@@ -201,6 +201,10 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	}
 	v.Bot = true
 	v.Group = agent.Group()
+	if st.postponed {
+		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
+		return v
+	}
 	if st.unreachable && !e.allowUnrch {
 		v.Action, v.Reason = Deny, ReasonUnreachable
 		return v

@@ -85,7 +85,7 @@ func TestLogQuery(t *testing.T) {
 // most the sampler's first lines per second, not one per site.
 func TestLogFloodSampled(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	e := mustNew(t, Config{}, WithLogger(zap.New(core)))
+	e := mustNew(t, Config{NewSitesPerSecond: 1 << 20}, WithLogger(zap.New(core)))
 	origin := statusSite(http.NotFound)
 	for i := range 2000 {
 		e.Decide(context.Background(), Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
@@ -137,7 +137,7 @@ func TestBusySiteSurvivesHostFlood(t *testing.T) {
 		}
 		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
 	})
-	e := mustNew(t, Config{MaxSites: 100, Refresh: Duration(time.Hour)})
+	e := mustNew(t, Config{MaxSites: 100, Refresh: Duration(time.Hour), NewSitesPerSecond: 1 << 20})
 	ctx := context.Background()
 	busy := Request{Host: "busy.example", Target: "/x", UserAgent: uaAhrefs, Origin: origin}
 	for i := range 20000 {
@@ -174,7 +174,7 @@ func TestHostFloodMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
-	e := mustNew(t, Config{})
+	e := mustNew(t, Config{NewSitesPerSecond: 1 << 20}) // every Host fetched: the sharing is what is measured
 	ctx := context.Background()
 	heap := func() uint64 {
 		runtime.GC()
@@ -197,5 +197,43 @@ func TestHostFloodMemory(t *testing.T) {
 	}
 	if n := e.sites.compiledLen(); n > 2 {
 		t.Errorf("%d compiled copies of one robots.txt", n)
+	}
+}
+
+// TestNewSiteRate: first fetches of new sites are bounded; a bot's request
+// for a site over the bound gets 429 with Retry-After 1 and no fetch, and
+// is served by rules once tokens come back.
+func TestNewSiteRate(t *testing.T) {
+	clk := newClock()
+	var fetches atomic.Int32
+	obs := &countObserver{}
+	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
+	})
+	e := mustNew(t, Config{NewSitesPerSecond: 10}, WithClock(clk.Now), WithObserver(obs))
+	ctx := context.Background()
+	var throttled, browsersStopped int
+	for i := range 100 {
+		v := e.Decide(ctx, Request{Host: fmt.Sprintf("n%d.example", i), Target: "/x", UserAgent: uaAhrefs, Origin: origin})
+		if v.Action == Throttle && v.Reason == ReasonNewSiteRate && v.RetryAfterSeconds() == 1 {
+			throttled++
+		}
+		if b := e.Decide(ctx, Request{Host: fmt.Sprintf("b%d.example", i), Target: "/x", UserAgent: uaChrome, Origin: origin}); b.Action != Allow {
+			browsersStopped++
+		}
+	}
+	if n := fetches.Load(); n > 40 {
+		t.Fatalf("%d fetches for 200 new sites at one instant, want at most the burst of 40", n)
+	}
+	if throttled < 60 || browsersStopped != 0 {
+		t.Fatalf("%d bots throttled (want the ones over the burst), %d browsers stopped", throttled, browsersStopped)
+	}
+	if obs.get("fetch/postponed") == 0 {
+		t.Fatal("postponed first fetches are not counted")
+	}
+	clk.Add(time.Second) // 10 tokens come back
+	if v := e.Decide(ctx, Request{Host: "n99.example", Target: "/private/x", UserAgent: uaAhrefs, Origin: origin}); v.Action != Deny {
+		t.Fatalf("a postponed site after the wait: %v %v, want its rules", v.Action, v.Reason)
 	}
 }

@@ -92,6 +92,10 @@ const (
 	// copy in use was kept. It is reported to the Observer only; the copy
 	// keeps the outcome of the fetch it came from.
 	FetchNotModified
+	// FetchPostponed: the first fetch of a new site was put off because
+	// too many new sites came at once (a flood of Host names). Reported to
+	// the Observer only.
+	FetchPostponed
 )
 
 // String returns "ok", "unavailable", "unreachable", "html" or
@@ -108,6 +112,8 @@ func (o FetchOutcome) String() string {
 		return "html"
 	case FetchNotModified:
 		return "not_modified"
+	case FetchPostponed:
+		return "postponed"
 	}
 	return "fetch_outcome(" + fmt.Sprint(uint8(o)) + ")"
 }

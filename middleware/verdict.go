@@ -96,6 +96,9 @@ const (
 	// ReasonBadTarget: the request-target has no path the guard can judge
 	// (the asterisk form, an opaque URI); bots are refused such targets.
 	ReasonBadTarget
+	// ReasonNewSiteRate: the site's robots.txt is not fetched yet because
+	// too many new sites came at once; the bot is told to retry (429).
+	ReasonNewSiteRate
 )
 
 var reasonNames = [...]string{
@@ -108,6 +111,7 @@ var reasonNames = [...]string{
 	ReasonUnreachable:       "unreachable",
 	ReasonCrawlDelay:        "crawl_delay",
 	ReasonBadTarget:         "bad_target",
+	ReasonNewSiteRate:       "new_site_rate",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -214,6 +218,11 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			b = append(b, " (decoded path)"...)
 		}
 	case Throttle:
+		if v.Reason == ReasonNewSiteRate {
+			b = append(b, "Too many new sites at once: retry after "...)
+			b = strconv.AppendInt(b, v.RetryAfterSeconds(), 10)
+			return append(b, " s"...)
+		}
 		b = append(b, "Crawl-delay of robots.txt for "...)
 		b = append(b, v.Group...)
 		b = append(b, " exceeded: retry after "...)
