@@ -27,7 +27,7 @@ var (
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
 		Name:      "robots_fetches_total",
-		Help:      "robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable).",
+		Help:      "robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
 	}, []string{"outcome"})
 )
 
