@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
 )
 
 func init() {
@@ -37,6 +38,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    max_keys <n>
 //	    max_sites <n>
 //	    new_sites_per_second <n>
+//	    max_robots_bytes <size, e.g. 256MiB>
 //	    bots <token...>
 //	    empty_user_agent_is_bot
 //	    http_tools_are_bots
@@ -122,6 +124,15 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = num(&g.MaxSites)
 		case "new_sites_per_second":
 			err = num(&g.NewSitesPerSecond)
+		case "max_robots_bytes":
+			var v string
+			if v, err = one(); err == nil {
+				n, perr := humanize.ParseBytes(v)
+				if perr != nil || n > 1<<50 {
+					return d.Errf("%s: %q is not a size such as 256MiB or 100000000", name, v)
+				}
+				g.MaxRobotsBytes = int64(n)
+			}
 		case "ua_cache_size":
 			err = num(&g.UACacheSize)
 		case "bots":

@@ -24,6 +24,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"crawl_delay_tolerance fraction", "robots_guard {\n crawl_delay_tolerance 0.1\n}", `{"crawl_delay_tolerance":0.1}`},
 		{"crawl_delay_tolerance percent", "robots_guard {\n crawl_delay_tolerance 25%\n}", `{"crawl_delay_tolerance":0.25}`},
 		{"crawl_delay_tolerance 0 is strict", "robots_guard {\n crawl_delay_tolerance 0\n}", `{"crawl_delay_tolerance":0}`},
+		{"max_robots_bytes", "robots_guard {\n max_robots_bytes 64MiB\n}", `{"max_robots_bytes":67108864}`},
 		{"prefixes", "robots_guard {\n ipv4_prefix 24\n ipv6_prefix 48\n}", `{"ipv4_prefix":24,"ipv6_prefix":48}`},
 		{"caps", "robots_guard {\n max_keys 5000\n max_sites 10\n ua_cache_size 100\n}", `{"max_keys":5000,"max_sites":10,"ua_cache_size":100}`},
 		{"bots", "robots_guard {\n bots MyScraper OtherBot\n bots Third\n}", `{"bots":["MyScraper","OtherBot","Third"]}`},
@@ -77,6 +78,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bad crawl_delay_key", "robots_guard {\n crawl_delay_key ua\n}", `crawl_delay_key`},
 		{"crawl_delay_tolerance too large", "robots_guard {\n crawl_delay_tolerance 0.9\n}", `crawl_delay_tolerance: must be a fraction of the delay between 0 and 0.5, got 0.9`},
 		{"crawl_delay_tolerance not a number", "robots_guard {\n crawl_delay_tolerance soon\n}", `crawl_delay_tolerance: "soon" is not a fraction`},
+		{"max_robots_bytes not a size", "robots_guard {\n max_robots_bytes lots\n}", `max_robots_bytes: "lots" is not a size`},
 		{"bad ipv4_prefix", "robots_guard {\n ipv4_prefix 33\n}", `ipv4_prefix`},
 		{"bad ipv6_prefix", "robots_guard {\n ipv6_prefix 0\n}", ``},
 		{"flag with value", "robots_guard {\n dry_run yes\n}", `dry_run takes no value`},
@@ -121,6 +123,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		max_keys 7
 		max_sites 8
 		new_sites_per_second 11
+		max_robots_bytes 64MiB
 		bots XyBot
 		empty_user_agent_is_bot
 		http_tools_are_bots
@@ -136,8 +139,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 17 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 17 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 18 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 18 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -88,6 +88,11 @@ type RobotsGuard struct {
 	// 1000).
 	MaxSites int `json:"max_sites,omitempty"`
 
+	// Bound of the memory of compiled robots.txt files in use, estimated
+	// (8 bytes per byte of body plus 4 KiB per distinct file); over it the
+	// least recently used sites are dropped. Default 256 MiB.
+	MaxRobotsBytes int64 `json:"max_robots_bytes,omitempty"`
+
 	// Bound of first robots.txt fetches of sites not seen before, per
 	// second (default 50, bursts of four seconds' worth): a flood of Host
 	// names costs at most this many upstream fetches. A bot's request for
@@ -143,6 +148,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		MaxKeys:             g.MaxKeys,
 		MaxSites:            g.MaxSites,
 		NewSitesPerSecond:   g.NewSitesPerSecond,
+		MaxRobotsBytes:      g.MaxRobotsBytes,
 		Bots:                g.Bots,
 		EmptyUserAgentIsBot: g.EmptyUserAgentIsBot,
 		HTTPToolsAreBots:    g.HTTPToolsAreBots,

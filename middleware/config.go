@@ -32,6 +32,7 @@ const (
 	DefaultMaxKeys           = 100000
 	DefaultMaxSites          = 1000
 	DefaultNewSitesPerSecond = 50
+	DefaultMaxRobotsBytes    = 256 << 20
 	DefaultUACacheSize       = 10000
 )
 
@@ -113,6 +114,14 @@ type Config struct {
 	// least recently used site is dropped first. Default 1000. It matters
 	// for catch-all servers that accept any Host header.
 	MaxSites int `json:"max_sites,omitempty"`
+
+	// MaxRobotsBytes bounds the memory of the compiled robots.txt files
+	// that cached sites use, as an estimate (8 bytes per byte of body plus
+	// 4 KiB per file, from measurements) counted once per distinct file
+	// however many sites share it. Over it, the least recently used sites
+	// are dropped. Default 256 MiB: a thousand distinct 22 KB files, or 64
+	// of the largest (500 KiB) ones.
+	MaxRobotsBytes int64 `json:"max_robots_bytes,omitempty"`
 
 	// NewSitesPerSecond bounds the first robots.txt fetches of sites not
 	// seen before, so that a flood of Host names costs at most this many
@@ -254,6 +263,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxKeys = DefaultMaxKeys
 	} else if c.MaxKeys < 0 {
 		return c, errf("max_keys", "must be positive, got %d", c.MaxKeys)
+	}
+	if c.MaxRobotsBytes == 0 {
+		c.MaxRobotsBytes = DefaultMaxRobotsBytes
+	} else if c.MaxRobotsBytes < 0 {
+		return c, errf("max_robots_bytes", "must be positive, got %d", c.MaxRobotsBytes)
 	}
 	if c.NewSitesPerSecond == 0 {
 		c.NewSitesPerSecond = DefaultNewSitesPerSecond

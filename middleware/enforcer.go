@@ -116,7 +116,7 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 			src = FileSource(cfg.RobotsTxt)
 		}
 	}
-	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch, float64(cfg.NewSitesPerSecond))
+	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch, float64(cfg.NewSitesPerSecond), cfg.MaxRobotsBytes)
 	return e, nil
 }
 

@@ -654,7 +654,7 @@ func TestDecodedTarget(t *testing.T) {
 // TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
 // the latest site, and never an entry the LRU has dropped.
 func TestSiteCacheLastEntry(t *testing.T) {
-	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false, DefaultNewSitesPerSecond)
+	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false, DefaultNewSitesPerSecond, DefaultMaxRobotsBytes)
 	a := c.entry(makeKey("http", "a.example", 0))
 	if c.entry(makeKey("http", "A.example", 0)) != a {
 		t.Fatal("the same site (host case aside) got a second entry")

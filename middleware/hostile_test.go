@@ -237,3 +237,35 @@ func TestNewSiteRate(t *testing.T) {
 		t.Fatalf("a postponed site after the wait: %v %v, want its rules", v.Action, v.Reason)
 	}
 }
+
+// TestRobotsBytesBound: sites that serve distinct large files are dropped,
+// least recently used first, while their compiled files are estimated over
+// max_robots_bytes; sites that share one file are counted once.
+func TestRobotsBytesBound(t *testing.T) {
+	big := strings.Repeat("Disallow: /some/long/path/segment/*/x\n", 1300) // about 50 KB
+	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "User-agent: *\n# "+r.Host+"\n"+big) // a different file per Host
+	})
+	const limit = 2 << 20
+	e := mustNew(t, Config{MaxRobotsBytes: limit, NewSitesPerSecond: 1 << 20})
+	ctx := context.Background()
+	for i := range 50 {
+		e.Decide(ctx, Request{Host: fmt.Sprintf("d%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
+	}
+	if held := e.sites.heldBytes(); held > limit {
+		t.Errorf("estimated %d bytes of compiled files held, bound %d", held, limit)
+	}
+	per := compiledCost(len(big) + 30)
+	if n := e.sites.lru.Len(); n > int(limit/per)+1 {
+		t.Errorf("%d sites with distinct 50 KB files cached under a %d-byte bound", n, limit)
+	}
+	// One file shared by many sites is counted once.
+	shared := statusSite(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\n"+big) })
+	e2 := mustNew(t, Config{MaxRobotsBytes: limit, NewSitesPerSecond: 1 << 20})
+	for i := range 200 {
+		e2.Decide(ctx, Request{Host: fmt.Sprintf("s%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: shared})
+	}
+	if n, held := e2.sites.lru.Len(), e2.sites.heldBytes(); n != 200 || held != compiledCost(len(big)+14) {
+		t.Errorf("200 sites sharing one file: %d cached, %d bytes estimated (one file: %d)", n, held, compiledCost(len(big)+14))
+	}
+}

@@ -292,7 +292,8 @@ func (e *Enforcer) Adopt(from *Enforcer) int {
 			continue
 		}
 		ent := e.sites.entry(old.key)
-		if ent.state.CompareAndSwap(nil, st) {
+		if ent.state.Load() == nil {
+			e.sites.setState(ent, st)
 			ent.checked.Store(old.checked.Load())
 			e.sites.setDue(ent, now, e.sites.refresh)
 			n++

@@ -68,12 +68,15 @@ func (s *sketch) add(k siteKey) uint8 {
 	return est
 }
 
-func newSiteLRU(size int) *siteLRU {
+func newSiteLRU(size int, dropped func(*siteEntry)) *siteLRU {
 	prob := max(1, size/4)
 	prot := max(1, size-prob)
 	evict := func(_ siteKey, e *siteEntry) {
 		if !e.moving.Load() {
 			e.evicted.Store(true)
+			if dropped != nil {
+				dropped(e)
+			}
 		}
 	}
 	p, _ := lru.NewWithEvict(prob, evict)
@@ -142,6 +145,21 @@ func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
 	e.moving.Store(false)
 	l.protected.Add(k, e)
 	return true
+}
+
+// removeOldest drops the least recently used entry other than keep,
+// from probation first; it reports whether it dropped one.
+func (l *siteLRU) removeOldest(keep *siteEntry) bool {
+	for _, seg := range []*lru.Cache[siteKey, *siteEntry]{l.probation, l.protected} {
+		keys := seg.Keys() // oldest first
+		for _, k := range keys {
+			if e, ok := seg.Peek(k); ok && e != keep {
+				seg.Remove(k)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Len returns the number of entries in both segments.
