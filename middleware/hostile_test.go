@@ -269,3 +269,41 @@ func TestRobotsBytesBound(t *testing.T) {
 		t.Errorf("200 sites sharing one file: %d cached, %d bytes estimated (one file: %d)", n, held, compiledCost(len(big)+14))
 	}
 }
+
+// TestMillionHosts: 1,000,000 distinct Host names with the default
+// configuration. First fetches are bounded (new_sites_per_second), the
+// cache by max_sites and max_robots_bytes: the heap stays small.
+func TestMillionHosts(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("floods 1,000,000 Hosts; heap figures under the race detector mean little")
+	}
+	body, err := os.ReadFile("../testdata/robots/facebook.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetches atomic.Int32
+	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { fetches.Add(1); w.Write(body) })
+	e := mustNew(t, Config{})
+	ctx := context.Background()
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	start := time.Now()
+	for i := range 1000000 {
+		e.Decide(ctx, Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
+	}
+	took := time.Since(start)
+	grew := float64(int64(heap())-int64(before)) / (1 << 20)
+	t.Logf("1,000,000 distinct Hosts in %v: %d upstream fetches, heap %+.1f MB, %d sites cached", took.Round(time.Millisecond), fetches.Load(), grew, e.sites.lru.Len())
+	if grew > 50 {
+		t.Errorf("heap grew %.1f MB", grew)
+	}
+	if n := fetches.Load(); float64(n) > 4*DefaultNewSitesPerSecond+took.Seconds()*DefaultNewSitesPerSecond+1 {
+		t.Errorf("%d upstream fetches in %v", n, took)
+	}
+}
