@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // rawRequest sends one raw HTTP request to addr and returns the answer.
@@ -131,5 +135,79 @@ func TestNoConnectionToClientChosenHost(t *testing.T) {
 	rawRequest(t, fmt.Sprintf("127.0.0.1:%d", port), "GET /x HTTP/1.1\r\nHost: "+canHost+"\r\nUser-Agent: FooBot/1.0\r\nConnection: close\r\n\r\n")
 	if n := conns.Load(); n != 0 {
 		t.Fatalf("robots_guard opened %d connections to the host the client named", n)
+	}
+}
+
+// h2cGet sends one GET over cleartext HTTP/2 with prior knowledge, with no
+// :authority pseudo-header and no Host header, and returns the status and
+// the body.
+func h2cGet(t *testing.T, addr, path, ua string) (string, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(8 * time.Second))
+	io.WriteString(c, http2.ClientPreface)
+	fr := http2.NewFramer(c, c)
+	fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":path", path}, {"user-agent", ua}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+	var status string
+	var body strings.Builder
+	dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) {
+		if f.Name == ":status" {
+			status = f.Value
+		}
+	})
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return status, body.String()
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			dec.Write(f.HeaderBlockFragment())
+			if f.StreamEnded() {
+				return status, body.String()
+			}
+		case *http2.DataFrame:
+			body.Write(f.Data())
+			if f.StreamEnded() {
+				return status, body.String()
+			}
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			return status, body.String()
+		}
+	}
+}
+
+// TestH2CWithoutAuthority: over h2c, a request without :authority (and
+// without Host) is judged against the site it reaches.
+func TestH2CWithoutAuthority(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "private"), 0o755)
+	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
+	os.WriteFile(filepath.Join(root, "robots.txt"), []byte("User-agent: *\nDisallow: /private/\n"), 0o644)
+	files := httptest.NewServer(http.FileServer(http.Dir(root)))
+	defer files.Close()
+	port := freePort(t)
+	load(t, "servers {\n\t\tprotocols h1 h2c\n\t}", fmt.Sprintf("http://:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	status, body := h2cGet(t, addr, "/private/secret.html", browserUA)
+	if !strings.Contains(body, "SECRET") {
+		t.Skipf("this server does not serve h2c requests without :authority (status %q), so there is nothing to bypass", status)
+	}
+	if status, body := h2cGet(t, addr, "/private/secret.html", "FooBot/1.0"); strings.Contains(body, "SECRET") || status != "403" {
+		t.Errorf("a bot over h2c without :authority: status %s, body %q", status, body)
 	}
 }
