@@ -32,17 +32,25 @@ func rawRequest(t *testing.T, addr, req string) string {
 	return string(b)
 }
 
+// secretFiles starts a bare http.FileServer upstream with robots and a
+// page, /private/secret.html, that reads "SECRET".
+func secretFiles(t *testing.T, robots string) *httptest.Server {
+	t.Helper()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "private"), 0o755)
+	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
+	os.WriteFile(filepath.Join(root, "robots.txt"), []byte(robots), 0o644)
+	files := httptest.NewServer(http.FileServer(http.Dir(root)))
+	t.Cleanup(files.Close)
+	return files
+}
+
 // TestHostileTargets: through Caddy on a catch-all site (the shape of
 // Caddyfile.example), in front of a bare http.FileServer and a ServeMux,
 // no crafted request-target, missing Host or odd Host gets a bot the
 // disallowed page.
 func TestHostileTargets(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "private"), 0o755)
-	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
-	os.WriteFile(filepath.Join(root, "robots.txt"), []byte("User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /private/\n"), 0o644)
-	files := httptest.NewServer(http.FileServer(http.Dir(root)))
-	defer files.Close()
+	files := secretFiles(t, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /private/\n")
 	port := freePort(t)
 	tc := load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\ton_unreachable allow\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
 	_ = tc
@@ -194,12 +202,7 @@ func h2cGet(t *testing.T, addr, path, ua string) (string, string) {
 // TestH2CWithoutAuthority: over h2c, a request without :authority (and
 // without Host) is judged against the site it reaches.
 func TestH2CWithoutAuthority(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "private"), 0o755)
-	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
-	os.WriteFile(filepath.Join(root, "robots.txt"), []byte("User-agent: *\nDisallow: /private/\n"), 0o644)
-	files := httptest.NewServer(http.FileServer(http.Dir(root)))
-	defer files.Close()
+	files := secretFiles(t, "User-agent: *\nDisallow: /private/\n")
 	port := freePort(t)
 	load(t, "servers {\n\t\tprotocols h1 h2c\n\t}", fmt.Sprintf("http://:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)

@@ -259,30 +259,20 @@ func (c Config) withDefaults() (Config, error) {
 	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
 		return c, errf("ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
 	}
-	if c.MaxKeys == 0 {
-		c.MaxKeys = DefaultMaxKeys
-	} else if c.MaxKeys < 0 {
-		return c, errf("max_keys", "must be positive, got %d", c.MaxKeys)
+	if err := orDefault(&c.MaxKeys, DefaultMaxKeys, "max_keys"); err != nil {
+		return c, err
 	}
-	if c.MaxRobotsBytes == 0 {
-		c.MaxRobotsBytes = DefaultMaxRobotsBytes
-	} else if c.MaxRobotsBytes < 0 {
-		return c, errf("max_robots_bytes", "must be positive, got %d", c.MaxRobotsBytes)
+	if err := orDefault(&c.MaxRobotsBytes, DefaultMaxRobotsBytes, "max_robots_bytes"); err != nil {
+		return c, err
 	}
-	if c.NewSitesPerSecond == 0 {
-		c.NewSitesPerSecond = DefaultNewSitesPerSecond
-	} else if c.NewSitesPerSecond < 0 {
-		return c, errf("new_sites_per_second", "must be positive, got %d", c.NewSitesPerSecond)
+	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "new_sites_per_second"); err != nil {
+		return c, err
 	}
-	if c.MaxSites == 0 {
-		c.MaxSites = DefaultMaxSites
-	} else if c.MaxSites < 0 {
-		return c, errf("max_sites", "must be positive, got %d", c.MaxSites)
+	if err := orDefault(&c.MaxSites, DefaultMaxSites, "max_sites"); err != nil {
+		return c, err
 	}
-	if c.UACacheSize == 0 {
-		c.UACacheSize = DefaultUACacheSize
-	} else if c.UACacheSize < 0 {
-		return c, errf("ua_cache_size", "must be positive, got %d", c.UACacheSize)
+	if err := orDefault(&c.UACacheSize, DefaultUACacheSize, "ua_cache_size"); err != nil {
+		return c, err
 	}
 	bots := make([]string, 0, len(c.Bots))
 	for i, b := range c.Bots {
@@ -363,6 +353,18 @@ func CheckRobotsTxtFile(v string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("robots_guard: robots_txt: %s: %w (%s)", v, err, hint)
+	}
+	return nil
+}
+
+// orDefault sets a zero *v to def and rejects a negative one, naming the
+// field.
+func orDefault[T int | int64](v *T, def T, field string) error {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		return fmt.Errorf("robots_guard: %s: must be positive, got %d", field, *v)
 	}
 	return nil
 }

@@ -176,20 +176,13 @@ func TestHostFloodMemory(t *testing.T) {
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
 	e := mustNew(t, Config{NewSitesPerSecond: 1 << 20}) // every Host fetched: the sharing is what is measured
 	ctx := context.Background()
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	e.Decide(ctx, Request{Host: "warm.example", Target: "/", UserAgent: uaAhrefs, Origin: origin})
-	before := heap()
+	before := heapAlloc()
 	const n = 30000
 	for i := range n {
 		e.Decide(ctx, Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
 	}
-	after := heap()
+	after := heapAlloc()
 	grew := int64(after) - int64(before)
 	t.Logf("heap after %d distinct Hosts (max_sites %d): %+.1f MB", n, DefaultMaxSites, float64(grew)/(1<<20))
 	if grew > 20<<20 {
@@ -285,20 +278,13 @@ func TestMillionHosts(t *testing.T) {
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { fetches.Add(1); w.Write(body) })
 	e := mustNew(t, Config{})
 	ctx := context.Background()
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	start := time.Now()
 	for i := range 1000000 {
 		e.Decide(ctx, Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
 	}
 	took := time.Since(start)
-	grew := float64(int64(heap())-int64(before)) / (1 << 20)
+	grew := float64(int64(heapAlloc())-int64(before)) / (1 << 20)
 	t.Logf("1,000,000 distinct Hosts in %v: %d upstream fetches, heap %+.1f MB, %d sites cached", took.Round(time.Millisecond), fetches.Load(), grew, e.sites.lru.Len())
 	if grew > 50 {
 		t.Errorf("heap grew %.1f MB", grew)
@@ -306,4 +292,13 @@ func TestMillionHosts(t *testing.T) {
 	if n := fetches.Load(); float64(n) > 4*DefaultNewSitesPerSecond+took.Seconds()*DefaultNewSitesPerSecond+1 {
 		t.Errorf("%d upstream fetches in %v", n, took)
 	}
+}
+
+// heapAlloc returns the live heap after two collections.
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
