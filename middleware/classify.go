@@ -153,9 +153,10 @@ type uaInfo struct {
 	spec    atomic.Pointer[specMemo]
 }
 
+// specMemo holds the group choice weakly: a header cached for long does
+// not keep a replaced robots.txt alive (up to ua_cache_size of them).
 type specMemo struct {
-	robots *policy.Robots
-	agent  policy.Agent
+	agent policy.WeakAgent
 }
 
 // promoteEvery is how often (in hits) a cache hit refreshes the entry's LRU
@@ -196,11 +197,13 @@ func (c *classifier) lookup(ua string) *uaInfo {
 
 // agent returns r.Agent(ua), memoised in info for the last r seen.
 func (info *uaInfo) agent(r *policy.Robots, ua string) policy.Agent {
-	if m := info.spec.Load(); m != nil && m.robots == r {
-		return m.agent
+	if m := info.spec.Load(); m != nil {
+		if a, ok := m.agent.For(r); ok {
+			return a
+		}
 	}
 	a := r.Agent(ua)
-	info.spec.Store(&specMemo{robots: r, agent: a})
+	info.spec.Store(&specMemo{agent: a.Weak()})
 	return a
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -301,4 +302,25 @@ func heapAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestUACacheDoesNotPinReplacedFiles: headers cached with their group
+// choice do not keep a replaced robots.txt alive.
+func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
+	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
+	ctx := context.Background()
+	for i := range 100 {
+		e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: fmt.Sprintf("Bot%d/1.0 (+https://example.com/bot)", i), Origin: s})
+	}
+	old := weak.Make(e.sites.entry(makeKey("http", "example.com", 0)).state.Load().robots)
+	s.set("User-agent: *\nDisallow: /b\n")
+	e.Invalidate("")
+	e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: uaAhrefs, Origin: s})
+	runtime.GC()
+	runtime.GC()
+	if old.Value() != nil {
+		t.Fatal("the replaced robots.txt is still reachable (pinned by the User-Agent cache?)")
+	}
+	runtime.KeepAlive(e) // the cache must be alive for the check to mean anything
 }

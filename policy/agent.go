@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"time"
+	"weak"
+)
 
 // Character classes used when scanning User-Agent headers (SEMANTICS.md §5).
 const (
@@ -306,6 +309,32 @@ type Agent struct {
 	ua    string // kept for the rare case of several equally specific groups
 	n     int    // length of the winning token; 0 for "*" or none
 	multi bool   // several groups of tokens of length n matched
+}
+
+// WeakAgent is an Agent that does not keep its Robots alive, for caches of
+// group choices: a cache of many headers can hold one per header without
+// pinning compiled files that are no longer in use.
+type WeakAgent struct {
+	r     weak.Pointer[Robots]
+	group int32
+	ua    string
+	n     int
+	multi bool
+}
+
+// Weak returns a's group choice without a strong reference to its Robots.
+func (a Agent) Weak() WeakAgent {
+	return WeakAgent{r: weak.Make(a.r), group: a.group, ua: a.ua, n: a.n, multi: a.multi}
+}
+
+// For returns the Agent that w stands for when it was made from an Agent of
+// r, and false otherwise (another file, or its file is gone). It does not
+// allocate.
+func (w WeakAgent) For(r *Robots) (Agent, bool) {
+	if r == nil || w.r.Value() != r {
+		return Agent{}, false
+	}
+	return Agent{r: r, group: w.group, ua: w.ua, n: w.n, multi: w.multi}, true
 }
 
 // Agent chooses the group that applies to userAgent (SEMANTICS.md §5): the
