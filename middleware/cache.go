@@ -104,6 +104,8 @@ type siteEntry struct {
 	failed     atomic.Bool               // the last fetch found robots.txt unreachable
 	firstFetch bool                      // a token was spent for its first fetch; guarded by siteCache.newMu
 	charged    *siteState                // the state whose compiled file this entry is counted for; guarded by siteCache.compiledMu
+	timerMu    sync.Mutex
+	timer      *time.Timer // marks the entry stale when a refresh is due (real clock only)
 }
 
 // siteCache holds the robots.txt of each site, fetched through a Source with
@@ -188,14 +190,15 @@ func newSiteCache(size int, src Source, now func() time.Time, refresh, timeout t
 }
 
 // makeKey builds the cache key of a site from the scheme, the Host header
-// and the port the request came in on (0 when unknown: then the Host
-// header's port counts, if it is a number). It allocates only for a host
-// name with upper-case letters.
+// and the port the request came in on. The Host header's own port never
+// counts: the client writes it. A port of 0 (unknown, as on a Unix socket)
+// makes one site of every port. It allocates only for a host name with
+// upper-case letters.
 func makeKey(scheme, host string, port int) siteKey {
 	https := scheme == "https" || scheme == "HTTPS"
-	name, hostPort := splitHost(host)
-	if port <= 0 || port > 65535 {
-		port = hostPort
+	name, _ := splitHost(host)
+	if port < 0 || port > 65535 {
+		port = 0
 	}
 	if https && port == 443 || !https && port == 80 {
 		port = 0
@@ -249,6 +252,28 @@ func atoiPort(s string) int {
 	return n
 }
 
+// fetchHost is the Host of a site's robots.txt requests: the canonical
+// host name, with the port of the client's Host header only when that is
+// the server's own port (or the server's port is unknown) — so a client
+// that writes another port cannot make the site's own robots.txt request
+// go out under a Host the backend does not serve, and a backend behind a
+// proxy gets the Host its clients use. Without a Host header, the
+// canonical name and port.
+func fetchHost(k siteKey, host string, port int) string {
+	if host == "" {
+		return k.hostport()
+	}
+	name, hp := splitHost(host)
+	if strings.IndexByte(name, ':') >= 0 {
+		name = "[" + name + "]"
+	}
+	name = strings.ToLower(name)
+	if hp != 0 && (port <= 0 || hp == port) {
+		return name + ":" + strconv.Itoa(hp)
+	}
+	return name
+}
+
 // hostport is the authority of the site: its host name, in brackets when
 // it is an IPv6 address, and its port unless it is the default.
 func (k siteKey) hostport() string {
@@ -265,7 +290,13 @@ func (k siteKey) hostport() string {
 // entry returns the cache slot of a site, creating it when needed. A site
 // looked up again while in the probation segment is offered to the
 // protected one (see siteLRU).
-func (c *siteCache) entry(k siteKey) *siteEntry {
+func (c *siteCache) entry(k siteKey) *siteEntry { return c.entryFor(k, "", 0) }
+
+// entryFor is entry for a request with the given Host header and server
+// port: a new entry's robots.txt requests carry that Host as clients write
+// it (see fetchHost), not the server's own port, which a backend behind a
+// proxy may not expect.
+func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
 		if e.hits.Add(1)%promoteEvery == 0 {
 			c.touch(k, e)
@@ -288,7 +319,7 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 	if k.https {
 		scheme = "https"
 	}
-	e := &siteEntry{key: k, site: scheme + "://" + k.hostport(), siteURL: &url.URL{Scheme: scheme, Host: k.hostport()}}
+	e := &siteEntry{key: k, site: scheme + "://" + k.hostport(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}}
 	e.hits.Store(1)
 	if c.lru.add(k, e) {
 		e.protected.Store(true)
@@ -302,11 +333,10 @@ func (c *siteCache) entry(k siteKey) *siteEntry {
 func (c *siteCache) touch(k siteKey, e *siteEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.lru.touch(k) // counts the hit, refreshes recency
 	if !e.protected.Load() && c.lru.promote(k, e) {
 		e.protected.Store(true)
-		return
 	}
-	c.lru.touch(k)
 }
 
 // get returns the robots.txt state of a site. A known copy is returned at
@@ -317,8 +347,8 @@ func (c *siteCache) touch(k siteKey, e *siteEntry) {
 // first; callers that may be bots (wait) wait for that fetch, at most the
 // fetch timeout, and are decided with the old copy when it fails; other
 // callers start it in the background and go on with the copy.
-func (c *siteCache) get(ctx context.Context, k siteKey, origin http.Handler, wait bool) (*siteEntry, *siteState) {
-	e := c.entry(k)
+func (c *siteCache) get(ctx context.Context, k siteKey, host string, port int, origin http.Handler, wait bool) (*siteEntry, *siteState) {
+	e := c.entryFor(k, host, port)
 	if origin != nil {
 		// Remember the handler that serves the site, for fetches that
 		// have none (Enforcer.Refresh); after a Caddy reload it is the
@@ -589,11 +619,17 @@ func (c *siteCache) charge(e *siteEntry, st *siteState) {
 	}
 }
 
-// release is called for an entry the cache drops: its charge goes.
+// release is called for an entry the cache drops: its charge and its
+// refresh timer go.
 func (c *siteCache) release(e *siteEntry) {
 	c.compiledMu.Lock()
 	c.charge(e, nil)
 	c.compiledMu.Unlock()
+	e.timerMu.Lock()
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.timerMu.Unlock()
 }
 
 // trim drops least recently used sites other than keep while the estimate
@@ -733,14 +769,22 @@ func (c *siteCache) setDue(e *siteEntry, now time.Time, d time.Duration) {
 	e.due.Store(due)
 	e.stale.Store(false)
 	if c.timers {
-		// The timer holds the entry weakly: an entry the cache drops is
-		// garbage at once, not when its timer fires (up to refresh later).
-		wp := weak.Make(e)
-		time.AfterFunc(d, func() {
-			if e := wp.Value(); e != nil && time.Now().UnixNano() >= e.due.Load() {
-				e.stale.Store(true)
-			}
-		})
+		// One timer per entry, reset at each setDue and stopped when the
+		// cache drops the entry; it holds the entry weakly, so a dropped
+		// entry is garbage at once and a flood of sites leaves no queue of
+		// pending timers behind.
+		e.timerMu.Lock()
+		if e.timer == nil {
+			wp := weak.Make(e)
+			e.timer = time.AfterFunc(d, func() {
+				if e := wp.Value(); e != nil && time.Now().UnixNano() >= e.due.Load() {
+					e.stale.Store(true)
+				}
+			})
+		} else if !e.evicted.Load() {
+			e.timer.Reset(d)
+		}
+		e.timerMu.Unlock()
 	}
 }
 

@@ -212,20 +212,18 @@ func (c *classifier) compute(ua string) (bot, browser bool) {
 	if strings.TrimSpace(ua) == "" {
 		return c.emptyBot, false
 	}
-	if c.classify(ua) {
-		return true, false
-	}
-	switch useragent.Parse(ua).Name {
-	case useragent.Chrome, useragent.Firefox, useragent.Safari, useragent.MobileSafari, useragent.Edge,
-		useragent.Opera, useragent.OperaMini, useragent.OperaTouch, useragent.Vivaldi,
-		useragent.SamsungBrowser, useragent.InternetExplorer:
-		return false, true
-	}
-	return false, false
+	return c.classifyFull(ua)
 }
 
 // classify does the work of isBot without the cache.
 func (c *classifier) classify(ua string) bool {
+	bot, _ := c.classifyFull(ua)
+	return bot
+}
+
+// classifyFull says whether ua is a bot and whether it is a browser, with
+// at most one parse by mileusna/useragent.
+func (c *classifier) classifyFull(ua string) (bot, browser bool) {
 	var buf [256]byte
 	h := buf[:0]
 	if len(ua) > len(buf) {
@@ -240,12 +238,22 @@ func (c *classifier) classify(ua string) bool {
 	}
 	kinds := c.tokens.match(h)
 	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
-		return true
+		return true, false
 	}
 	if kinds&kindTool != 0 {
 		// A known tool that the operator did not opt in: mileusna/useragent
-		// must not override that choice.
-		return false
+		// must not override that choice. A tool is no browser either.
+		return false, false
 	}
-	return useragent.Parse(ua).Bot
+	p := useragent.Parse(ua)
+	if p.Bot {
+		return true, false
+	}
+	switch p.Name {
+	case useragent.Chrome, useragent.Firefox, useragent.Safari, useragent.MobileSafari, useragent.Edge,
+		useragent.Opera, useragent.OperaMini, useragent.OperaTouch, useragent.Vivaldi,
+		useragent.SamsungBrowser, useragent.InternetExplorer:
+		return false, true
+	}
+	return false, false
 }

@@ -33,6 +33,7 @@ const (
 	DefaultMaxSites          = 1000
 	DefaultNewSitesPerSecond = 50
 	DefaultMaxRobotsBytes    = 256 << 20
+	MinMaxRobotsBytes        = 4 << 20
 	DefaultUACacheSize       = 10000
 )
 
@@ -264,6 +265,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := orDefault(&c.MaxRobotsBytes, DefaultMaxRobotsBytes, "max_robots_bytes"); err != nil {
 		return c, err
+	}
+	if c.MaxRobotsBytes < MinMaxRobotsBytes {
+		return c, errf("max_robots_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxRobotsBytes)
 	}
 	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "new_sites_per_second"); err != nil {
 		return c, err

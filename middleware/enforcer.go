@@ -190,7 +190,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	bot = bot || info.bot
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host, req.Port), req.Origin, bot || !info.browser || tr != nil)
+	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
@@ -391,10 +391,13 @@ func (e *Enforcer) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
 }
 
 // LocalPort returns the port of the server's side of r's connection (from
-// http.LocalAddrContextKey), or 0 when it is not a TCP connection. Front
-// ends put it into Request.Port.
+// http.LocalAddrContextKey: TCP, or UDP for HTTP/3), or 0 when there is
+// none (a Unix socket). Front ends put it into Request.Port.
 func LocalPort(r *http.Request) int {
-	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		return a.Port
+	case *net.UDPAddr: // HTTP/3 (quic-go stores the UDP address)
 		return a.Port
 	}
 	return 0

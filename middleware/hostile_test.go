@@ -240,7 +240,7 @@ func TestRobotsBytesBound(t *testing.T) {
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "User-agent: *\n# "+r.Host+"\n"+big) // a different file per Host
 	})
-	const limit = 2 << 20
+	const limit = MinMaxRobotsBytes
 	e := mustNew(t, Config{MaxRobotsBytes: limit, NewSitesPerSecond: 1 << 20})
 	ctx := context.Background()
 	for i := range 50 {
@@ -323,4 +323,34 @@ func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
 		t.Fatal("the replaced robots.txt is still reachable (pinned by the User-Agent cache?)")
 	}
 	runtime.KeepAlive(e) // the cache must be alive for the check to mean anything
+}
+
+// TestBusySiteSurvivesTwoHitFlood: Host names requested twice each (which
+// reach the protected segment when it has room) do not push out a site
+// with traffic either: admission compares sketch counts.
+func TestBusySiteSurvivesTwoHitFlood(t *testing.T) {
+	var busyFetches atomic.Int32
+	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "busy.example" {
+			busyFetches.Add(1)
+		}
+		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
+	})
+	e := mustNew(t, Config{MaxSites: 100, Refresh: Duration(time.Hour), NewSitesPerSecond: 1 << 20})
+	ctx := context.Background()
+	busy := Request{Host: "busy.example", Target: "/x", UserAgent: uaAhrefs, Origin: origin}
+	for range 500 {
+		e.Decide(ctx, busy)
+	}
+	for i := range 10000 {
+		if i%25 == 0 {
+			e.Decide(ctx, busy)
+		}
+		h := fmt.Sprintf("two%d.example", i)
+		e.Decide(ctx, Request{Host: h, Target: "/x", UserAgent: uaAhrefs, Origin: origin})
+		e.Decide(ctx, Request{Host: h, Target: "/y", UserAgent: uaAhrefs, Origin: origin})
+	}
+	if n := busyFetches.Load(); n > 2 {
+		t.Errorf("the busy site's robots.txt was fetched %d times during a two-hit flood, want at most 2", n)
+	}
 }

@@ -86,7 +86,7 @@ func matchSite(site string) func(*siteEntry) bool {
 		scheme, host = "", site
 	}
 	name, port := splitHost(host)
-	k := makeKey(scheme, host, 0)
+	k := makeKey(scheme, host, port)
 	return func(e *siteEntry) bool {
 		switch {
 		case e.key.host != k.host:
@@ -243,6 +243,9 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	}
 	if req.Target == "" {
 		req.Target = "/"
+	}
+	if req.Port == 0 {
+		_, req.Port = splitHost(req.Host) // the site as the operator names it
 	}
 	var tr trace
 	ip := req.ClientIP

@@ -12,20 +12,20 @@ import (
 //   - probation (a quarter of max_sites) takes every new site; a flood of
 //     names seen once only churns this segment;
 //   - protected (the rest) takes a site when it is looked up again while
-//     in probation, or when it comes back after an eviction: a small
-//     count-min sketch remembers how often each site had to be created,
-//     beyond the cache's own memory, so a site that gets a request now and
-//     then during a flood is admitted on its second creation. When
-//     protected is full, the candidate must have a higher count than
-//     protected's least recently used site; otherwise it stays in
-//     probation and the victim's count drops by the candidate's, so a site
-//     that was busy long ago does not hold its place for ever.
+//     in probation, or when it comes back after an eviction. A small
+//     count-min sketch counts each site's lookups (its misses, every hit
+//     while in probation, and one hit in promoteEvery afterwards), beyond
+//     the cache's own memory, and halves its counts now and then so that
+//     old traffic fades. When protected is full, a candidate enters only
+//     if the sketch counts it higher than protected's least recently used
+//     site, which is then dropped: Host names requested once or twice
+//     cannot push out a site with traffic.
 //
 // This is the W-TinyLFU scheme (a window, a segmented LRU and a frequency
 // sketch for admission), small enough to write here on top of
-// hashicorp/golang-lru: the sketch is counted on cache misses only, so the
-// hit path stays read-only. Entries dropped from either segment are marked
-// evicted.
+// hashicorp/golang-lru. The sketch is counted under the cache's lock, on
+// the paths that take it anyway, so the hit path stays read-only. Entries
+// dropped from either segment are marked evicted.
 //
 // Lookups take the LRUs' read locks only (Peek); the caller serialises
 // adds and promotions.
@@ -44,6 +44,16 @@ type sketch struct {
 	rows  [4][4096]uint8
 	n     int
 	reset int
+}
+
+// estimate returns the estimated count of k.
+func (s *sketch) estimate(k siteKey) uint8 {
+	h := maphash.Comparable(s.seed, k)
+	est := uint8(255)
+	for i := range s.rows {
+		est = min(est, s.rows[i][(h>>(16*i))&4095])
+	}
+	return est
 }
 
 // add counts k and returns its estimated count.
@@ -92,8 +102,9 @@ func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
 	return l.probation.Peek(k)
 }
 
-// touch refreshes the recency of k in its segment.
+// touch counts a hit of k and refreshes its recency in its segment.
 func (l *siteLRU) touch(k siteKey) {
+	l.seen.add(k)
 	if _, ok := l.protected.Get(k); !ok {
 		l.probation.Get(k)
 	}
@@ -103,7 +114,7 @@ func (l *siteLRU) touch(k siteKey) {
 // was created before (it comes back after an eviction) and passes the
 // admission test. It reports whether e went to protected.
 func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
-	f := uint32(l.seen.add(k))
+	f := l.seen.add(k)
 	if f >= 2 && l.admit(f) {
 		l.protected.Add(k, e)
 		return true
@@ -113,21 +124,13 @@ func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
 }
 
 // admit is the admission test of a candidate counted f times: protected
-// has room, or its least recently used site counts less (which then
-// counts f less, so that it fades).
-func (l *siteLRU) admit(f uint32) bool {
+// has room, or the sketch counts its least recently used site lower.
+func (l *siteLRU) admit(f uint8) bool {
 	if l.protected.Len() < l.protSize {
 		return true
 	}
-	_, victim, ok := l.protected.GetOldest()
-	if !ok {
-		return true
-	}
-	if vh := victim.hits.Load(); f <= vh {
-		victim.hits.Store(vh - f)
-		return false
-	}
-	return true
+	vk, _, ok := l.protected.GetOldest()
+	return !ok || f > l.seen.estimate(vk)
 }
 
 // promote moves e from probation to protected if it passes the admission
@@ -136,7 +139,7 @@ func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
 	if _, ok := l.probation.Peek(k); !ok {
 		return false
 	}
-	if !l.admit(e.hits.Load()) {
+	if !l.admit(l.seen.estimate(k)) {
 		l.probation.Get(k)
 		return false
 	}
@@ -147,16 +150,18 @@ func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
 	return true
 }
 
-// removeOldest drops the least recently used entry other than keep,
-// from probation first; it reports whether it dropped one.
+// removeOldest drops the least recently used entry other than keep, from
+// probation first; it reports whether it dropped one. It costs O(1).
 func (l *siteLRU) removeOldest(keep *siteEntry) bool {
-	for _, seg := range []*lru.Cache[siteKey, *siteEntry]{l.probation, l.protected} {
-		keys := seg.Keys() // oldest first
-		for _, k := range keys {
-			if e, ok := seg.Peek(k); ok && e != keep {
-				seg.Remove(k)
-				return true
-			}
+	for _, seg := range [...]*lru.Cache[siteKey, *siteEntry]{l.probation, l.protected} {
+		k, e, ok := seg.GetOldest()
+		if ok && e == keep {
+			seg.Get(k) // keep goes to the front; try the next oldest
+			k, e, ok = seg.GetOldest()
+		}
+		if ok && e != keep {
+			seg.Remove(k)
+			return true
 		}
 	}
 	return false

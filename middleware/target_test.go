@@ -190,8 +190,9 @@ func TestMakeKey(t *testing.T) {
 		{"http", "example.com:1", 8080, siteKey{host: "example.com", port: 8080}, "example.com:8080"},
 		{"http", "example.com:abc", 80, siteKey{host: "example.com"}, "example.com"},
 		{"https", "example.com:443", 0, siteKey{https: true, host: "example.com"}, "example.com"},
-		{"http", "example.com:8081", 0, siteKey{host: "example.com", port: 8081}, "example.com:8081"},
+		{"http", "example.com:8081", 0, siteKey{host: "example.com"}, "example.com"}, // the client's port never counts
 		{"http", "[::1]:9", 8080, siteKey{host: "::1", port: 8080}, "[::1]:8080"},
+		{"https", "example.com:8443", 8443, siteKey{https: true, host: "example.com", port: 8443}, "example.com:8443"},
 		{"http", "", 8080, siteKey{port: 8080}, ":8080"},
 		{"http", "a:b:c", 0, siteKey{host: "a:b:c"}, "[a:b:c]"},
 	} {
@@ -202,5 +203,51 @@ func TestMakeKey(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { makeKey("http", "example.com:443", 8080) }); n != 0 {
 		t.Errorf("makeKey allocates %v times", n)
+	}
+}
+
+func TestFetchHost(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		port int
+		want string
+	}{
+		{"example.com", 8080, "example.com"},            // behind a proxy: the Host clients use
+		{"example.com:8080", 8080, "example.com:8080"},  // the server's own port
+		{"example.com:1", 8080, "example.com"},          // a port the client chose is dropped
+		{"Example.COM.:8080", 8080, "example.com:8080"}, // canonical name
+		{"[::1]:8080", 8080, "[::1]:8080"},
+		{"", 8080, ":8080"},                     // no Host: the site it reaches
+		{"example.com:81", 0, "example.com:81"}, // server port unknown
+	} {
+		k := makeKey("http", c.host, c.port)
+		if got := fetchHost(k, c.host, c.port); got != c.want {
+			t.Errorf("fetchHost(%q, %d) = %q, want %q", c.host, c.port, got, c.want)
+		}
+	}
+}
+
+// TestSelfFetchHostBehindProxy: a backend behind a proxy that serves only
+// the Host its clients use still gets its robots.txt request under that
+// Host, although the guard's server listens on another port.
+func TestSelfFetchHostBehindProxy(t *testing.T) {
+	app := http.NewServeMux()
+	app.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != "example.com" {
+			http.NotFound(w, r) // a strict virtual host
+			return
+		}
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, privateRobots)
+			return
+		}
+		io.WriteString(w, "page")
+	})
+	srv := httptest.NewServer(mustNew(t, Config{}).Handler(app))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	resp := rawGet(t, addr, "GET /private/x HTTP/1.1\r\nHost: example.com\r\nUser-Agent: "+uaAhrefs+"\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(resp, "HTTP/1.1 403") {
+		t.Fatalf("a bot behind a proxy that passes Host through: %q", resp[:min(len(resp), 80)])
 	}
 }
