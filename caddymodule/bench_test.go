@@ -33,6 +33,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		{"bot denied", gptUA, "/blog/post"},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
+		r.RequestURI = bc.target // origin-form, as Caddy's requests have
 		r.Header.Set("User-Agent", bc.ua)
 		r.RemoteAddr = "192.0.2.1:1234"
 		repl := caddy.NewReplacer()

@@ -31,6 +31,25 @@ func requestTarget(t string) (target string, ok bool) {
 		}
 		return strings.ReplaceAll(t, "#", "%23"), true
 	}
+	if i := strings.Index(t, "://"); i > 0 && isScheme(t[:i]) {
+		// The usual absolute form, scheme://authority/path: the path
+		// starts after the authority, as net/http reads it, without a
+		// parse (and so without allocating).
+		rest := t[i+3:]
+		j := strings.IndexAny(rest, "/?#")
+		switch {
+		case j < 0:
+			return "/", true
+		case rest[j] == '/':
+			t = rest[j:]
+		default:
+			t = "/" + rest[j:]
+		}
+		if strings.IndexByte(t, '#') < 0 {
+			return t, true
+		}
+		return strings.ReplaceAll(t, "#", "%23"), true
+	}
 	u, err := url.ParseRequestURI(t)
 	if err != nil || !strings.HasPrefix(u.Path, "/") {
 		return "", false
@@ -40,6 +59,21 @@ func requestTarget(t string) (target string, ok bool) {
 		target += "?" + u.RawQuery
 	}
 	return strings.ReplaceAll(target, "#", "%23"), true
+}
+
+// isScheme reports whether s is a URI scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // splitTarget returns the path and the query (with its '?') of a
