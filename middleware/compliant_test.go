@@ -10,17 +10,19 @@ import (
 )
 
 // TestCompliantCrawlerRealJitter runs a crawler over real loopback HTTP
-// with the real clock: it obeys robots.txt (Crawl-delay 0.2s, one
+// with the real clock: it obeys robots.txt (Crawl-delay 0.5s, one
 // disallowed directory it never asks for) and starts its requests one
 // delay apart with ±40 ms of random jitter, as real crawlers do (measured:
 // urllib.robotparser 0.9968–1.0033 s for a 1 s delay on loopback, tens of
 // ms on the internet). It must never get a 403 or a 429. Before the
-// limiter had a tolerance it got 429 on about a third of its requests.
+// limiter had a tolerance it got 429 on about a third of its requests (5
+// of 15 at 0.2 s). The tolerance (250 ms here) also absorbs a scheduler
+// stall of up to 200 ms on a loaded test machine.
 func TestCompliantCrawlerRealJitter(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-time test (about 3 s)")
+		t.Skip("real-time test (about 5 s)")
 	}
-	const robots = "User-agent: PoliteBot\nCrawl-delay: 0.2\nDisallow: /private/\n"
+	const robots = "User-agent: PoliteBot\nCrawl-delay: 0.5\nDisallow: /private/\n"
 	e := mustNew(t, Config{})
 	srv := httptest.NewServer(e.Handler(site(robots)))
 	defer srv.Close()
@@ -40,12 +42,12 @@ func TestCompliantCrawlerRealJitter(t *testing.T) {
 		t.Fatalf("robots.txt: %d", c)
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	const n = 15
+	const n = 10
 	start := time.Now()
 	refused := 0
 	for i := range n {
 		// Start i at i × delay ± 40 ms from the first request.
-		at := start.Add(time.Duration(i)*200*time.Millisecond + time.Duration(rng.Int64N(80e6)-40e6))
+		at := start.Add(time.Duration(i)*500*time.Millisecond + time.Duration(rng.Int64N(80e6)-40e6))
 		time.Sleep(time.Until(at))
 		if c := get("/page/" + string(rune('a'+i))); c != 200 {
 			refused++
