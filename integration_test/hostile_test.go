@@ -18,15 +18,22 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// rawRequest sends one raw HTTP request to addr and returns the answer.
-func rawRequest(t *testing.T, addr, req string) string {
+// dial connects to addr with an 8-second deadline for the whole exchange.
+func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	c.SetDeadline(time.Now().Add(8 * time.Second))
+	return c
+}
+
+// rawRequest sends one raw HTTP request to addr and returns the answer.
+func rawRequest(t *testing.T, addr, req string) string {
+	t.Helper()
+	c := dial(t, addr)
+	defer c.Close()
 	io.WriteString(c, req)
 	b, _ := io.ReadAll(c)
 	return string(b)
@@ -151,12 +158,8 @@ func TestNoConnectionToClientChosenHost(t *testing.T) {
 // the body.
 func h2cGet(t *testing.T, addr, path, ua string) (string, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(t, addr)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(8 * time.Second))
 	io.WriteString(c, http2.ClientPreface)
 	fr := http2.NewFramer(c, c)
 	fr.WriteSettings()

@@ -129,11 +129,10 @@ func BenchmarkHugeUserAgent(b *testing.B) {
 	}
 }
 
-// TestBusySiteSurvivesHostFlood: a flood of Host names seen once each does
-// not push a site with traffic out of the cache, and the cache stays within
-// max_sites.
-func TestBusySiteSurvivesHostFlood(t *testing.T) {
-	var busyFetches atomic.Int32
+// floodSetup returns an Enforcer of 100 sites, a request for the busy
+// site, and the count of that site's robots.txt fetches.
+func floodSetup(t *testing.T) (*Enforcer, Request, *atomic.Int32) {
+	busyFetches := new(atomic.Int32)
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
 		if r.Host == "busy.example" {
 			busyFetches.Add(1)
@@ -141,8 +140,15 @@ func TestBusySiteSurvivesHostFlood(t *testing.T) {
 		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
 	})
 	e := mustNew(t, Config{MaxSites: 100, Refresh: Duration(time.Hour), NewSitesPerSecond: 1 << 20})
-	ctx := context.Background()
-	busy := Request{Host: "busy.example", Target: "/x", UserAgent: uaAhrefs, Origin: origin}
+	return e, Request{Host: "busy.example", Target: "/x", UserAgent: uaAhrefs, Origin: origin}, busyFetches
+}
+
+// TestBusySiteSurvivesHostFlood: a flood of Host names seen once each does
+// not push a site with traffic out of the cache, and the cache stays within
+// max_sites.
+func TestBusySiteSurvivesHostFlood(t *testing.T) {
+	e, busy, busyFetches := floodSetup(t)
+	origin, ctx := busy.Origin, context.Background()
 	for i := range 20000 {
 		if i%50 == 0 {
 			e.Decide(ctx, busy)
@@ -331,16 +337,8 @@ func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
 // reach the protected segment when it has room) do not push out a site
 // with traffic either: admission compares sketch counts.
 func TestBusySiteSurvivesTwoHitFlood(t *testing.T) {
-	var busyFetches atomic.Int32
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
-		if r.Host == "busy.example" {
-			busyFetches.Add(1)
-		}
-		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
-	})
-	e := mustNew(t, Config{MaxSites: 100, Refresh: Duration(time.Hour), NewSitesPerSecond: 1 << 20})
-	ctx := context.Background()
-	busy := Request{Host: "busy.example", Target: "/x", UserAgent: uaAhrefs, Origin: origin}
+	e, busy, busyFetches := floodSetup(t)
+	origin, ctx := busy.Origin, context.Background()
 	for range 500 {
 		e.Decide(ctx, busy)
 	}
