@@ -1,0 +1,365 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Refresh bounds of the IP-range feeds.
+const (
+	DefaultRefresh = 24 * time.Hour
+	MinRefresh     = time.Hour
+	// retryFirst is the wait after a failed fetch; it doubles at each
+	// further failure, up to the refresh interval.
+	retryFirst = 5 * time.Minute
+	// DefaultFeedTimeout bounds one feed fetch.
+	DefaultFeedTimeout = 30 * time.Second
+)
+
+// Feed outcomes, as passed to Observer.ObserveFeed.
+const (
+	FeedOK          = "ok"           // fetched and parsed; in use
+	FeedNotModified = "not_modified" // 304, or an unchanged file
+	FeedStored      = "stored"       // the last good copy, read from Storage at start
+	FeedError       = "error"        // network error, timeout or a status other than 200/304
+	FeedInvalid     = "invalid"      // fetched but did not parse (or too large); the last good copy stays
+)
+
+// Storage keeps the last good copy of each feed, so that a restart without
+// network still verifies. Its method set is that of certmagic.Storage's
+// Load and Store, so Caddy's configured storage fits as it is.
+type Storage interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+	Store(ctx context.Context, key string, value []byte) error
+}
+
+// DirStorage is a Storage that keeps each value in a file of a directory,
+// created when needed.
+type DirStorage string
+
+// Load reads the value of key.
+func (d DirStorage) Load(_ context.Context, key string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(string(d), filepath.FromSlash(key)))
+}
+
+// Store writes the value of key atomically (a temporary file renamed).
+func (d DirStorage) Store(_ context.Context, key string, value []byte) error {
+	p := filepath.Join(string(d), filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// checkFeedSource checks the form of a feed: an http(s) URL with a host, or
+// a file path.
+func checkFeedSource(s string) error {
+	if i := strings.Index(s, "://"); i >= 0 {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%q: give an http:// or https:// URL or a file path", s)
+		}
+	}
+	return nil
+}
+
+func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+
+// feed is one IP-range feed, shared by the operators that list it.
+type feed struct {
+	src  string
+	ops  []*opEntry
+	data atomic.Pointer[feedData]
+
+	mu      sync.Mutex // one fetch at a time
+	etag    string
+	lastMod string
+	size    int64
+	mtime   time.Time
+	lastErr atomic.Pointer[string]
+}
+
+// feedData is a loaded copy of a feed.
+type feedData struct {
+	prefixes []netip.Prefix
+	created  string
+	fetched  time.Time
+	stored   bool // read from Storage, not fetched since the start
+}
+
+// storedFeed is the envelope a feed's last good copy is stored in.
+type storedFeed struct {
+	Source       string          `json:"source"`
+	ETag         string          `json:"etag,omitempty"`
+	LastModified string          `json:"last_modified,omitempty"`
+	Fetched      time.Time       `json:"fetched"`
+	Body         json.RawMessage `json:"body"`
+}
+
+func (f *feed) storageKey() string {
+	sum := sha256.Sum256([]byte(f.src))
+	return "robots_guard/feeds/" + hex.EncodeToString(sum[:12]) + ".json"
+}
+
+// restore loads the feed's last good copy from storage, if any, and returns
+// when it was fetched.
+func (v *Verifier) restore(f *feed) time.Time {
+	if v.cfg.Storage == nil || !isURL(f.src) {
+		return time.Time{}
+	}
+	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.FeedTimeout)
+	defer cancel()
+	b, err := v.cfg.Storage.Load(ctx, f.storageKey())
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			v.log.Warn("robots_guard: verify: reading the stored copy of a feed", zap.String("feed", f.src), zap.Error(err))
+		}
+		return time.Time{}
+	}
+	var s storedFeed
+	if err := json.Unmarshal(b, &s); err != nil || s.Source != f.src {
+		v.log.Warn("robots_guard: verify: ignoring a damaged stored copy of a feed", zap.String("feed", f.src), zap.Error(err))
+		return time.Time{}
+	}
+	prefixes, created, err := ParseFeed(s.Body)
+	if err != nil {
+		v.log.Warn("robots_guard: verify: ignoring a stored copy of a feed that does not parse", zap.String("feed", f.src), zap.Error(err))
+		return time.Time{}
+	}
+	f.mu.Lock()
+	f.etag, f.lastMod = s.ETag, s.LastModified
+	f.mu.Unlock()
+	v.install(f, &feedData{prefixes: prefixes, created: created, fetched: s.Fetched, stored: true})
+	v.observeFeed(f, FeedStored)
+	v.log.Info("robots_guard: verify: feed restored from storage", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.Time("fetched", s.Fetched))
+	return s.Fetched
+}
+
+// install puts a new copy of f in force and rebuilds the indexes of its
+// operators.
+func (v *Verifier) install(f *feed, d *feedData) {
+	f.data.Store(d)
+	v.idxMu.Lock()
+	defer v.idxMu.Unlock()
+	for _, op := range f.ops {
+		var all []netip.Prefix
+		for _, g := range op.feeds {
+			if gd := g.data.Load(); gd != nil {
+				all = append(all, gd.prefixes...)
+			}
+		}
+		op.index.Store(buildIndex(all))
+	}
+}
+
+// fetch fetches f once (a conditional request when a copy is known) and
+// returns the time until the next fetch.
+func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.FeedTimeout)
+	defer cancel()
+	var (
+		body   []byte
+		maxAge time.Duration
+		err    error
+		etag   string
+		lm     string
+	)
+	if isURL(f.src) {
+		var status int
+		body, status, etag, lm, maxAge, err = v.get(ctx, f)
+		switch {
+		case err != nil:
+			return 0, v.failed(f, FeedError, err)
+		case status == http.StatusNotModified && f.data.Load() != nil:
+			v.notModified(f)
+			return v.nextRefresh(maxAge), nil
+		case status != http.StatusOK:
+			return 0, v.failed(f, FeedError, fmt.Errorf("status %d", status))
+		}
+	} else {
+		fi, serr := os.Stat(f.src)
+		if serr != nil {
+			return 0, v.failed(f, FeedError, serr)
+		}
+		if f.data.Load() != nil && fi.Size() == f.size && fi.ModTime().Equal(f.mtime) {
+			v.notModified(f)
+			return v.nextRefresh(0), nil
+		}
+		if fi.Size() > MaxFeedBytes {
+			return 0, v.failed(f, FeedInvalid, fmt.Errorf("larger than %d bytes", MaxFeedBytes))
+		}
+		if body, err = os.ReadFile(f.src); err != nil {
+			return 0, v.failed(f, FeedError, err)
+		}
+		f.size, f.mtime = fi.Size(), fi.ModTime()
+	}
+	prefixes, created, err := ParseFeed(body)
+	if err != nil {
+		f.size, f.mtime = 0, time.Time{}
+		return 0, v.failed(f, FeedInvalid, err)
+	}
+	now := v.now()
+	v.install(f, &feedData{prefixes: prefixes, created: created, fetched: now})
+	f.etag, f.lastMod = etag, lm
+	f.lastErr.Store(nil)
+	v.observeFeed(f, FeedOK)
+	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.String("creation_time", created))
+	if v.cfg.Storage != nil && isURL(f.src) {
+		b, _ := json.Marshal(storedFeed{Source: f.src, ETag: etag, LastModified: lm, Fetched: now, Body: body})
+		if err := v.cfg.Storage.Store(ctx, f.storageKey(), b); err != nil {
+			v.log.Warn("robots_guard: verify: storing the last good copy of a feed", zap.String("feed", f.src), zap.Error(err))
+		}
+	}
+	return v.nextRefresh(maxAge), nil
+}
+
+func (v *Verifier) notModified(f *feed) {
+	if d := f.data.Load(); d != nil && d.stored {
+		nd := *d
+		nd.stored, nd.fetched = false, v.now()
+		f.data.Store(&nd)
+	}
+	f.lastErr.Store(nil)
+	v.observeFeed(f, FeedNotModified)
+}
+
+// failed records a failed fetch: the last good copy stays in force.
+func (v *Verifier) failed(f *feed, outcome string, err error) error {
+	err = fmt.Errorf("robots_guard: verify: feed %s: %w", f.src, err)
+	msg := err.Error()
+	f.lastErr.Store(&msg)
+	v.observeFeed(f, outcome)
+	kept := "no copy yet: claims of its operators stay unverifiable until it loads"
+	if f.data.Load() != nil {
+		kept = "the last good copy stays in force"
+	}
+	v.log.Warn("robots_guard: verify: feed not updated", zap.String("feed", f.src), zap.String("outcome", outcome), zap.String("kept", kept), zap.Error(err))
+	return err
+}
+
+// get sends a conditional GET for f's URL and reads at most MaxFeedBytes.
+func (v *Verifier) get(ctx context.Context, f *feed) (body []byte, status int, etag, lastMod string, maxAge time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.src, nil)
+	if err != nil {
+		return nil, 0, "", "", 0, err
+	}
+	req.Header.Set("User-Agent", "robots_guard (feed refresh; +https://github.com/robotsguard/robotsguard)")
+	req.Header.Set("Accept", "application/json")
+	if f.data.Load() != nil {
+		if f.etag != "" {
+			req.Header.Set("If-None-Match", f.etag)
+		}
+		if f.lastMod != "" {
+			req.Header.Set("If-Modified-Since", f.lastMod)
+		}
+	}
+	resp, err := v.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, 0, "", "", 0, err
+	}
+	defer resp.Body.Close()
+	maxAge = parseMaxAge(resp.Header.Get("Cache-Control"))
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, resp.StatusCode, "", "", maxAge, nil
+	}
+	body, err = io.ReadAll(io.LimitReader(resp.Body, MaxFeedBytes+1))
+	if err != nil {
+		return nil, 0, "", "", 0, err
+	}
+	if len(body) > MaxFeedBytes {
+		return body, resp.StatusCode, "", "", maxAge, nil // ParseFeed rejects it
+	}
+	return body, resp.StatusCode, resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), maxAge, nil
+}
+
+// parseMaxAge returns the max-age of a Cache-Control value, 0 when absent.
+func parseMaxAge(cc string) time.Duration {
+	for part := range strings.SplitSeq(cc, ",") {
+		k, val, _ := strings.Cut(strings.TrimSpace(part), "=")
+		if strings.EqualFold(k, "max-age") {
+			if n, err := strconv.ParseInt(strings.Trim(val, `"`), 10, 64); err == nil && n > 0 {
+				return time.Duration(min(n, 365*24*3600)) * time.Second
+			}
+		}
+	}
+	return 0
+}
+
+// nextRefresh is the wait before the next fetch: the configured refresh,
+// shortened to a Cache-Control max-age that is shorter, but never under
+// MinRefresh.
+func (v *Verifier) nextRefresh(maxAge time.Duration) time.Duration {
+	d := v.cfg.Refresh
+	if maxAge > 0 && maxAge < d {
+		d = max(maxAge, v.minRefresh)
+	}
+	return d
+}
+
+// run keeps f fresh until the Verifier closes.
+func (v *Verifier) run(f *feed) {
+	defer v.wg.Done()
+	wait := time.Duration(0)
+	if fetched := v.restore(f); !fetched.IsZero() {
+		wait = max(0, fetched.Add(v.cfg.Refresh).Sub(v.now()))
+	}
+	retry := v.retryFirst
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.ctx.Done():
+			return
+		case <-t.C:
+		}
+		next, err := v.fetch(v.ctx, f)
+		if err != nil {
+			next = min(retry, v.cfg.Refresh)
+			retry *= 2
+		} else {
+			retry = v.retryFirst
+		}
+		t.Reset(next)
+	}
+}
+
+func (v *Verifier) observeFeed(f *feed, outcome string) {
+	if v.cfg.Observer != nil {
+		v.cfg.Observer.ObserveFeed(f.src, outcome)
+	}
+}

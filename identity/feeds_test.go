@@ -1,0 +1,364 @@
+package identity
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// feedServer serves one feed whose body, ETag and status a test changes.
+type feedServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	body     string
+	etag     string
+	status   int
+	cc       string
+	requests int
+	notMod   int
+}
+
+func newFeedServer(t *testing.T, body string) *feedServer {
+	s := &feedServer{body: body, etag: `"v1"`, status: 200}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.requests++
+		if s.status != 200 {
+			w.WriteHeader(s.status)
+			return
+		}
+		if s.cc != "" {
+			w.Header().Set("Cache-Control", s.cc)
+		}
+		if s.etag != "" {
+			w.Header().Set("ETag", s.etag)
+			if r.Header.Get("If-None-Match") == s.etag {
+				s.notMod++
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, s.body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *feedServer) set(body, etag string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body, s.etag, s.status = body, etag, status
+}
+
+func (s *feedServer) counts() (requests, notModified int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests, s.notMod
+}
+
+func feedJSON(prefixes ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"creationTime":"2026-11-01T00:00:00","prefixes":[`)
+	for i, p := range prefixes {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		key := "ipv4Prefix"
+		if strings.Contains(p, ":") {
+			key = "ipv6Prefix"
+		}
+		fmt.Fprintf(&b, `{%q:%q}`, key, p)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// newTestVerifier builds a Verifier for ops with a logger the test reads.
+func newTestVerifier(t *testing.T, ops []Operator, mod func(*Config)) (*Verifier, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	cfg := Config{Operators: ops, Logger: zap.New(core)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	v, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v, logs
+}
+
+// waitFeeds waits until n feeds are loaded.
+func waitFeeds(t *testing.T, v *Verifier, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		loaded := 0
+		for _, f := range v.Feeds() {
+			if f.Loaded {
+				loaded++
+			}
+		}
+		if loaded >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d feeds loaded after 10s: %+v", loaded, n, v.Feeds())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func verify(v *Verifier, ua, addr string) Result {
+	return v.Verify(context.Background(), v.Claims(ua), netip.MustParseAddr(addr))
+}
+
+func TestFeedLifecycle(t *testing.T) {
+	srv := newFeedServer(t, feedJSON("192.0.2.0/27", "2001:db8:1::/64"))
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL + "/acme.json"}}}
+	v, logs := newTestVerifier(t, ops, nil)
+	if r := verify(v, "AcmeBot/1.0", "192.0.2.1"); r.Verdict != Unverifiable && r.Verdict != Verified {
+		t.Fatalf("before the feed loads, a claim is unverifiable, got %v", r.Verdict)
+	}
+	waitFeeds(t, v, 1)
+	for addr, want := range map[string]Verdict{
+		"192.0.2.1": Verified, "192.0.2.31": Verified, "192.0.2.32": Spoofed,
+		"2001:db8:1::9": Verified, "2001:db8:2::9": Spoofed, "::ffff:192.0.2.3": Verified,
+	} {
+		r := verify(v, "Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)", addr)
+		if r.Verdict != want || r.Operator != "acme" {
+			t.Errorf("%s: got %+v, want %v", addr, r, want)
+		}
+		if want == Verified && r.Method != MethodIPRange {
+			t.Errorf("%s: method %v", addr, r.Method)
+		}
+	}
+	if r := verify(v, "Mozilla/5.0 Chrome/120", "192.0.2.1"); r.Verdict != None {
+		t.Errorf("no claim: %v", r.Verdict)
+	}
+
+	// Unchanged: a conditional request answered 304.
+	if err := v.RefreshFeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if req, nm := srv.counts(); req != 2 || nm != 1 {
+		t.Fatalf("requests %d, 304s %d; want 2 and 1", req, nm)
+	}
+
+	// Garbage (an HTML error page with 200): the last good copy stays and a
+	// warning names the URL.
+	srv.set("<html>oops</html>", `"v2"`, 200)
+	if err := v.RefreshFeeds(context.Background()); err == nil || !strings.Contains(err.Error(), srv.URL) {
+		t.Fatalf("err = %v", err)
+	}
+	if r := verify(v, "AcmeBot", "192.0.2.1"); r.Verdict != Verified {
+		t.Fatalf("after a bad fetch: %v", r.Verdict)
+	}
+	if w := logs.FilterMessage("robots_guard: verify: feed not updated").FilterField(zap.String("feed", srv.URL+"/acme.json")); w.Len() != 1 {
+		t.Fatalf("want one warning naming the feed, got %v", logs.All())
+	}
+	st := v.Feeds()[0]
+	if !st.Loaded || st.LastError == "" || st.Prefixes != 2 {
+		t.Fatalf("status %+v", st)
+	}
+
+	// 5xx: same.
+	srv.set("", "", 503)
+	if err := v.RefreshFeeds(context.Background()); err == nil || !strings.Contains(err.Error(), "status 503") {
+		t.Fatalf("err = %v", err)
+	}
+	if r := verify(v, "AcmeBot", "192.0.2.1"); r.Verdict != Verified {
+		t.Fatalf("after a 503: %v", r.Verdict)
+	}
+
+	// The feed grows: new ranges verify, old ones too.
+	srv.set(feedJSON("192.0.2.0/27", "198.51.100.0/24"), `"v3"`, 200)
+	if err := v.RefreshFeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := verify(v, "AcmeBot", "198.51.100.200"); r.Verdict != Verified {
+		t.Fatalf("grown feed: %v", r.Verdict)
+	}
+	if r := verify(v, "AcmeBot", "2001:db8:1::9"); r.Verdict != Spoofed {
+		t.Fatalf("a prefix the feed dropped: %v", r.Verdict)
+	}
+	if st := v.Feeds()[0]; st.LastError != "" || st.Prefixes != 2 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A feed that has never loaded leaves its operator's claims unverifiable,
+// never spoofed, and says so in the log.
+func TestFeedDownAtStart(t *testing.T) {
+	srv := newFeedServer(t, "")
+	srv.set("", "", 500)
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL}}}
+	v, logs := newTestVerifier(t, ops, nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for logs.FilterMessage("robots_guard: verify: feed not updated").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no warning")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Unverifiable {
+		t.Fatalf("got %v, want unverifiable", r.Verdict)
+	}
+	x := v.Explain(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("203.0.113.5"))
+	if !strings.Contains(strings.Join(x.Steps, "\n"), "not every feed") {
+		t.Fatalf("steps %q", x.Steps)
+	}
+}
+
+// Two feeds for one operator: spoofed only when both are loaded.
+func TestFeedPartlyLoaded(t *testing.T) {
+	a := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	b := newFeedServer(t, "")
+	b.set("", "", 500)
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{a.URL, b.URL}}}
+	v, _ := newTestVerifier(t, ops, nil)
+	waitFeeds(t, v, 1)
+	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Unverifiable {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	if r := verify(v, "AcmeBot", "192.0.2.5"); r.Verdict != Verified {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	b.set(feedJSON("198.51.100.0/24"), `"x"`, 200)
+	if err := v.RefreshFeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Spoofed {
+		t.Fatalf("got %v", r.Verdict)
+	}
+}
+
+func TestFeedFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ranges.json")
+	if err := os.WriteFile(p, []byte(feedJSON("192.0.2.0/24")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{p}}}
+	v, _ := newTestVerifier(t, ops, nil)
+	waitFeeds(t, v, 1)
+	if r := verify(v, "AcmeBot", "192.0.2.9"); r.Verdict != Verified {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	// Rewritten with other content (a later mtime): read again.
+	if err := os.WriteFile(p, []byte(feedJSON("198.51.100.0/24", "203.0.113.0/24")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(p, later, later)
+	if err := v.RefreshFeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := verify(v, "AcmeBot", "203.0.113.9"); r.Verdict != Verified {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	// Broken: kept.
+	os.WriteFile(p, []byte("{"), 0o644)
+	os.Chtimes(p, later.Add(time.Minute), later.Add(time.Minute))
+	if err := v.RefreshFeeds(context.Background()); err == nil {
+		t.Fatal("a broken file must fail")
+	}
+	if r := verify(v, "AcmeBot", "203.0.113.9"); r.Verdict != Verified {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	// Missing file at start: an error that names it.
+	_, err := New(Config{Operators: []Operator{{Name: "x", Tokens: []string{"XBot"}, IPRanges: []string{"file:///etc/x.json"}}}})
+	if err == nil || !strings.Contains(err.Error(), "ip_ranges") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The last good copy survives a restart without network.
+func TestFeedStorage(t *testing.T) {
+	dir := DirStorage(t.TempDir())
+	srv := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	url := srv.URL + "/feed.json"
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{url}}}
+	v1, _ := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
+	waitFeeds(t, v1, 1)
+	v1.Close()
+	srv.Close() // the network is gone
+
+	v2, logs := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
+	waitFeeds(t, v2, 1)
+	if r := verify(v2, "AcmeBot", "192.0.2.77"); r.Verdict != Verified {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	if st := v2.Feeds()[0]; !st.FromStorage {
+		t.Fatalf("status %+v", st)
+	}
+	if logs.FilterMessage("robots_guard: verify: feed restored from storage").Len() != 1 {
+		t.Fatalf("logs %v", logs.All())
+	}
+	// The copy was fetched moments ago: the restart does not fetch again
+	// before the refresh interval.
+	if n := logs.FilterMessage("robots_guard: verify: feed not updated").Len(); n != 0 {
+		t.Fatalf("%d fetch attempts after the restart", n)
+	}
+	// A damaged stored copy is ignored with a warning.
+	matches, _ := filepath.Glob(filepath.Join(string(dir), "robots_guard", "feeds", "*.json"))
+	if len(matches) != 1 {
+		t.Fatalf("stored files %v", matches)
+	}
+	os.WriteFile(matches[0], []byte("garbage"), 0o644)
+	_, logs3 := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
+	deadline := time.Now().Add(5 * time.Second)
+	for logs3.FilterMessage("robots_guard: verify: ignoring a damaged stored copy of a feed").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("logs %v", logs3.All())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFeedTooLarge(t *testing.T) {
+	srv := newFeedServer(t, string(bytes.Repeat([]byte(" "), MaxFeedBytes+10)))
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL}}}
+	v, _ := newTestVerifier(t, ops, nil)
+	err := v.RefreshFeeds(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNextRefresh(t *testing.T) {
+	v := &Verifier{cfg: Config{Refresh: 24 * time.Hour}, minRefresh: MinRefresh}
+	for cc, want := range map[string]time.Duration{
+		"":                          24 * time.Hour,
+		"max-age=300":               time.Hour, // never more often than hourly
+		"public, max-age=7200":      2 * time.Hour,
+		"max-age=604800":            24 * time.Hour, // the configured refresh is the longest
+		"no-cache":                  24 * time.Hour,
+		`max-age="10800", must-rev`: 3 * time.Hour,
+	} {
+		if got := v.nextRefresh(parseMaxAge(cc)); got != want {
+			t.Errorf("%q: %v, want %v", cc, got, want)
+		}
+	}
+}
+
+// httptestFeed serves body at a loopback URL until the benchmark ends.
+func httptestFeed(tb testing.TB, body string) string {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) }))
+	tb.Cleanup(s.Close)
+	return s.URL
+}

@@ -1,0 +1,226 @@
+package identity
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+)
+
+// Bounds of a feed. A prefix shorter than the minimum would cover a large
+// part of the Internet; no operator publishes one, so it is taken for a
+// broken or hostile feed.
+const (
+	MaxFeedBytes  = 4 << 20
+	MaxFeedRanges = 100000
+	minV4Bits     = 8
+	minV6Bits     = 16
+)
+
+// ParseFeed reads an IP-range feed in Google's shape:
+//
+//	{"creationTime": "2026-11-01T00:00:00.000000", "prefixes": [
+//		{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}
+//
+// strictly: one JSON object with a non-empty "prefixes" array (other
+// top-level members such as "syncToken" are ignored), each entry holding
+// exactly one of ipv4Prefix or ipv6Prefix, a CIDR prefix of that family no
+// shorter than /8 (IPv4) or /16 (IPv6). Host bits are cleared. It returns
+// the prefixes and the creation time as written.
+func ParseFeed(b []byte) (prefixes []netip.Prefix, created string, err error) {
+	if len(b) > MaxFeedBytes {
+		return nil, "", fmt.Errorf("feed is larger than %d bytes", MaxFeedBytes)
+	}
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	var doc struct {
+		CreationTime *string `json:"creationTime"`
+		Prefixes     *[]struct {
+			V4 *string `json:"ipv4Prefix"`
+			V6 *string `json:"ipv6Prefix"`
+		} `json:"prefixes"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, "", fmt.Errorf("not a JSON feed: %w", err)
+	}
+	if doc.Prefixes == nil {
+		return nil, "", errors.New(`no "prefixes" array`)
+	}
+	if len(*doc.Prefixes) == 0 {
+		return nil, "", errors.New(`"prefixes" is empty`)
+	}
+	if len(*doc.Prefixes) > MaxFeedRanges {
+		return nil, "", fmt.Errorf("more than %d prefixes", MaxFeedRanges)
+	}
+	prefixes = make([]netip.Prefix, 0, len(*doc.Prefixes))
+	for i, e := range *doc.Prefixes {
+		var s string
+		v4 := false
+		switch {
+		case e.V4 != nil && e.V6 == nil:
+			s, v4 = *e.V4, true
+		case e.V6 != nil && e.V4 == nil:
+			s = *e.V6
+		default:
+			return nil, "", fmt.Errorf("prefixes[%d]: want exactly one of ipv4Prefix and ipv6Prefix", i)
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, "", fmt.Errorf("prefixes[%d]: %w", i, err)
+		}
+		p = p.Masked()
+		switch {
+		case v4 && !p.Addr().Is4():
+			return nil, "", fmt.Errorf("prefixes[%d]: %s is not an IPv4 prefix", i, s)
+		case !v4 && !p.Addr().Is6():
+			return nil, "", fmt.Errorf("prefixes[%d]: %s is not an IPv6 prefix", i, s)
+		case v4 && p.Bits() < minV4Bits, !v4 && p.Bits() < minV6Bits:
+			return nil, "", fmt.Errorf("prefixes[%d]: %s is too wide (at least /%d for IPv4, /%d for IPv6)", i, s, minV4Bits, minV6Bits)
+		}
+		prefixes = append(prefixes, p)
+	}
+	if doc.CreationTime != nil {
+		created = *doc.CreationTime
+	}
+	return prefixes, created, nil
+}
+
+// u128 is an IPv6 address as a number.
+type u128 struct{ hi, lo uint64 }
+
+func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
+
+func (a u128) next() (u128, bool) {
+	if a.lo == ^uint64(0) {
+		if a.hi == ^uint64(0) {
+			return a, false
+		}
+		return u128{a.hi + 1, 0}, true
+	}
+	return u128{a.hi, a.lo + 1}, true
+}
+
+type span4 struct{ lo, hi uint32 }
+type span6 struct{ lo, hi u128 }
+
+// rangeIndex is the union of an operator's loaded prefixes as sorted,
+// merged, disjoint spans: a lookup is a binary search that does not
+// allocate.
+type rangeIndex struct {
+	v4 []span4
+	v6 []span6
+}
+
+type indexPtr = atomic.Pointer[rangeIndex]
+
+func to128(a netip.Addr) u128 {
+	b := a.As16()
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+// buildIndex merges prefixes into an index.
+func buildIndex(prefixes []netip.Prefix) *rangeIndex {
+	x := &rangeIndex{}
+	for _, p := range prefixes {
+		if p.Addr().Is4() {
+			a := p.Addr().As4()
+			lo := binary.BigEndian.Uint32(a[:])
+			hi := lo | uint32(uint64(1)<<(32-p.Bits())-1)
+			x.v4 = append(x.v4, span4{lo, hi})
+			continue
+		}
+		lo := to128(p.Addr())
+		hi := lo
+		host := 128 - p.Bits()
+		switch {
+		case host >= 64:
+			hi.lo = ^uint64(0)
+			hi.hi |= uint64(1)<<(host-64) - 1
+			if host == 128 {
+				hi.hi = ^uint64(0)
+			}
+		default:
+			hi.lo |= uint64(1)<<host - 1
+		}
+		x.v6 = append(x.v6, span6{lo, hi})
+	}
+	slices.SortFunc(x.v4, func(a, b span4) int {
+		switch {
+		case a.lo < b.lo:
+			return -1
+		case a.lo > b.lo:
+			return 1
+		}
+		return 0
+	})
+	m4 := x.v4[:0]
+	for _, s := range x.v4 {
+		if n := len(m4); n > 0 && (s.lo <= m4[n-1].hi || m4[n-1].hi != ^uint32(0) && s.lo == m4[n-1].hi+1) {
+			m4[n-1].hi = max(m4[n-1].hi, s.hi)
+			continue
+		}
+		m4 = append(m4, s)
+	}
+	x.v4 = slices.Clip(m4)
+	slices.SortFunc(x.v6, func(a, b span6) int {
+		switch {
+		case a.lo.less(b.lo):
+			return -1
+		case b.lo.less(a.lo):
+			return 1
+		}
+		return 0
+	})
+	m6 := x.v6[:0]
+	for _, s := range x.v6 {
+		if n := len(m6); n > 0 {
+			last := &m6[n-1]
+			nx, ok := last.hi.next()
+			if !ok || !nx.less(s.lo) { // s.lo <= last.hi+1
+				if last.hi.less(s.hi) {
+					last.hi = s.hi
+				}
+				continue
+			}
+		}
+		m6 = append(m6, s)
+	}
+	x.v6 = slices.Clip(m6)
+	return x
+}
+
+// contains reports whether a lies in the index.
+func (x *rangeIndex) contains(a netip.Addr) bool {
+	if x == nil {
+		return false
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		v := binary.BigEndian.Uint32(b[:])
+		lo, hi := 0, len(x.v4)
+		for lo < hi { // first span with lo > v
+			m := int(uint(lo+hi) >> 1)
+			if x.v4[m].lo <= v {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo > 0 && v <= x.v4[lo-1].hi
+	}
+	v := to128(a)
+	lo, hi := 0, len(x.v6)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !v.less(x.v6[m].lo) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo > 0 && !x.v6[lo-1].hi.less(v)
+}

@@ -1,0 +1,174 @@
+package identity
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseFeed(t *testing.T) {
+	good := `{"creationTime": "2026-11-01T00:00:00.000000", "syncToken": "1", "prefixes": [
+		{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}, {"ipv4Prefix": "192.0.2.7/24"}]}`
+	ps, created, err := ParseFeed([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created != "2026-11-01T00:00:00.000000" || len(ps) != 3 || ps[2].String() != "192.0.2.0/24" {
+		t.Fatalf("got %v %q", ps, created)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"html", `<html>Service unavailable</html>`, "not a JSON feed"},
+		{"empty body", ``, "not a JSON feed"},
+		{"trailing garbage", `{"prefixes":[{"ipv4Prefix":"1.2.3.0/24"}]} x`, "not a JSON feed"},
+		{"array", `[{"ipv4Prefix":"1.2.3.0/24"}]`, "not a JSON feed"},
+		{"no prefixes", `{"creationTime":"x"}`, `no "prefixes"`},
+		{"null prefixes", `{"prefixes":null}`, `no "prefixes"`},
+		{"empty prefixes", `{"prefixes":[]}`, "is empty"},
+		{"both families", `{"prefixes":[{"ipv4Prefix":"1.2.3.0/24","ipv6Prefix":"2001:db8::/32"}]}`, "exactly one"},
+		{"neither", `{"prefixes":[{"ipPrefix":"1.2.3.0/24"}]}`, "exactly one"},
+		{"v6 as v4", `{"prefixes":[{"ipv4Prefix":"2001:db8::/32"}]}`, "not an IPv4 prefix"},
+		{"v4 as v6", `{"prefixes":[{"ipv6Prefix":"1.2.3.0/24"}]}`, "not an IPv6 prefix"},
+		{"bare address", `{"prefixes":[{"ipv4Prefix":"1.2.3.4"}]}`, "prefixes[0]"},
+		{"too wide v4", `{"prefixes":[{"ipv4Prefix":"0.0.0.0/0"}]}`, "too wide"},
+		{"too wide v6", `{"prefixes":[{"ipv6Prefix":"::/0"}]}`, "too wide"},
+		{"not a string", `{"prefixes":[{"ipv4Prefix":5}]}`, "not a JSON feed"},
+		{"huge", `{"prefixes":[` + strings.Repeat(`{"ipv4Prefix":"1.2.3.0/24"},`, MaxFeedBytes/28) + `{"ipv4Prefix":"1.2.3.0/24"}]}`, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ParseFeed([]byte(tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestIndexContains(t *testing.T) {
+	x := buildIndex([]netip.Prefix{
+		netip.MustParsePrefix("66.249.64.0/27"),
+		netip.MustParsePrefix("66.249.64.32/27"), // adjacent: merged
+		netip.MustParsePrefix("66.249.64.8/29"),  // inside
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("255.255.255.0/24"),
+		netip.MustParsePrefix("2001:4860:4801:10::/64"),
+		netip.MustParsePrefix("2001:4860:4801:11::/64"),
+		netip.MustParsePrefix("ffff:ffff:ffff:ffff::/64"),
+	})
+	if len(x.v4) != 3 || len(x.v6) != 2 {
+		t.Fatalf("spans v4 %v v6 %v", x.v4, x.v6)
+	}
+	for addr, want := range map[string]bool{
+		"66.249.64.0": true, "66.249.64.63": true, "66.249.64.64": false, "66.249.63.255": false,
+		"10.255.255.255": true, "11.0.0.0": false, "9.255.255.255": false, "0.0.0.0": false,
+		"255.255.255.255": true, "::ffff:66.249.64.1": true,
+		"2001:4860:4801:10::1": true, "2001:4860:4801:11:ffff:ffff:ffff:ffff": true, "2001:4860:4801:12::": false,
+		"2001:4860:4801:f::ffff": false, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff": true, "::": false,
+	} {
+		if got := x.contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("contains(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	var nilIndex *rangeIndex
+	if nilIndex.contains(netip.MustParseAddr("1.2.3.4")) {
+		t.Error("a nil index contains nothing")
+	}
+}
+
+// FuzzIndex checks the merged index against a linear scan of the prefixes.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte{66, 249, 64, 0, 27, 66, 249, 64, 32, 27}, []byte{66, 249, 64, 40})
+	f.Add([]byte{32, 1, 13, 184, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64}, []byte{32, 1, 13, 184, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, spec, probe []byte) {
+		var ps []netip.Prefix
+		for len(spec) >= 5 {
+			n := 5
+			if spec[0]&1 == 1 && len(spec) >= 17 { // IPv6
+				n = 17
+				a := netip.AddrFrom16([16]byte(spec[:16]))
+				bits := minV6Bits + int(spec[16])%(129-minV6Bits)
+				ps = append(ps, netip.PrefixFrom(a, bits).Masked())
+			} else {
+				a := netip.AddrFrom4([4]byte(spec[:4]))
+				bits := minV4Bits + int(spec[4])%(33-minV4Bits)
+				ps = append(ps, netip.PrefixFrom(a, bits).Masked())
+			}
+			spec = spec[n:]
+		}
+		x := buildIndex(ps)
+		var probes []netip.Addr
+		if len(probe) >= 16 {
+			probes = append(probes, netip.AddrFrom16([16]byte(probe[:16])))
+		}
+		if len(probe) >= 4 {
+			probes = append(probes, netip.AddrFrom4([4]byte(probe[:4])))
+		}
+		for _, p := range ps { // edges of every prefix
+			lo := p.Addr()
+			probes = append(probes, lo, lo.Prev(), lastAddr(p), lastAddr(p).Next())
+		}
+		for _, a := range probes {
+			if !a.IsValid() {
+				continue
+			}
+			want := false
+			for _, p := range ps {
+				want = want || p.Contains(a)
+			}
+			if got := x.contains(a); got != want {
+				t.Fatalf("contains(%s) = %v, linear scan says %v (prefixes %v)", a, got, want, ps)
+			}
+		}
+	})
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As16()
+	host := 128 - p.Bits()
+	if p.Addr().Is4() {
+		host = 32 - p.Bits()
+	}
+	for i := 15; i >= 0 && host > 0; i-- {
+		n := min(host, 8)
+		b[i] |= byte(1<<n - 1)
+		host -= n
+	}
+	if p.Addr().Is4() {
+		return netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return netip.AddrFrom16(b)
+}
+
+func BenchmarkIndexContains(b *testing.B) {
+	// The size of Google's and Bing's feeds together: about 1,500 prefixes.
+	var ps []netip.Prefix
+	for i := range 1000 {
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(0x42000000+i*64))
+		ps = append(ps, netip.PrefixFrom(netip.AddrFrom4(a), 27))
+	}
+	for i := range 500 {
+		var a [16]byte
+		binary.BigEndian.PutUint64(a[:], 0x2001486048010000+uint64(i)*2)
+		ps = append(ps, netip.PrefixFrom(netip.AddrFrom16(a), 64))
+	}
+	x := buildIndex(ps)
+	v4 := netip.MustParseAddr("66.0.62.129")
+	v6 := netip.MustParseAddr("2001:4860:4801:0064::1")
+	b.Run("v4", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !x.contains(v4) {
+				b.Fatal("not found")
+			}
+		}
+	})
+	b.Run("v6", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !x.contains(v6) {
+				b.Fatal("not found")
+			}
+		}
+	})
+}

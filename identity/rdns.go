@@ -1,0 +1,161 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Lifetimes of cached reverse-DNS answers and the bound on lookups in
+// flight.
+const (
+	// VerifiedTTL: a forward-confirmed name is trusted this long.
+	VerifiedTTL = 6 * time.Hour
+	// SpoofedTTL: a definite failure (no PTR, a name outside the operator's
+	// domains, a forward lookup without the address) is kept this long.
+	SpoofedTTL = time.Hour
+	// ErrorTTL: a lookup that failed (timeout, SERVFAIL) is not retried for
+	// this long, so a dead resolver is not asked once per request.
+	ErrorTTL = time.Minute
+	// MaxConcurrentLookups bounds the reverse-DNS checks in flight; a check
+	// that finds no free slot within the DNS timeout is Unverifiable.
+	MaxConcurrentLookups = 64
+	// DefaultDNSTimeout bounds one check (PTR and forward lookups).
+	DefaultDNSTimeout = 2 * time.Second
+	// DefaultCacheSize is the default number of cached answers.
+	DefaultCacheSize = 10000
+	// maxPTRNames bounds the names of one PTR answer that are looked up.
+	maxPTRNames = 4
+)
+
+type dnsKey struct {
+	addr netip.Addr
+	op   uint8
+}
+
+// dnsAnswer is a cached reverse-DNS check.
+type dnsAnswer struct {
+	verdict Verdict
+	detail  string // how it was reached, for Explain
+	expires int64  // unix nanoseconds
+}
+
+// newResolver returns the system resolver, or one that asks the DNS server
+// at addr (host:port) only.
+func newResolver(addr string) *net.Resolver {
+	if addr == "" {
+		return net.DefaultResolver
+	}
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+}
+
+// rdns checks addr against op's domains, from the cache or with one
+// forward-confirmed reverse-DNS lookup shared by concurrent callers.
+func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr) dnsAnswer {
+	k := dnsKey{addr, uint8(i)}
+	now := v.now().UnixNano()
+	if a, ok := v.dnsCache.Peek(k); ok && a.expires > now {
+		return a
+	}
+	ch := v.flight.DoChan(addr.String()+" "+op.Name, func() (any, error) {
+		a := v.lookup(op, addr)
+		v.dnsCache.Add(k, a)
+		return a, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(dnsAnswer)
+	case <-ctx.Done():
+		return dnsAnswer{verdict: Unverifiable, detail: "request ended before the DNS check: " + ctx.Err().Error()}
+	}
+}
+
+// lookup does one forward-confirmed reverse-DNS check, bounded by the DNS
+// timeout (the wait for a free slot included).
+func (v *Verifier) lookup(op *opEntry, addr netip.Addr) dnsAnswer {
+	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.DNSTimeout)
+	defer cancel()
+	start := v.now()
+	ans := func(vd Verdict, ttl time.Duration, outcome, detail string) dnsAnswer {
+		v.observeLookup(outcome, v.now().Sub(start))
+		return dnsAnswer{verdict: vd, detail: detail, expires: v.now().Add(ttl).UnixNano()}
+	}
+	select {
+	case v.slots <- struct{}{}:
+		defer func() { <-v.slots }()
+	case <-ctx.Done():
+		return ans(Unverifiable, ErrorTTL, LookupError, "too many DNS checks in flight")
+	}
+	names, err := v.resolver.LookupAddr(ctx, addr.String())
+	if err != nil {
+		if isNotFound(err) {
+			return ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
+		}
+		return ans(Unverifiable, ErrorTTL, LookupError, "PTR lookup failed: "+err.Error())
+	}
+	var outside, unconfirmed []string
+	sawErr := ""
+	for j, n := range names {
+		if j == maxPTRNames {
+			break
+		}
+		name := strings.TrimSuffix(strings.ToLower(n), ".")
+		if !op.underDomain(name) {
+			outside = append(outside, name)
+			continue
+		}
+		ips, err := v.resolver.LookupNetIP(ctx, "ip", name)
+		if err != nil {
+			if !isNotFound(err) {
+				sawErr = "forward lookup of " + name + " failed: " + err.Error()
+			}
+			unconfirmed = append(unconfirmed, name)
+			continue
+		}
+		for _, ip := range ips {
+			if ip.Unmap() == addr {
+				return ans(Verified, VerifiedTTL, LookupVerified, "PTR "+name+", whose A/AAAA records include "+addr.String())
+			}
+		}
+		unconfirmed = append(unconfirmed, name)
+	}
+	if sawErr != "" {
+		return ans(Unverifiable, ErrorTTL, LookupError, sawErr)
+	}
+	detail := "PTR " + strings.Join(names, ", ")
+	switch {
+	case len(unconfirmed) > 0:
+		detail = "PTR " + strings.Join(unconfirmed, ", ") + " does not resolve back to " + addr.String()
+	case len(outside) > 0:
+		detail = "PTR " + strings.Join(outside, ", ") + " is not under " + strings.Join(op.domains, ", ")
+	}
+	return ans(Spoofed, SpoofedTTL, LookupFailed, detail)
+}
+
+// isNotFound reports whether err is a definite "no such record".
+func isNotFound(err error) bool {
+	var de *net.DNSError
+	return errors.As(err, &de) && de.IsNotFound
+}
+
+// Lookup outcomes, as passed to Observer.ObserveLookup.
+const (
+	LookupVerified = "verified"
+	LookupFailed   = "failed" // a definite failure: the claim is spoofed
+	LookupError    = "error"  // timeout or server failure: unverifiable
+)
+
+func (v *Verifier) observeLookup(outcome string, d time.Duration) {
+	if v.cfg.Observer != nil {
+		v.cfg.Observer.ObserveLookup(outcome, d)
+	}
+}

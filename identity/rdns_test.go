@@ -1,0 +1,200 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robotsguard/robotsguard/internal/testdns"
+)
+
+var googleish = []Operator{{Name: "google", Tokens: []string{"Googlebot"}, RDNS: []string{"googlebot.com", "google.com"}}}
+
+func TestFCrDNS(t *testing.T) {
+	dns := testdns.Start(t)
+	// The real crawler.
+	dns.PTR("66.249.66.1", "crawl-66-249-66-1.googlebot.com")
+	dns.Host("crawl-66-249-66-1.googlebot.com", "66.249.66.1")
+	dns.PTR("2001:4860:4801:2::1", "crawl-v6.google.com")
+	dns.Host("crawl-v6.google.com", "2001:4860:4801:2::1")
+	// A PTR under the operator's domain, but the attacker's own zone.
+	dns.PTR("203.0.113.1", "googlebot.com.evil.example")
+	dns.Host("googlebot.com.evil.example", "203.0.113.1")
+	// Not on a label boundary.
+	dns.PTR("203.0.113.2", "evilgooglebot.com")
+	dns.Host("evilgooglebot.com", "203.0.113.2")
+	// A PTR the attacker wrote in their reverse zone, naming the real
+	// domain: the forward lookup does not contain the address.
+	dns.PTR("203.0.113.3", "crawl-66-249-66-1.googlebot.com")
+	// A PTR to a name that does not exist.
+	dns.PTR("203.0.113.4", "crawl-nonexistent.googlebot.com")
+	// 203.0.113.5 has no PTR at all.
+
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr })
+	for _, tc := range []struct {
+		addr   string
+		want   Verdict
+		detail string
+	}{
+		{"66.249.66.1", Verified, "PTR crawl-66-249-66-1.googlebot.com, whose A/AAAA records include 66.249.66.1"},
+		{"2001:4860:4801:2::1", Verified, "crawl-v6.google.com"},
+		{"203.0.113.1", Spoofed, "is not under googlebot.com, google.com"},
+		{"203.0.113.2", Spoofed, "PTR evilgooglebot.com is not under"},
+		{"203.0.113.3", Spoofed, "does not resolve back to 203.0.113.3"},
+		{"203.0.113.4", Spoofed, "does not resolve back"},
+		{"203.0.113.5", Spoofed, "no PTR record"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			x := v.Explain(context.Background(), v.Claims("Googlebot/2.1"), netip.MustParseAddr(tc.addr))
+			if x.Verdict != tc.want || !strings.Contains(strings.Join(x.Steps, "\n"), tc.detail) {
+				t.Fatalf("got %v %q, want %v with %q", x.Verdict, x.Steps, tc.want, tc.detail)
+			}
+			if tc.want == Verified && x.Method != MethodRDNS {
+				t.Fatalf("method %v", x.Method)
+			}
+		})
+	}
+	// Answers are cached: asking again sends no query.
+	before := dns.Queries()
+	for range 100 {
+		if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Verified {
+			t.Fatal(r.Verdict)
+		}
+		if r := verify(v, "Googlebot", "203.0.113.3"); r.Verdict != Spoofed {
+			t.Fatal(r.Verdict)
+		}
+	}
+	if n := dns.Queries() - before; n != 0 {
+		t.Fatalf("%d queries for cached answers", n)
+	}
+}
+
+// Concurrent checks of one new address share one lookup.
+func TestFCrDNSSingleFlight(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("66.249.66.9", "crawl-66-249-66-9.googlebot.com")
+	dns.Host("crawl-66-249-66-9.googlebot.com", "66.249.66.9")
+	dns.SetDelay(50 * time.Millisecond) // so the callers overlap
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr })
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if r := verify(v, "Googlebot", "66.249.66.9"); r.Verdict != Verified {
+				t.Error(r.Verdict)
+			}
+		})
+	}
+	wg.Wait()
+	// One PTR query, then A and AAAA for the name.
+	if n := dns.Queries(); n > 3 {
+		t.Fatalf("%d queries for 50 concurrent checks of one address, want at most 3", n)
+	}
+}
+
+// A resolver that does not answer costs at most the DNS timeout, and the
+// claim is unverifiable (never spoofed); the failure is cached briefly.
+func TestFCrDNSTimeout(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("66.249.66.1", "crawl-66-249-66-1.googlebot.com")
+	const timeout = 300 * time.Millisecond
+	dns.SetDelay(4 * timeout) // longer than the timeout; short, since shutdown waits for it
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr; c.DNSTimeout = timeout })
+	start := time.Now()
+	r := verify(v, "Googlebot", "66.249.66.1")
+	took := time.Since(start)
+	if r.Verdict != Unverifiable {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	t.Logf("a check against a silent resolver took %v (timeout %v)", took, timeout)
+	if took > timeout+2*time.Second {
+		t.Fatalf("took %v with a %v timeout", took, timeout)
+	}
+	start = time.Now()
+	if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Unverifiable || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("cached failure: %v after %v", r.Verdict, time.Since(start))
+	}
+	// A request that ends first does not wait for the lookup.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if r := v.Verify(ctx, v.Claims("Googlebot"), netip.MustParseAddr("66.249.66.2")); r.Verdict != Unverifiable {
+		t.Fatalf("got %v", r.Verdict)
+	}
+	if d := time.Since(start); d > timeout {
+		t.Fatalf("waited %v after the request ended", d)
+	}
+}
+
+// A flood of distinct addresses claiming an operator keeps the cache at its
+// bound.
+func TestFCrDNSFlood(t *testing.T) {
+	dns := testdns.Start(t)
+	const size = 100
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr; c.CacheSize = size })
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 250 {
+				a := netip.MustParseAddr(fmt.Sprintf("198.18.%d.%d", w, i))
+				if r := v.Verify(context.Background(), v.Claims("Googlebot"), a); r.Verdict != Spoofed {
+					t.Errorf("%s: %v", a, r.Verdict)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := v.dnsCache.Len(); n > size {
+		t.Fatalf("cache holds %d answers, bound %d", n, size)
+	}
+}
+
+// An address in the operator's feed needs no DNS; outside it, reverse DNS
+// decides.
+func TestFeedThenRDNS(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("66.249.66.1", "crawl-66-249-66-1.googlebot.com")
+	dns.Host("crawl-66-249-66-1.googlebot.com", "66.249.66.1")
+	srv := newFeedServer(t, feedJSON("66.249.64.0/27"))
+	ops := []Operator{{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{srv.URL}, RDNS: []string{"googlebot.com"}}}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.Resolver = dns.Addr })
+	waitFeeds(t, v, 1)
+	if r := verify(v, "Googlebot", "66.249.64.3"); r.Verdict != Verified || r.Method != MethodIPRange {
+		t.Fatalf("%+v", r)
+	}
+	if dns.Queries() != 0 {
+		t.Fatal("an address in the feed must not cost a DNS query")
+	}
+	if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Verified || r.Method != MethodRDNS {
+		t.Fatalf("%+v", r)
+	}
+	if r := verify(v, "Googlebot", "203.0.113.9"); r.Verdict != Spoofed {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	srv := httptestFeed(b, feedJSON("66.249.64.0/27", "66.249.64.64/27", "2001:4860:4801:10::/64"))
+	ops := []Operator{{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{srv}}}
+	v, err := New(Config{Operators: ops})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Close()
+	for v.Feeds()[0].Loaded == false {
+		time.Sleep(time.Millisecond)
+	}
+	claims := v.Claims("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
+	a := netip.MustParseAddr("66.249.64.70")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if v.Verify(ctx, claims, a).Verdict != Verified {
+			b.Fatal("not verified")
+		}
+	}
+}

@@ -1,0 +1,386 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+)
+
+// Config configures a Verifier. Zero fields take their defaults.
+type Config struct {
+	// Operators is the registry (see Builtin and Merge). It is checked
+	// with Validate.
+	Operators []Operator
+	// Refresh is how often each feed is fetched again. Default 24h; at
+	// least MinRefresh (1h). A shorter Cache-Control max-age of a feed
+	// shortens it, down to MinRefresh.
+	Refresh time.Duration
+	// FeedTimeout bounds one feed fetch. Default 30s.
+	FeedTimeout time.Duration
+	// DNSTimeout bounds one reverse-DNS check, PTR and forward lookups
+	// together. Default 2s.
+	DNSTimeout time.Duration
+	// Resolver is the host:port of the DNS server to ask; empty means the
+	// system's resolver.
+	Resolver string
+	// CacheSize bounds the cached reverse-DNS answers. Default 10000.
+	CacheSize int
+	// Storage keeps the last good copy of each feed across restarts;
+	// nil keeps none.
+	Storage Storage
+	// HTTPClient fetches the feeds. Default: a client with its own
+	// transport.
+	HTTPClient *http.Client
+	// Logger receives feed warnings and state changes. Default: none.
+	Logger *zap.Logger
+	// Observer receives feed and lookup outcomes, for metrics.
+	Observer Observer
+	// Now tells the time, for tests. Default time.Now.
+	Now func() time.Time
+}
+
+// Observer receives the outcomes of feed fetches and reverse-DNS checks.
+// Its labels are bounded: the configured feed sources and a fixed set of
+// outcomes.
+type Observer interface {
+	// ObserveFeed is called once per feed fetch or restore, with one of
+	// FeedOK, FeedNotModified, FeedStored, FeedError and FeedInvalid.
+	ObserveFeed(source, outcome string)
+	// ObserveLookup is called once per reverse-DNS check, with one of
+	// LookupVerified, LookupFailed and LookupError, and its duration.
+	ObserveLookup(outcome string, d time.Duration)
+}
+
+// CheckResolver checks the form of Config.Resolver: host:port.
+func CheckResolver(s string) error {
+	if s == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || port == "" {
+		return fmt.Errorf("%q: give host:port, e.g. 127.0.0.1:53", s)
+	}
+	return nil
+}
+
+// Verifier checks crawler claims against the registry. It is safe for
+// concurrent use. Close stops its background feed refresh.
+type Verifier struct {
+	cfg        Config
+	ops        []*opEntry
+	feeds      []*feed
+	resolver   *net.Resolver
+	dnsCache   *lru.Cache[dnsKey, dnsAnswer]
+	flight     singleflight.Group
+	slots      chan struct{}
+	log        *zap.Logger
+	now        func() time.Time
+	minRefresh time.Duration
+	retryFirst time.Duration
+
+	idxMu  sync.Mutex // serialises index rebuilds
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New checks cfg and returns a Verifier whose feeds start loading in the
+// background: first the stored copies (Config.Storage), then the network or
+// the files. Until an operator's feeds load, its claims are checked by
+// reverse DNS when it publishes domains, and are Unverifiable otherwise.
+func New(cfg Config) (*Verifier, error) {
+	if err := Validate(cfg.Operators); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Refresh == 0:
+		cfg.Refresh = DefaultRefresh
+	case cfg.Refresh < MinRefresh:
+		return nil, fmt.Errorf("refresh: must be at least %s, got %s", MinRefresh, cfg.Refresh)
+	}
+	if cfg.FeedTimeout <= 0 {
+		cfg.FeedTimeout = DefaultFeedTimeout
+	}
+	if cfg.DNSTimeout < 0 {
+		return nil, fmt.Errorf("dns_timeout: must be positive, got %s", cfg.DNSTimeout)
+	}
+	if cfg.DNSTimeout == 0 {
+		cfg.DNSTimeout = DefaultDNSTimeout
+	}
+	if cfg.CacheSize < 0 {
+		return nil, fmt.Errorf("dns_cache_size: must be positive, got %d", cfg.CacheSize)
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	if err := CheckResolver(cfg.Resolver); err != nil {
+		return nil, fmt.Errorf("resolver: %w", err)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	v := &Verifier{
+		cfg:        cfg,
+		ops:        compile(cfg.Operators),
+		resolver:   newResolver(cfg.Resolver),
+		slots:      make(chan struct{}, MaxConcurrentLookups),
+		log:        cfg.Logger,
+		now:        cfg.Now,
+		minRefresh: MinRefresh,
+		retryFirst: retryFirst,
+	}
+	v.dnsCache, _ = lru.New[dnsKey, dnsAnswer](cfg.CacheSize)
+	bySrc := make(map[string]*feed)
+	for _, op := range v.ops {
+		for _, src := range op.IPRanges {
+			f := bySrc[src]
+			if f == nil {
+				f = &feed{src: src}
+				bySrc[src] = f
+				v.feeds = append(v.feeds, f)
+			}
+			f.ops = append(f.ops, op)
+			op.feeds = append(op.feeds, f)
+		}
+	}
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	for _, f := range v.feeds {
+		v.wg.Add(1)
+		go v.run(f)
+	}
+	return v, nil
+}
+
+// Close stops the background refresh and waits for it. The Verifier stays
+// usable with the data it has.
+func (v *Verifier) Close() error {
+	v.cancel()
+	v.wg.Wait()
+	v.cfg.HTTPClient.CloseIdleConnections()
+	return nil
+}
+
+// Operators returns the registry in force.
+func (v *Verifier) Operators() []Operator {
+	out := make([]Operator, len(v.ops))
+	for i, op := range v.ops {
+		out[i] = op.Operator
+	}
+	return out
+}
+
+// Claims returns the operators whose tokens ua names (a whole User-Agent
+// header or a bare product token), by the rules robots.txt groups are
+// chosen by, so that every header that can earn an operator's group in a
+// robots.txt that names the token claims that operator. It costs one scan
+// of the header per operator: cache it with the header.
+func (v *Verifier) Claims(ua string) Claims {
+	var c Claims
+	for _, op := range v.ops {
+		if op.names(ua) {
+			c |= op.bit
+		}
+	}
+	return c
+}
+
+// Verify checks the claims of a request coming from addr. A header that
+// names several operators is as good as its worst claim. addr may be the
+// zero Addr when the client's address is unknown (the claim is then
+// Unverifiable). With a warm cache it does not allocate.
+func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) Result {
+	if claims == 0 {
+		return Result{}
+	}
+	addr = addr.Unmap().WithZone("")
+	var res Result
+	for i, op := range v.ops {
+		if claims&op.bit == 0 {
+			continue
+		}
+		r := v.verifyOne(ctx, op, i, addr, nil)
+		if res.Verdict == None || r.Verdict.severity() > res.Verdict.severity() {
+			res = r
+		}
+	}
+	return res
+}
+
+// verifyOne checks one operator's claim; how collects the explanation
+// when non-nil.
+func (v *Verifier) verifyOne(ctx context.Context, op *opEntry, i int, addr netip.Addr, how *[]string) Result {
+	res := Result{Operator: op.Name, key: op.key}
+	say := func(s string) {
+		if how != nil {
+			*how = append(*how, s)
+		}
+	}
+	if !addr.IsValid() {
+		say("the client address is unknown")
+		res.Verdict = Unverifiable
+		return res
+	}
+	if op.index.Load().contains(addr) {
+		res.Verdict, res.Method = Verified, MethodIPRange
+		if how != nil {
+			say(v.whichFeed(op, addr))
+		}
+		return res
+	}
+	loaded := 0
+	for _, f := range op.feeds {
+		if f.data.Load() != nil {
+			loaded++
+		}
+	}
+	if how != nil && len(op.feeds) > 0 {
+		say(fmt.Sprintf("%s is in none of %s's %d loaded IP-range feeds (of %d)", addr, op.Name, loaded, len(op.feeds)))
+	}
+	if len(op.domains) > 0 {
+		a := v.rdns(ctx, op, i, addr)
+		say("reverse DNS: " + a.detail)
+		res.Verdict = a.verdict
+		if a.verdict == Verified {
+			res.Method = MethodRDNS
+		}
+		return res
+	}
+	switch {
+	case len(op.feeds) == 0:
+		say(op.Name + " publishes no IP ranges and no reverse-DNS domains")
+		res.Verdict = Unverifiable
+	case loaded < len(op.feeds):
+		say("not every feed of " + op.Name + " has loaded")
+		res.Verdict = Unverifiable
+	default:
+		res.Verdict = Spoofed
+	}
+	return res
+}
+
+// whichFeed names the feed and prefix that contain addr.
+func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr) string {
+	for _, f := range op.feeds {
+		if d := f.data.Load(); d != nil {
+			for _, p := range d.prefixes {
+				if p.Contains(addr) {
+					return fmt.Sprintf("%s is in %s of the feed %s", addr, p, f.src)
+				}
+			}
+		}
+	}
+	return addr.String() + " is in " + op.Name + "'s IP ranges"
+}
+
+// Explanation is a verdict with the steps that reached it, for humans.
+type Explanation struct {
+	Result
+	// Claimed lists the operators the header names.
+	Claimed []string
+	// Steps says how the verdict was reached, e.g. "66.249.66.1 is in
+	// 66.249.66.0/27 of the feed https://...".
+	Steps []string
+}
+
+// Explain is Verify with the steps that reached the verdict. It uses and
+// fills the same caches.
+func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) Explanation {
+	var x Explanation
+	addr = addr.Unmap().WithZone("")
+	for i, op := range v.ops {
+		if claims&op.bit == 0 {
+			continue
+		}
+		x.Claimed = append(x.Claimed, op.Name)
+		var how []string
+		r := v.verifyOne(ctx, op, i, addr, &how)
+		for _, s := range how {
+			x.Steps = append(x.Steps, op.Name+": "+s)
+		}
+		if x.Verdict == None || r.Verdict.severity() > x.Verdict.severity() {
+			x.Result = r
+		}
+	}
+	return x
+}
+
+// FeedStatus describes one feed, for status pages and the admin API.
+type FeedStatus struct {
+	Source       string    `json:"source"`
+	Operators    []string  `json:"operators"`
+	Loaded       bool      `json:"loaded"`
+	Prefixes     int       `json:"prefixes"`
+	CreationTime string    `json:"creation_time,omitempty"`
+	Fetched      time.Time `json:"fetched,omitzero"`
+	FromStorage  bool      `json:"from_storage,omitempty"`
+	LastError    string    `json:"last_error,omitempty"`
+}
+
+// Feeds reports the state of every feed, sorted by source.
+func (v *Verifier) Feeds() []FeedStatus {
+	out := make([]FeedStatus, 0, len(v.feeds))
+	for _, f := range v.feeds {
+		s := FeedStatus{Source: f.src}
+		for _, op := range f.ops {
+			s.Operators = append(s.Operators, op.Name)
+		}
+		if d := f.data.Load(); d != nil {
+			s.Loaded, s.Prefixes, s.CreationTime, s.Fetched, s.FromStorage = true, len(d.prefixes), d.created, d.fetched, d.stored
+		}
+		if e := f.lastErr.Load(); e != nil {
+			s.LastError = *e
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Source < out[j].Source })
+	return out
+}
+
+// RefreshFeeds fetches every feed now (conditionally), and returns the
+// errors of those that failed; their last good copies stay in force.
+func (v *Verifier) RefreshFeeds(ctx context.Context) error {
+	var errs []error
+	for _, f := range v.feeds {
+		if _, err := v.fetch(ctx, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// OperatorNames returns the names of the operators in c, in registry order.
+func (v *Verifier) OperatorNames(c Claims) []string {
+	var out []string
+	for _, op := range v.ops {
+		if c&op.bit != 0 {
+			out = append(out, op.Name)
+		}
+	}
+	return out
+}
+
+// String describes the registry briefly, for logs.
+func (v *Verifier) String() string {
+	names := make([]string, len(v.ops))
+	for i, op := range v.ops {
+		names[i] = op.Name
+	}
+	return fmt.Sprintf("%d operators (%s), %d feeds", len(v.ops), strings.Join(names, ", "), len(v.feeds))
+}
