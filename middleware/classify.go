@@ -8,6 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mileusna/useragent"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -136,6 +137,7 @@ type classifier struct {
 	emptyBot  bool
 	toolsBots bool
 	cache     *lru.Cache[string, *uaInfo]
+	verifier  *identity.Verifier // nil when verification is off
 }
 
 // uaInfo is the cached classification of one header. spec memoises, for the
@@ -149,14 +151,22 @@ type uaInfo struct {
 	// clients go on without waiting for a site's first robots.txt fetch;
 	// unknown clients may be bots that the site's own groups name.
 	browser bool
-	hits    atomic.Uint32
-	spec    atomic.Pointer[specMemo]
+	// claims: the crawler operators the header names (verification on).
+	// A header that claims one is a bot.
+	claims identity.Claims
+	hits   atomic.Uint32
+	spec   atomic.Pointer[specMemo]
 }
 
 // specMemo holds the group choice weakly: a header cached for long does
 // not keep a replaced robots.txt alive (up to ua_cache_size of them).
 type specMemo struct {
 	agent policy.WeakAgent
+	// groupClaims: the operators whose tokens the chosen group's name
+	// stands for, so that a header that earns an operator's group claims
+	// that operator even when it names it only through the hyphen
+	// fallback of the site's file.
+	groupClaims identity.Claims
 }
 
 // promoteEvery is how often (in hits) a cache hit refreshes the entry's LRU
@@ -164,14 +174,14 @@ type specMemo struct {
 // path cheap and still keeps busy entries from being evicted.
 const promoteEvery = 64
 
-func newClassifier(cfg Config) *classifier {
+func newClassifier(cfg Config, v *identity.Verifier) *classifier {
 	s := newTokenSet()
 	s.parseCrawlers(crawlersTxt)
 	for _, b := range cfg.Bots {
 		s.add(b, kindCrawler)
 	}
 	cache, _ := lru.New[string, *uaInfo](cfg.UACacheSize) // size > 0 is checked by Config
-	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache}
+	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, verifier: v}
 }
 
 // isBot reports whether ua is classified as a bot.
@@ -180,8 +190,7 @@ func (c *classifier) isBot(ua string) bool { return c.lookup(ua).bot }
 // lookup returns the cached classification of ua, computing it on a miss.
 func (c *classifier) lookup(ua string) *uaInfo {
 	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
-		bot, browser := c.compute(ua)
-		return &uaInfo{bot: bot, browser: browser}
+		return c.info(ua)
 	}
 	if v, ok := c.cache.Peek(ua); ok {
 		if v.hits.Add(1)%promoteEvery == 0 {
@@ -189,22 +198,39 @@ func (c *classifier) lookup(ua string) *uaInfo {
 		}
 		return v
 	}
-	bot, browser := c.compute(ua)
-	v := &uaInfo{bot: bot, browser: browser}
+	v := c.info(ua)
 	c.cache.Add(strings.Clone(ua), v)
 	return v
 }
 
-// agent returns r.Agent(ua), memoised in info for the last r seen.
-func (info *uaInfo) agent(r *policy.Robots, ua string) policy.Agent {
+// info classifies ua without the cache.
+func (c *classifier) info(ua string) *uaInfo {
+	bot, browser := c.compute(ua)
+	v := &uaInfo{bot: bot, browser: browser}
+	if c.verifier != nil {
+		if v.claims = c.verifier.Claims(ua); v.claims != 0 {
+			v.bot, v.browser = true, false
+		}
+	}
+	return v
+}
+
+// agent returns r.Agent(ua) and the operators its group's name stands for
+// (with verifier v, nil when verification is off), memoised in info for
+// the last r seen.
+func (info *uaInfo) agent(r *policy.Robots, ua string, v *identity.Verifier) (policy.Agent, identity.Claims) {
 	if m := info.spec.Load(); m != nil {
 		if a, ok := m.agent.For(r); ok {
-			return a
+			return a, m.groupClaims
 		}
 	}
 	a := r.Agent(ua)
-	info.spec.Store(&specMemo{agent: a.Weak()})
-	return a
+	var gc identity.Claims
+	if v != nil && a.Specific() {
+		gc = v.Claims(a.Group())
+	}
+	info.spec.Store(&specMemo{agent: a.Weak(), groupClaims: gc})
+	return a, gc
 }
 
 // compute classifies ua without the cache: is it a bot, is it a browser.

@@ -46,7 +46,7 @@ func mustClassifier(t testing.TB, cfg Config) *classifier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClassifier(cfg)
+	return newClassifier(cfg, nil)
 }
 
 func TestBrowsersAreNeverBots(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -154,10 +155,123 @@ type Config struct {
 	// through, to try a configuration on live traffic.
 	DryRun bool `json:"dry_run,omitempty"`
 
+	// Verify turns on crawler verification: a request whose User-Agent
+	// names a registered crawler operator's token (Googlebot, GPTBot, ...)
+	// is checked against the operator's published IP ranges and reverse-DNS
+	// domains (package identity). nil (the default) leaves it off, and
+	// every header is believed as before.
+	Verify *VerifyConfig `json:"verify,omitempty"`
+
 	// LogQuery writes the query string of a denied or throttled request's
 	// target into its log line. Default false: the line shows the path and
 	// "?…", since queries carry tokens and e-mail addresses.
 	LogQuery bool `json:"log_query,omitempty"`
+}
+
+// Values of VerifyConfig.OnSpoofed.
+const (
+	SpoofedDeny = "deny"
+	SpoofedStar = "star"
+)
+
+// Bounds of VerifyConfig.
+const (
+	MaxDNSTimeout = 30 * time.Second
+)
+
+// VerifyConfig configures crawler verification (Config.Verify). What it
+// changes: a Spoofed claim (the operator publishes a check, its data is
+// loaded, and the address fails it) never earns the claimed group or spends
+// its Crawl-delay budget; a Verified one, with crawl_delay_key "group",
+// shares one budget per operator and group; Unverifiable claims (no check
+// published or loaded yet, DNS failing) are judged by the header as before,
+// with per-address budgets.
+type VerifyConfig struct {
+	// OnSpoofed says what a spoofed claim gets: "deny" (the default) answers
+	// 403 with a body that says why; "star" judges the request as a client
+	// of the "*" group.
+	OnSpoofed string `json:"on_spoofed,omitempty"`
+
+	// Refresh is how often each IP-range feed is fetched again
+	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
+	// max-age of a feed shortens it, down to 1h.
+	Refresh Duration `json:"refresh,omitempty"`
+
+	// DNSTimeout bounds one forward-confirmed reverse-DNS check (PTR and
+	// forward lookups). Default 2s; at most 30s.
+	DNSTimeout Duration `json:"dns_timeout,omitempty"`
+
+	// Resolver is the host:port of the DNS server to ask. Default: the
+	// system's resolver.
+	Resolver string `json:"resolver,omitempty"`
+
+	// DNSCacheSize bounds the cached reverse-DNS answers (one per address
+	// and operator). Default 10000.
+	DNSCacheSize int `json:"dns_cache_size,omitempty"`
+
+	// Builtin keeps the built-in registry of operators (identity.Builtin).
+	// Default true; false leaves only Operators.
+	Builtin *bool `json:"builtin,omitempty"`
+
+	// Operators adds operators to the registry; one with the name of a
+	// built-in operator replaces it whole.
+	Operators []identity.Operator `json:"operators,omitempty"`
+
+	// CacheDir is a directory where the last good copy of each feed is
+	// kept, so that a restart without network still verifies. The Caddy
+	// module uses Caddy's storage instead when it is empty. Default: none.
+	CacheDir string `json:"cache_dir,omitempty"`
+}
+
+// Registry returns the operators in force: the built-in ones (unless
+// Builtin is false) merged with Operators.
+func (c *VerifyConfig) Registry() []identity.Operator {
+	var base []identity.Operator
+	if c.Builtin == nil || *c.Builtin {
+		base = identity.Builtin()
+	}
+	return identity.Merge(base, c.Operators)
+}
+
+// withDefaults returns a copy of c with defaults applied, or an error
+// naming the first invalid field.
+func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
+	errf := func(field, format string, args ...any) error {
+		return fmt.Errorf("robots_guard: verify: %s: "+format, append([]any{field}, args...)...)
+	}
+	switch c.OnSpoofed {
+	case "":
+		c.OnSpoofed = SpoofedDeny
+	case SpoofedDeny, SpoofedStar:
+	default:
+		return nil, errf("on_spoofed", "must be %q or %q, got %q", SpoofedDeny, SpoofedStar, c.OnSpoofed)
+	}
+	switch r := time.Duration(c.Refresh); {
+	case r == 0:
+		c.Refresh = Duration(identity.DefaultRefresh)
+	case r < identity.MinRefresh:
+		return nil, errf("refresh", "must be at least 1h (the operators' feeds change slowly), got %s", r)
+	}
+	switch d := time.Duration(c.DNSTimeout); {
+	case d == 0:
+		c.DNSTimeout = Duration(identity.DefaultDNSTimeout)
+	case d < 0 || d > MaxDNSTimeout:
+		return nil, errf("dns_timeout", "must be between 0 and 30s, got %s", d)
+	}
+	if err := identity.CheckResolver(c.Resolver); err != nil {
+		return nil, errf("resolver", "%v", err)
+	}
+	if err := orDefault(&c.DNSCacheSize, identity.DefaultCacheSize, "verify: dns_cache_size"); err != nil {
+		return nil, err
+	}
+	ops := c.Registry()
+	if err := identity.Validate(ops); err != nil {
+		return nil, fmt.Errorf("robots_guard: verify: %w", err)
+	}
+	if len(ops) == 0 {
+		return nil, errf("operators", "the registry is empty (builtin is off and no operator is given)")
+	}
+	return &c, nil
 }
 
 // Duration is a time.Duration that reads JSON strings such as "10m" as well
@@ -287,6 +401,13 @@ func (c Config) withDefaults() (Config, error) {
 		bots = append(bots, t)
 	}
 	c.Bots = bots
+	if c.Verify != nil {
+		v, err := c.Verify.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Verify = v
+	}
 	return c, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
@@ -44,6 +46,9 @@ type Enforcer struct {
 	client     *http.Client
 	byGroup    bool
 	allowUnrch bool
+	verifier   *identity.Verifier // nil when verification is off
+	ownVerify  bool               // New built verifier; Close closes it
+	denySpoof  bool
 
 	bufs sync.Pool // *[]byte for response bodies
 
@@ -67,11 +72,23 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	ver, own := o.verifier, false
+	if cfg.Verify == nil {
+		ver = nil
+	} else if ver == nil {
+		if ver, err = newVerifier(cfg, o); err != nil {
+			return nil, err
+		}
+		own = true
+	}
 	e := &Enforcer{
 		cfg:        cfg,
 		now:        o.now,
 		clientIP:   o.clientIP,
-		classes:    newClassifier(cfg),
+		classes:    newClassifier(cfg, ver),
+		verifier:   ver,
+		ownVerify:  own,
+		denySpoof:  cfg.Verify != nil && cfg.Verify.OnSpoofed == SpoofedDeny,
 		limits:     o.limiter,
 		obs:        o.observer,
 		deny:       o.deny,
@@ -137,11 +154,62 @@ func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, er
 // Config returns the configuration in force, defaults applied.
 func (e *Enforcer) Config() Config { return e.cfg }
 
-// Close releases idle connections of the robots.txt HTTP client. The
-// Enforcer stays usable.
+// Close releases idle connections of the robots.txt HTTP client and stops
+// the background refresh of the crawler verifier that New built (not one
+// given with WithVerifier). The Enforcer stays usable.
 func (e *Enforcer) Close() error {
 	e.client.CloseIdleConnections()
+	if e.ownVerify {
+		e.verifier.Close()
+	}
 	return nil
+}
+
+// Verifier returns the crawler verifier in use, nil when Config.Verify is
+// off.
+func (e *Enforcer) Verifier() *identity.Verifier { return e.verifier }
+
+// NewVerifier returns the crawler verifier that New builds for cfg.Verify
+// (nil, nil when it is off), with the logger, observer and feed storage of
+// opts. Front ends that keep the verifier's feeds and DNS cache across
+// configuration changes build one and hand it to each new Enforcer with
+// WithVerifier; they close it themselves.
+func NewVerifier(cfg Config, opts ...Option) (*identity.Verifier, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil || cfg.Verify == nil {
+		return nil, err
+	}
+	o := options{logger: zap.NewNop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newVerifier(cfg, o)
+}
+
+func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
+	vc := cfg.Verify
+	ic := identity.Config{
+		Operators:  vc.Registry(),
+		Refresh:    time.Duration(vc.Refresh),
+		DNSTimeout: time.Duration(vc.DNSTimeout),
+		Resolver:   vc.Resolver,
+		CacheSize:  vc.DNSCacheSize,
+		Storage:    o.feedStore,
+		Logger:     o.logger,
+		Now:        o.now,
+	}
+	if ic.Storage == nil && vc.CacheDir != "" {
+		ic.Storage = identity.DirStorage(vc.CacheDir)
+	}
+	if io, ok := o.observer.(identity.Observer); ok {
+		ic.Observer = io
+	}
+	v, err := identity.New(ic)
+	if err != nil {
+		return nil, fmt.Errorf("robots_guard: verify: %w", err)
+	}
+	o.logger.Info("robots_guard: crawler verification on", zap.Stringer("registry", v), zap.String("on_spoofed", vc.OnSpoofed))
+	return v, nil
 }
 
 func remoteAddr(r *http.Request) string { return r.RemoteAddr }
@@ -170,6 +238,8 @@ type trace struct {
 	st      *siteState
 	d       policy.Decision
 	decided bool
+	noIP    bool // no client address given: claims are not looked up
+	verify  *identity.Explanation
 }
 
 func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
@@ -187,7 +257,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		ua, bot = ua[:MaxUserAgent], true
 	}
 	info := e.classes.lookup(ua)
-	bot = bot || info.bot
+	bot = bot || info.bot // a header that claims an operator is a bot
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
 	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
@@ -195,7 +265,22 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		tr.ent, tr.st = ent, st
 	}
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
-	agent := info.agent(st.robots, ua)
+	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
+	var ver identity.Result
+	if claims := info.claims | groupClaims; claims != 0 {
+		ver = e.verify(ctx, claims, req.ClientIP, tr)
+		v.Verification, v.Operator, v.Method = ver.Verdict, ver.Operator, ver.Method
+		if ver.Verdict == identity.Spoofed {
+			if e.denySpoof {
+				v.Bot, v.Group = true, agent.Group()
+				v.Action, v.Reason = Deny, ReasonSpoofed
+				return v
+			}
+			// The group the header does not earn is replaced by "*".
+			agent = st.robots.Agent("")
+		}
+		bot = true
+	}
 	if !bot && !agent.Specific() {
 		return v
 	}
@@ -238,7 +323,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		k, now := e.limitKey(ent.site, v.Group, req.ClientIP), e.now().UnixNano()
+		k, now := e.limitKey(ent.site, v.Group, req.ClientIP, ver), e.now().UnixNano()
 		var ok bool
 		var wait time.Duration
 		if tr == nil {
@@ -253,13 +338,39 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	return v
 }
 
-// limitKey is the Crawl-delay budget of a client of a group of a site.
-func (e *Enforcer) limitKey(site, group, clientIP string) limit.Key {
+// limitKey is the Crawl-delay budget of a client of a group of a site: per
+// client-IP prefix; with crawl_delay_key "group", one per group, or, when
+// verification is on, one per verified operator and group (unverified
+// clients keep per-address budgets, so nobody can spend a verified
+// crawler's).
+func (e *Enforcer) limitKey(site, group, clientIP string, ver identity.Result) limit.Key {
 	k := limit.Key{Site: site, Group: group}
-	if !e.byGroup {
+	switch {
+	case e.byGroup && e.verifier == nil:
+	case e.byGroup && ver.Verdict == identity.Verified:
+		k.Client = ver.ClientKey()
+	default:
 		k.Client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
 	}
 	return k
+}
+
+// verify checks the claims of a request; with tr, it records the steps for
+// Explain (and a request without a client address is not looked up).
+func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, clientIP string, tr *trace) identity.Result {
+	if e.verifier == nil {
+		return identity.Result{}
+	}
+	var addr netip.Addr
+	if tr == nil || !tr.noIP {
+		addr = clientAddr(clientIP)
+	}
+	if tr != nil {
+		x := e.verifier.Explain(ctx, claims, addr)
+		tr.verify = &x
+		return x.Result
+	}
+	return e.verifier.Verify(ctx, claims, addr)
 }
 
 // NewLimiter returns the in-memory Crawl-delay limiter that New builds for
@@ -290,7 +401,7 @@ func isRobotsTxt(target string) bool {
 // done reports a verdict to the observer and the log, and returns it.
 func (e *Enforcer) done(req Request, v Verdict) Verdict {
 	if e.obs != nil {
-		e.obs.ObserveDecision(v.Site, v.Group, v.Action, v.Reason, v.DryRun)
+		e.obs.ObserveDecision(v)
 	}
 	if v.Action == Allow {
 		return v
@@ -317,6 +428,8 @@ func (e *Enforcer) done(req Request, v Verdict) Verdict {
 			zap.Int("rule_line", line),
 			zap.Duration("retry_after", v.RetryAfter),
 			zap.String("client_ip", req.ClientIP),
+			zap.String("verification", v.Verification.String()),
+			zap.String("operator", v.Operator),
 			zap.String("user_agent", req.UserAgent),
 			zap.String("target", e.logTarget(req.Target)),
 			zap.Bool("dry_run", v.DryRun),

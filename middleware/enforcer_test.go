@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/robotsguard/robotsguard/identity"
 )
 
 const (
@@ -259,8 +261,11 @@ func (o *countObserver) get(k string) int {
 	defer o.mu.Unlock()
 	return o.m[k]
 }
-func (o *countObserver) ObserveDecision(site, group string, a Action, r Reason, dryRun bool) {
-	o.inc(Verdict{Action: a, DryRun: dryRun}.ActionName() + "/" + r.String())
+func (o *countObserver) ObserveDecision(v Verdict) {
+	o.inc(v.ActionName() + "/" + v.Reason.String())
+	if v.Verification != identity.None {
+		o.inc("verification/" + v.Verification.String())
+	}
 }
 func (o *countObserver) ObserveFetch(site string, out FetchOutcome) { o.inc("fetch/" + out.String()) }
 

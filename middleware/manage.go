@@ -225,6 +225,25 @@ type Explanation struct {
 	RetryAfter Duration `json:"retry_after,omitempty"`
 	// RobotsTxt describes the copy the verdict comes from.
 	RobotsTxt *SiteStatus `json:"robots_txt,omitempty"`
+	// Verification says whether the crawler the User-Agent names is who
+	// it claims to be, and how that was found; nil when verification is
+	// off or the header names no registered operator.
+	Verification *ExplainVerification `json:"verification,omitempty"`
+}
+
+// ExplainVerification is the verification part of an Explanation.
+type ExplainVerification struct {
+	// Verdict is "verified", "spoofed" or "unverifiable".
+	Verdict string `json:"verdict"`
+	// Operator is the claimed operator the verdict is about.
+	Operator string `json:"operator,omitempty"`
+	// Method is "ip_range" or "rdns" for a verified claim.
+	Method string `json:"method,omitempty"`
+	// Claimed lists every operator the header (or its group) names.
+	Claimed []string `json:"claimed,omitempty"`
+	// Steps says how the verdict was reached: the feed and prefix, or the
+	// PTR and forward names.
+	Steps []string `json:"steps,omitempty"`
 }
 
 // ErrNoSite is returned by Explain for a request without a Host.
@@ -251,6 +270,7 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	ip := req.ClientIP
 	if ip == "" {
 		req.ClientIP = "0.0.0.0"
+		tr.noIP = true
 	}
 	v := e.decide(ctx, req, &tr)
 	x := Explanation{
@@ -273,6 +293,12 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	if tr.ent != nil {
 		s := e.status(tr.ent, tr.st)
 		x.RobotsTxt = &s
+	}
+	if vx := tr.verify; vx != nil {
+		x.Verification = &ExplainVerification{
+			Verdict: vx.Verdict.String(), Operator: vx.Operator, Method: vx.Method.String(),
+			Claimed: vx.Claimed, Steps: vx.Steps,
+		}
 	}
 	return x, nil
 }

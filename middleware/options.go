@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -22,6 +23,8 @@ type options struct {
 	throttle  ResponseFunc
 	transport http.RoundTripper
 	limiter   limit.Limiter
+	verifier  *identity.Verifier
+	feedStore identity.Storage
 }
 
 // ResponseFunc writes the answer to a request the Enforcer stopped. The
@@ -32,14 +35,18 @@ type ResponseFunc func(w http.ResponseWriter, r *http.Request, v Verdict)
 // Observer receives one call per decision and per robots.txt fetch, for
 // metrics. Every argument is a bounded label: no client address, User-Agent
 // or path is passed. Implementations must be safe for concurrent use and
-// fast; they run on the request path.
+// fast; they run on the request path. An Observer that also implements
+// identity.Observer receives the outcomes of the crawler verifier's feed
+// fetches and reverse-DNS checks.
 type Observer interface {
-	// ObserveDecision is called once per decided request. site is empty for
-	// requests exempt before the site is looked up (/robots.txt, internal
-	// fetches). dryRun reports that the request passes whatever action
-	// says (Config.DryRun), so that dashboards can tell a dry run from
-	// enforcement (see Verdict.ActionName).
-	ObserveDecision(site, group string, action Action, reason Reason, dryRun bool)
+	// ObserveDecision is called once per decided request with its verdict.
+	// v.Site is empty for requests exempt before the site is looked up
+	// (/robots.txt, internal fetches). v.DryRun reports that the request
+	// passes whatever v.Action says (Config.DryRun), so that dashboards can
+	// tell a dry run from enforcement (see Verdict.ActionName). Bounded
+	// labels are v.Action, v.Reason, v.Verification and, with a bound of
+	// its own, v.Group.
+	ObserveDecision(v Verdict)
 	// ObserveFetch is called once per robots.txt fetch.
 	ObserveFetch(site string, outcome FetchOutcome)
 }
@@ -124,4 +131,19 @@ func WithLimiter(l limit.Limiter) Option {
 			o.limiter = l
 		}
 	}
+}
+
+// WithVerifier sets the crawler verifier used when Config.Verify is on,
+// instead of one that New builds (see NewVerifier): front ends pass the same
+// verifier to the Enforcers that replace each other on a reload, to keep
+// its feeds and DNS cache. The Enforcer does not close it.
+func WithVerifier(v *identity.Verifier) Option {
+	return func(o *options) { o.verifier = v }
+}
+
+// WithFeedStorage sets where the verifier that New builds keeps the last
+// good copy of each IP-range feed (the Caddy module passes Caddy's
+// storage), overriding VerifyConfig.CacheDir.
+func WithFeedStorage(s identity.Storage) Option {
+	return func(o *options) { o.feedStore = s }
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -99,6 +100,10 @@ const (
 	// ReasonNewSiteRate: the site's robots.txt is not fetched yet because
 	// too many new sites came at once; the bot is told to retry (429).
 	ReasonNewSiteRate
+	// ReasonSpoofed: the User-Agent names a crawler operator whose
+	// published addresses the client's is not among (see
+	// VerifyConfig.OnSpoofed).
+	ReasonSpoofed
 )
 
 var reasonNames = [...]string{
@@ -112,6 +117,7 @@ var reasonNames = [...]string{
 	ReasonCrawlDelay:        "crawl_delay",
 	ReasonBadTarget:         "bad_target",
 	ReasonNewSiteRate:       "new_site_rate",
+	ReasonSpoofed:           "spoofed",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -148,6 +154,14 @@ type Verdict struct {
 	CrawlDelay time.Duration
 	// RetryAfter is the real remaining wait of a Throttle verdict.
 	RetryAfter time.Duration
+	// Verification is the verdict on the crawler operator the User-Agent
+	// names, when Config.Verify is on: identity.None when it names none
+	// (or verification is off).
+	Verification identity.Verdict
+	// Operator is the claimed operator Verification is about ("" for none).
+	Operator string
+	// Method says how a Verified claim was proved.
+	Method identity.Method
 }
 
 // ActionName names what happened to the request, for logs, metrics and
@@ -206,6 +220,12 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
 		case ReasonBadTarget:
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
+		case ReasonSpoofed:
+			b = append(b, "Disallowed: the User-Agent names a crawler of "...)
+			b = append(b, v.Operator...)
+			b = append(b, ", but this request does not come from an address that "...)
+			b = append(b, v.Operator...)
+			return append(b, " publishes for its crawlers"...)
 		}
 		b = append(b, "Disallowed by robots.txt"...)
 		if v.Rule != nil {

@@ -1,0 +1,287 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testdns"
+)
+
+const verifyRobots = `User-agent: Googlebot
+Disallow: /nogoogle/
+Crawl-delay: 2
+
+User-agent: AcmeBot
+Disallow: /noacme/
+
+User-agent: *
+Disallow: /private/
+`
+
+// Addresses of the tests: the feed holds 66.249.64.0/27 and
+// 2001:4860:4801:10::/64.
+const (
+	googleIP      = "66.249.64.5:4000"
+	googleIP2     = "66.249.64.6:4000"
+	spoofIP       = "203.0.113.9:4000"
+	uaGoogleImage = "Googlebot-Image/1.0"
+)
+
+// verifyConfig writes a feed file and returns a Config that verifies
+// Googlebot against it (and AcmeBot by reverse DNS against resolver, when
+// given), without the built-in registry (tests touch no network).
+func verifyConfig(t testing.TB, onSpoofed, resolver string) Config {
+	t.Helper()
+	feed := filepath.Join(t.TempDir(), "google.json")
+	body := `{"creationTime":"2026-11-01T00:00:00","prefixes":[{"ipv4Prefix":"66.249.64.0/27"},{"ipv6Prefix":"2001:4860:4801:10::/64"}]}`
+	if err := os.WriteFile(feed, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off := false
+	ops := []identity.Operator{{Name: "google", Tokens: []string{"Googlebot", "Googlebot-Image"}, IPRanges: []string{feed}}}
+	if resolver != "" {
+		ops = append(ops, identity.Operator{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"crawl.acme.example"}})
+	}
+	return Config{Verify: &VerifyConfig{OnSpoofed: onSpoofed, Builtin: &off, Operators: ops, Resolver: resolver}}
+}
+
+// newVerifying builds an Enforcer with verification and waits for its feeds.
+func newVerifying(t testing.TB, cfg Config, opts ...Option) *Enforcer {
+	t.Helper()
+	e := mustNew(t, cfg, append([]Option{WithSource(BytesSource([]byte(verifyRobots)))}, opts...)...)
+	t.Cleanup(func() { e.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for _, f := range e.Verifier().Feeds() {
+		for !f.Loaded {
+			if time.Now().After(deadline) {
+				t.Fatalf("feed %s did not load", f.Source)
+			}
+			time.Sleep(2 * time.Millisecond)
+			f = e.Verifier().Feeds()[0]
+		}
+	}
+	return e
+}
+
+func decideAt(e *Enforcer, ua, target, ip string) Verdict {
+	return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip})
+}
+
+func TestVerifyDecisions(t *testing.T) {
+	for _, tc := range []struct {
+		name, onSpoofed, ua, target, ip string
+		action                          Action
+		reason                          Reason
+		group                           string
+		verdict                         identity.Verdict
+	}{
+		{"verified gets its group", "", uaGoogle, "/private/x", googleIP, Allow, ReasonAllowed, "Googlebot", identity.Verified},
+		{"verified, its own Disallow", "", uaGoogle, "/nogoogle/x", googleIP, Deny, ReasonDisallowed, "Googlebot", identity.Verified},
+		{"verified over IPv6", "", uaGoogle, "/private/x", "[2001:4860:4801:10::7]:4000", Allow, ReasonAllowed, "Googlebot", identity.Verified},
+		{"hyphen fallback claims too", "", "Googlebot-News/1.0", "/private/x", spoofIP, Deny, ReasonSpoofed, "Googlebot", identity.Spoofed},
+		{"spoofed: deny", "", uaGoogle, "/private/x", spoofIP, Deny, ReasonSpoofed, "Googlebot", identity.Spoofed},
+		{"spoofed: deny on a path * allows", "deny", uaGoogle, "/public", spoofIP, Deny, ReasonSpoofed, "Googlebot", identity.Spoofed},
+		{"spoofed: star", "star", uaGoogle, "/private/x", spoofIP, Deny, ReasonDisallowed, "*", identity.Spoofed},
+		{"spoofed: star allows what * allows", "star", uaGoogle, "/nogoogle/x", spoofIP, Allow, ReasonAllowed, "*", identity.Spoofed},
+		{"no address: unverifiable, judged by the header", "", uaGoogle, "/private/x", "", Allow, ReasonAllowed, "Googlebot", identity.Unverifiable},
+		{"no claim", "", uaGPTBot, "/private/x", spoofIP, Deny, ReasonDisallowed, "*", identity.None},
+		{"browser", "", uaChrome, "/private/x", spoofIP, Allow, ReasonNotBot, "", identity.None},
+		{"robots.txt is always served", "", uaGoogle, "/robots.txt", spoofIP, Allow, ReasonRobotsTxt, "", identity.None},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newVerifying(t, verifyConfig(t, tc.onSpoofed, ""))
+			v := decideAt(e, tc.ua, tc.target, tc.ip)
+			if v.Action != tc.action || v.Reason != tc.reason || v.Group != tc.group || v.Verification != tc.verdict {
+				t.Fatalf("got %v/%v group %q verification %v, want %v/%v %q %v", v.Action, v.Reason, v.Group, v.Verification, tc.action, tc.reason, tc.group, tc.verdict)
+			}
+			if tc.verdict == identity.Verified && (v.Operator != "google" || v.Method != identity.MethodIPRange) {
+				t.Fatalf("operator %q method %v", v.Operator, v.Method)
+			}
+		})
+	}
+}
+
+// The 403 a spoofer gets says why.
+func TestVerifySpoofedAnswer(t *testing.T) {
+	e := newVerifying(t, verifyConfig(t, "", ""))
+	h := e.Handler(site(verifyRobots))
+	rec := doIP(h, uaGoogle, "/", spoofIP)
+	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "names a crawler of google, but this request does not come from an address that google publishes") {
+		t.Fatalf("%d %q", rec.Code, rec.Body)
+	}
+	if rec := doIP(h, uaGoogle, "/", googleIP); rec.Code != 200 {
+		t.Fatalf("verified: %d", rec.Code)
+	}
+}
+
+// With crawl_delay_key group, a verified crawler spread over several
+// addresses shares one budget, and spoofers cannot spend it: not a single
+// 429 for the real crawler however hard they try.
+func TestVerifyGroupBudget(t *testing.T) {
+	for _, onSpoofed := range []string{SpoofedDeny, SpoofedStar} {
+		t.Run(onSpoofed, func(t *testing.T) {
+			clk := newClock()
+			cfg := verifyConfig(t, onSpoofed, "")
+			cfg.CrawlDelayKey = KeyGroup
+			e := newVerifying(t, cfg, WithClock(clk.Now))
+			for i := range 50 {
+				// Ten spoofers, from ten addresses, between each of the
+				// real crawler's requests.
+				for j := range 10 {
+					v := decideAt(e, uaGoogle, "/page", fmt.Sprintf("203.0.113.%d:1", j))
+					if v.Group == "Googlebot" && v.Action == Allow {
+						t.Fatalf("a spoofer got Googlebot's allowance: %+v", v)
+					}
+				}
+				ip := googleIP
+				if i%2 == 1 {
+					ip = googleIP2
+				}
+				if v := decideAt(e, uaGoogle, "/page", ip); v.Action != Allow || v.Verification != identity.Verified {
+					t.Fatalf("request %d of the verified crawler: %v %v", i, v.Action, v.Reason)
+				}
+				clk.Add(2 * time.Second)
+			}
+			// One budget for the operator: a second address right away is
+			// throttled.
+			decideAt(e, uaGoogle, "/page", googleIP)
+			if v := decideAt(e, uaGoogle, "/page", googleIP2); v.Action != Throttle {
+				t.Fatalf("a verified crawler's second address: %v, want throttle (one budget)", v.Action)
+			}
+		})
+	}
+}
+
+// Unverifiable claims (the feed has not loaded) keep the header's group
+// but per-address budgets even with crawl_delay_key group.
+func TestVerifyUnverifiable(t *testing.T) {
+	clk := newClock()
+	off := false
+	cfg := Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
+		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},
+	}}}
+	core, logs := observer.New(zap.WarnLevel)
+	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
+	defer e.Close()
+	for _, ip := range []string{googleIP, spoofIP} {
+		v := decideAt(e, uaGoogle, "/private/x", ip)
+		if v.Action != Allow || v.Group != "Googlebot" || v.Verification != identity.Unverifiable {
+			t.Fatalf("%s: %v %q %v", ip, v.Action, v.Group, v.Verification)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for logs.FilterMessage("robots_guard: verify: feed not updated").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a missing feed must be logged")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Reverse DNS through the middleware: a PTR in the attacker's zone earns
+// nothing.
+func TestVerifyRDNS(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("198.51.100.7", "bot-7.crawl.acme.example")
+	dns.Host("bot-7.crawl.acme.example", "198.51.100.7")
+	dns.PTR("203.0.113.9", "crawl.acme.example.evil.example")
+	dns.Host("crawl.acme.example.evil.example", "203.0.113.9")
+	obs := &countObserver{m: map[string]int{}}
+	e := newVerifying(t, verifyConfig(t, "", dns.Addr), WithObserver(obs))
+	if v := decideAt(e, "AcmeBot/3.1", "/private/x", "198.51.100.7:1"); v.Action != Allow || v.Method != identity.MethodRDNS {
+		t.Fatalf("%+v", v)
+	}
+	if v := decideAt(e, "AcmeBot/3.1", "/x", spoofIP); v.Reason != ReasonSpoofed {
+		t.Fatalf("%+v", v)
+	}
+	if obs.get("verification/verified") != 1 || obs.get("verification/spoofed") != 1 {
+		t.Fatalf("observer %v", obs.m)
+	}
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot", ClientIP: "203.0.113.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(x.Verification)
+	if x.Verification == nil || x.Verification.Verdict != "spoofed" || !strings.Contains(string(b), "crawl.acme.example.evil.example is not under crawl.acme.example") {
+		t.Fatalf("explain %s", b)
+	}
+	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaGoogle, ClientIP: googleIP})
+	if b, _ := json.Marshal(x.Verification); x.Verification.Verdict != "verified" || !strings.Contains(string(b), "66.249.64.0/27 of the feed") {
+		t.Fatalf("explain %s", b)
+	}
+}
+
+// A denial line says what verification found.
+func TestVerifyLogLine(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	e := newVerifying(t, verifyConfig(t, "", ""), WithLogger(zap.New(core)))
+	decideAt(e, uaGoogle, "/", spoofIP)
+	l := logs.FilterMessage("robots_guard: denied").All()
+	if len(l) != 1 || l[0].ContextMap()["verification"] != "spoofed" || l[0].ContextMap()["reason"] != "spoofed" || l[0].ContextMap()["operator"] != "google" {
+		t.Fatalf("%v", logs.All())
+	}
+}
+
+func TestVerifyConfigErrors(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		v    VerifyConfig
+		want string
+	}{
+		{VerifyConfig{OnSpoofed: "block"}, `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
+		{VerifyConfig{Refresh: Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
+		{VerifyConfig{DNSTimeout: Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
+		{VerifyConfig{Resolver: "127.0.0.1"}, "robots_guard: verify: resolver:"},
+		{VerifyConfig{DNSCacheSize: -1}, "robots_guard: verify: dns_cache_size: must be positive"},
+		{VerifyConfig{Builtin: &off}, "robots_guard: verify: operators: the registry is empty"},
+		{VerifyConfig{Operators: []identity.Operator{{Name: "evil", Tokens: []string{"googlebot"}}}}, `robots_guard: verify: operator "evil": tokens: "googlebot" is also a token of "google"`},
+		{VerifyConfig{Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"x"}}}}, `operator "acme": rdns`},
+	} {
+		_, err := New(Config{Verify: &tc.v})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.v, err, tc.want)
+		}
+	}
+}
+
+// noDelayRobots is verifyRobots without the Crawl-delay, for benchmarks
+// of allowed requests.
+var noDelayRobots = strings.Replace(verifyRobots, "Crawl-delay: 2\n", "", 1)
+
+// BenchmarkVerifiedBot is an allowed request of a verified crawler (warm
+// caches) through Handler; compare BenchmarkBotAllowed (no verification).
+func BenchmarkVerifiedBot(b *testing.B) {
+	e := newVerifying(b, verifyConfig(b, "", ""), WithSource(BytesSource([]byte(noDelayRobots))))
+	r := benchRequest(uaGoogle, "/public/page?id=42")
+	r.RemoteAddr = googleIP
+	runBench(b, e.Handler(okHandler), r, 200)
+}
+
+// BenchmarkSpoofedBot is a spoofer's request, denied.
+func BenchmarkSpoofedBot(b *testing.B) {
+	e := newVerifying(b, verifyConfig(b, "", ""))
+	r := benchRequest(uaGoogle, "/public/page?id=42")
+	r.RemoteAddr = spoofIP
+	runBench(b, e.Handler(okHandler), r, http.StatusForbidden)
+}
+
+// BenchmarkUnverifiedBotAllowed is BenchmarkBotAllowed's request with the
+// same robots.txt and Googlebot's header, without verification: the
+// baseline of BenchmarkVerifiedBot.
+func BenchmarkUnverifiedBotAllowed(b *testing.B) {
+	e := mustNew(b, Config{}, WithSource(BytesSource([]byte(noDelayRobots))))
+	r := benchRequest(uaGoogle, "/public/page?id=42")
+	r.RemoteAddr = googleIP
+	runBench(b, e.Handler(okHandler), r, 200)
+}
