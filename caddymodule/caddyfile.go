@@ -9,6 +9,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/middleware"
 )
 
 func init() {
@@ -45,9 +48,25 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ua_cache_size <n>
 //	    dry_run
 //	    log_query
+//	    verify [{
+//	        on_spoofed deny|star
+//	        refresh <duration>
+//	        dns_timeout <duration>
+//	        resolver <host:port>
+//	        dns_cache_size <n>
+//	        builtin on|off
+//	        cache_dir <directory>
+//	        operator <name> {
+//	            tokens <token...>
+//	            ip_ranges <url or file...>
+//	            rdns <domain...>
+//	            source <url>
+//	        }
+//	    }]
 //	}
 //
-// A bare robots_guard line uses every default. Values are checked here, so
+// A bare robots_guard line uses every default; a bare verify line turns
+// crawler verification on with the built-in registry. Values are checked here, so
 // "caddy adapt" already names a bad one.
 func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -152,6 +171,10 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "log_query":
 			err = none()
 			g.LogQuery = true
+		case "verify":
+			if err = none(); err == nil {
+				g.Verify, err = parseVerify(d)
+			}
 		default:
 			return d.Errf("unknown robots_guard subdirective %q", name)
 		}
@@ -163,6 +186,97 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	return nil
+}
+
+// parseVerify reads the block of the verify subdirective, if any.
+func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
+	vc := &middleware.VerifyConfig{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		args := d.RemainingArgs()
+		one := func() (string, error) {
+			if len(args) != 1 {
+				return "", d.Errf("verify: %s: want exactly one value, got %d", name, len(args))
+			}
+			return args[0], nil
+		}
+		dur := func(dst *middleware.Duration) error {
+			v, err := one()
+			if err != nil {
+				return err
+			}
+			t, err := caddy.ParseDuration(v)
+			if err != nil {
+				return d.Errf("verify: %s: %q is not a duration: %v", name, v, err)
+			}
+			*dst = middleware.Duration(t)
+			return nil
+		}
+		var err error
+		switch name {
+		case "on_spoofed":
+			vc.OnSpoofed, err = one()
+		case "refresh":
+			err = dur(&vc.Refresh)
+		case "dns_timeout":
+			err = dur(&vc.DNSTimeout)
+		case "resolver":
+			vc.Resolver, err = one()
+		case "cache_dir":
+			vc.CacheDir, err = one()
+		case "dns_cache_size":
+			var v string
+			if v, err = one(); err == nil {
+				n, perr := strconv.Atoi(v)
+				if perr != nil {
+					return nil, d.Errf("verify: dns_cache_size: %q is not a whole number", v)
+				}
+				vc.DNSCacheSize = n
+			}
+		case "builtin":
+			var v string
+			if v, err = one(); err == nil {
+				switch v {
+				case "on", "off":
+					on := v == "on"
+					vc.Builtin = &on
+				default:
+					return nil, d.Errf("verify: builtin: want on or off, got %q", v)
+				}
+			}
+		case "operator":
+			var op identity.Operator
+			if op.Name, err = one(); err != nil {
+				return nil, err
+			}
+			for n2 := d.Nesting(); d.NextBlock(n2); {
+				field := d.Val()
+				vals := d.RemainingArgs()
+				if len(vals) == 0 {
+					return nil, d.Errf("verify: operator %s: %s: want at least one value", op.Name, field)
+				}
+				switch field {
+				case "tokens":
+					op.Tokens = append(op.Tokens, vals...)
+				case "ip_ranges":
+					op.IPRanges = append(op.IPRanges, vals...)
+				case "rdns":
+					op.RDNS = append(op.RDNS, vals...)
+				case "source":
+					op.Source = vals[0]
+				default:
+					return nil, d.Errf("verify: operator %s: unknown field %q (want tokens, ip_ranges, rdns or source)", op.Name, field)
+				}
+			}
+			vc.Operators = append(vc.Operators, op)
+		default:
+			return nil, d.Errf("verify: unknown subdirective %q", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vc, nil
 }
 
 // parseFraction reads "0.25" or "25%".

@@ -29,6 +29,28 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"caps", "robots_guard {\n max_keys 5000\n max_sites 10\n ua_cache_size 100\n}", `{"max_keys":5000,"max_sites":10,"ua_cache_size":100}`},
 		{"bots", "robots_guard {\n bots MyScraper OtherBot\n bots Third\n}", `{"bots":["MyScraper","OtherBot","Third"]}`},
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
+		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
+		{"verify block", `robots_guard {
+			verify {
+				on_spoofed star
+				refresh 12h
+				dns_timeout 1s
+				resolver 127.0.0.1:5353
+				dns_cache_size 500
+				cache_dir /var/lib/robots
+				builtin off
+				operator acme {
+					tokens AcmeBot Acme-Image
+					ip_ranges https://acme.example/ranges.json /etc/acme.json
+					rdns crawl.acme.example
+					source https://acme.example/bot
+				}
+				operator google {
+					tokens Googlebot
+					rdns googlebot.com
+				}
+			}
+		}`, `{"verify":{"on_spoofed":"star","refresh":"12h0m0s","dns_timeout":"1s","resolver":"127.0.0.1:5353","dns_cache_size":500,"builtin":false,"operators":[{"name":"acme","tokens":["AcmeBot","Acme-Image"],"ip_ranges":["https://acme.example/ranges.json","/etc/acme.json"],"rdns":["crawl.acme.example"],"source":"https://acme.example/bot"},{"name":"google","tokens":["Googlebot"],"rdns":["googlebot.com"]}],"cache_dir":"/var/lib/robots"}}`},
 		{"everything", `robots_guard {
 			robots_txt http://127.0.0.1:9000/robots.txt
 			refresh 30m
@@ -85,6 +107,17 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bots without token", "robots_guard {\n bots\n}", `bots: want at least one product token`},
 		{"negative max_sites", "robots_guard {\n max_sites -1\n}", `max_sites`},
 		{"short bot token", "robots_guard {\n bots X\n}", `bots[0]: token must have at least 2 characters`},
+		{"verify argument", "robots_guard {\n verify on\n}", `verify takes no value`},
+		{"verify unknown", "robots_guard {\n verify {\n on_spoof deny\n }\n}", `verify: unknown subdirective "on_spoof"`},
+		{"verify on_spoofed", "robots_guard {\n verify {\n on_spoofed block\n }\n}", `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
+		{"verify refresh", "robots_guard {\n verify {\n refresh 10m\n }\n}", `verify: refresh: must be at least 1h`},
+		{"verify dns_timeout", "robots_guard {\n verify {\n dns_timeout soon\n }\n}", `verify: dns_timeout: "soon" is not a duration`},
+		{"verify resolver", "robots_guard {\n verify {\n resolver 127.0.0.1\n }\n}", `verify: resolver`},
+		{"verify builtin", "robots_guard {\n verify {\n builtin no\n }\n}", `verify: builtin: want on or off, got "no"`},
+		{"verify empty registry", "robots_guard {\n verify {\n builtin off\n }\n}", `verify: operators: the registry is empty`},
+		{"verify operator field", "robots_guard {\n verify {\n operator acme {\n token AcmeBot\n }\n }\n}", `verify: operator acme: unknown field "token"`},
+		{"verify operator no tokens", "robots_guard {\n verify {\n operator acme {\n rdns acme.example\n }\n }\n}", `operator "acme": tokens: at least one product token is required`},
+		{"verify token clash", "robots_guard {\n verify {\n operator acme {\n tokens GPTBot\n }\n }\n}", `operator "acme": tokens: "GPTBot" is also a token of "openai"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g RobotsGuard
@@ -130,6 +163,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		ua_cache_size 9
 		dry_run
 		log_query
+		verify
 	}`
 	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
@@ -139,8 +173,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 18 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 18 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 19 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 19 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

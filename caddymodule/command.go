@@ -2,10 +2,12 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -14,13 +16,15 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "robots",
-		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] <path>... | lint <file|URL>",
+		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>... | lint <file|URL>",
 		Short: "Tests paths against a robots.txt the way robots_guard reads it, or lints one",
 		Long: `
 "caddy robots test" prints, for each path, whether the given User-Agent may
@@ -28,8 +32,13 @@ fetch it under a robots.txt, the group that applies, the deciding line and
 the Crawl-delay: the job of Google's retired robots.txt tester, with the
 exact semantics robots_guard enforces. The robots.txt comes from --file or
 --url (standard input when neither is given). --ua takes a bare product
-token or a whole User-Agent header. Exit status: 0 when every path is
-allowed, 1 when some path is disallowed, 2 on a usage or fetch error.
+token or a whole User-Agent header. With --ip, the crawler operator the
+header names is verified for that client address the way "verify" does
+(the operator's IP-range feeds are fetched, reverse DNS is looked up), and
+the verdict and how it was reached are printed first; a spoofed claim is
+judged as robots_guard would (--on-spoofed deny: every path disallowed;
+star: the "*" group). Exit status: 0 when every path is allowed, 1 when
+some path is disallowed, 2 on a usage or fetch error.
 
 "caddy robots lint" prints the diagnostics of a robots.txt file or URL:
 ignored or misspelt lines, rules before any user-agent, patterns that never
@@ -40,20 +49,31 @@ warnings, 2 on a usage or fetch error.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			test := &cobra.Command{
-				Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] <path>...",
+				Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>...",
 				Short: "Decides paths for a User-Agent",
 				Args:  usageArgs(cobra.MinimumNArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
 					ua, _ := c.Flags().GetString("ua")
 					file, _ := c.Flags().GetString("file")
 					url, _ := c.Flags().GetString("url")
-					exit(runTest(os.Stdout, os.Stdin, ua, file, url, args))
+					var vo verifyOpts
+					vo.ip, _ = c.Flags().GetString("ip")
+					vo.resolver, _ = c.Flags().GetString("resolver")
+					vo.operators, _ = c.Flags().GetString("operators")
+					vo.builtin, _ = c.Flags().GetBool("builtin")
+					vo.onSpoofed, _ = c.Flags().GetString("on-spoofed")
+					exit(runTest(os.Stdout, os.Stdin, ua, file, url, args, vo))
 					return nil
 				},
 			}
 			test.Flags().String("ua", "", "User-Agent header or product token (required)")
 			test.Flags().String("file", "", "robots.txt file to read")
 			test.Flags().String("url", "", "robots.txt URL to fetch")
+			test.Flags().String("ip", "", "client address: verify the crawler the User-Agent names (IP-range feeds, reverse DNS)")
+			test.Flags().String("resolver", "", "with --ip: DNS server host:port (default: the system resolver)")
+			test.Flags().String("operators", "", "with --ip: JSON file of operators to add to the registry (the shape of verify.operators)")
+			test.Flags().Bool("builtin", true, "with --ip: use the built-in registry of operators")
+			test.Flags().String("on-spoofed", "deny", "with --ip: what a spoofed claim gets, deny or star")
 			lint := &cobra.Command{
 				Use:   "lint <file|URL>",
 				Short: "Lints a robots.txt",
@@ -102,8 +122,14 @@ const (
 	exitError   = 2
 )
 
+// verifyOpts are the verification flags of "caddy robots test".
+type verifyOpts struct {
+	ip, resolver, operators, onSpoofed string
+	builtin                            bool
+}
+
 // runTest is "caddy robots test"; it returns the exit code.
-func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []string) (int, error) {
+func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []string, vo verifyOpts) (int, error) {
 	if ua == "" {
 		return exitError, errors.New("--ua is required (a User-Agent header or a product token)")
 	}
@@ -125,11 +151,30 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	}
 	r := policy.Parse(body)
 	agent := r.Agent(ua)
+	spoofed := ""
+	if vo.ip != "" {
+		res, err := verifyClaim(out, ua, vo)
+		if err != nil {
+			return exitError, err
+		}
+		if res.Verdict == identity.Spoofed {
+			if vo.onSpoofed == middleware.SpoofedStar {
+				agent = r.Agent("")
+			} else {
+				spoofed = "spoofed: not an address of " + res.Operator
+			}
+		}
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY")
 	code := exitOK
 	for _, p := range paths {
 		d := agent.Decide(p)
+		if spoofed != "" && !d.Exempt {
+			code = exitFinding
+			fmt.Fprintf(tw, "%s\tDISALLOWED\t%s\t%s\t-\n", p, d.Group, spoofed)
+			continue
+		}
 		verdict := "allowed"
 		if !d.Allowed {
 			verdict = "DISALLOWED"
@@ -153,6 +198,66 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay)
 	}
 	return code, tw.Flush()
+}
+
+// verifyClaim verifies the operator ua names for the address vo.ip, as the
+// verify setting does, fetching only the claimed operators' feeds, and
+// prints the verdict and the steps that reached it as comment lines.
+func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, error) {
+	addr, err := netip.ParseAddr(vo.ip)
+	if err != nil {
+		return identity.Result{}, fmt.Errorf("--ip: %q is not an IP address", vo.ip)
+	}
+	switch vo.onSpoofed {
+	case middleware.SpoofedDeny, middleware.SpoofedStar:
+	default:
+		return identity.Result{}, fmt.Errorf("--on-spoofed: want deny or star, got %q", vo.onSpoofed)
+	}
+	if err := identity.CheckResolver(vo.resolver); err != nil {
+		return identity.Result{}, fmt.Errorf("--resolver: %w", err)
+	}
+	var base, extra []identity.Operator
+	if vo.builtin {
+		base = identity.Builtin()
+	}
+	if vo.operators != "" {
+		b, err := os.ReadFile(vo.operators)
+		if err != nil {
+			return identity.Result{}, fmt.Errorf("--operators: %w", err)
+		}
+		if err := json.Unmarshal(b, &extra); err != nil {
+			return identity.Result{}, fmt.Errorf("--operators: %s: want a JSON array of operators: %w", vo.operators, err)
+		}
+	}
+	ops := identity.Merge(base, extra)
+	if err := identity.Validate(ops); err != nil {
+		return identity.Result{}, fmt.Errorf("--operators: %w", err)
+	}
+	claimed := identity.ClaimedBy(ops, ua)
+	if len(claimed) == 0 {
+		fmt.Fprintln(out, "# verification: none (the User-Agent names no registered crawler operator)")
+		return identity.Result{}, nil
+	}
+	v, err := identity.New(identity.Config{Operators: claimed, Resolver: vo.resolver, NoBackground: true})
+	if err != nil {
+		return identity.Result{}, err
+	}
+	defer v.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := v.RefreshFeeds(ctx); err != nil {
+		fmt.Fprintf(out, "# feeds not loaded (claims they would prove stay unverifiable): %v\n", err)
+	}
+	x := v.Explain(ctx, v.Claims(ua), addr)
+	line := "# verification: " + x.Verdict.String() + " (" + x.Operator
+	if x.Method != identity.MethodNone {
+		line += ", " + x.Method.String()
+	}
+	fmt.Fprintln(out, line+")")
+	for _, s := range x.Steps {
+		fmt.Fprintln(out, "#   "+s)
+	}
+	return x.Result, nil
 }
 
 // runLint is "caddy robots lint"; it returns the exit code.

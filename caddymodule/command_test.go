@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/robotsguard/robotsguard/internal/testdns"
 )
 
 const testRobots = `User-agent: GPTBot
@@ -72,7 +74,7 @@ func TestRobotsTest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := runTest(&out, strings.NewReader(tc.stdin), tc.ua, tc.file, tc.url, tc.paths)
+			code, err := runTest(&out, strings.NewReader(tc.stdin), tc.ua, tc.file, tc.url, tc.paths, verifyOpts{})
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
 			}
@@ -133,4 +135,57 @@ func containsInOrder(s string, want []string) (string, bool) {
 		s = s[i+len(w):]
 	}
 	return "", true
+}
+
+func TestRobotsTestVerify(t *testing.T) {
+	dir := t.TempDir()
+	feed := filepath.Join(dir, "google.json")
+	os.WriteFile(feed, []byte(`{"creationTime":"2026-11-01","prefixes":[{"ipv4Prefix":"66.249.64.0/27"}]}`), 0o644)
+	ops := filepath.Join(dir, "ops.json")
+	os.WriteFile(ops, []byte(`[{"name":"google","tokens":["Googlebot"],"ip_ranges":["`+feed+`"]},
+		{"name":"acme","tokens":["AcmeBot"],"rdns":["crawl.acme.example"]}]`), 0o644)
+	dns := testdns.Start(t)
+	dns.PTR("198.51.100.7", "bot-7.crawl.acme.example")
+	dns.Host("bot-7.crawl.acme.example", "198.51.100.7")
+	robots := writeRobots(t, "User-agent: Googlebot\nUser-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n")
+	vo := func(ip, onSpoofed string) verifyOpts {
+		return verifyOpts{ip: ip, resolver: dns.Addr, operators: ops, onSpoofed: onSpoofed}
+	}
+	for _, tc := range []struct {
+		name, ua string
+		vo       verifyOpts
+		code     int
+		want     []string
+		wantErr  string
+	}{
+		{"verified by feed", "Googlebot/2.1", vo("66.249.64.5", "deny"), 0,
+			[]string{"# verification: verified (google, ip_range)", "66.249.64.5 is in 66.249.64.0/27 of the feed " + feed, "/private/x", "allowed", "Googlebot"}, ""},
+		{"spoofed, deny", "Googlebot/2.1", vo("203.0.113.9", "deny"), 1,
+			[]string{"# verification: spoofed (google)", "in none of google's 1 loaded IP-range feeds", "/private/x", "DISALLOWED", "spoofed: not an address of google", "/robots.txt", "allowed"}, ""},
+		{"spoofed, star", "Googlebot/2.1", vo("203.0.113.9", "star"), 1,
+			[]string{"# verification: spoofed (google)", "/private/x", "DISALLOWED", "*", "line 6: Disallow: /private/"}, ""},
+		{"verified by reverse DNS", "AcmeBot", vo("198.51.100.7", "deny"), 0,
+			[]string{"# verification: verified (acme, rdns)", "PTR bot-7.crawl.acme.example, whose A/AAAA records include 198.51.100.7"}, ""},
+		{"no claim", "FooBot", vo("203.0.113.9", "deny"), 1, []string{"# verification: none", "/private/x", "DISALLOWED"}, ""},
+		{"bad ip", "Googlebot", vo("nowhere", "deny"), 2, nil, `--ip: "nowhere" is not an IP address`},
+		{"bad on-spoofed", "Googlebot", vo("1.2.3.4", "block"), 2, nil, `--on-spoofed: want deny or star`},
+		{"missing operators", "Googlebot", verifyOpts{ip: "1.2.3.4", onSpoofed: "deny", operators: filepath.Join(dir, "nope.json")}, 2, nil, "--operators"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code, err := runTest(&out, nil, tc.ua, robots, "", []string{"/private/x", "/robots.txt"}, tc.vo)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if w, ok := containsInOrder(out.String(), tc.want); !ok {
+				t.Fatalf("output lacks %q (in order):\n%s", w, out.String())
+			}
+		})
+	}
 }

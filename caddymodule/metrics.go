@@ -3,9 +3,11 @@ package caddymodule
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
 )
 
@@ -21,20 +23,39 @@ var (
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
 		Name:      "requests_total",
-		Help:      "Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason and robots.txt group.",
-	}, []string{"action", "reason", "group"})
+		Help:      "Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
+	}, []string{"action", "reason", "group", "verification"})
 	fetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
 		Name:      "robots_fetches_total",
 		Help:      "robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
 	}, []string{"outcome"})
+	feedFetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "verify_feed_fetches_total",
+		Help:      "Crawler IP-range feed fetches by feed and outcome (ok, not_modified, stored, error, invalid); error and invalid keep the last good copy.",
+	}, []string{"feed", "outcome"})
+	lookupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "verify_dns_lookups_total",
+		Help:      "Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
+	}, []string{"outcome"})
+	lookupSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "verify_dns_lookup_seconds",
+		Help:      "Duration of forward-confirmed reverse-DNS checks (PTR and forward lookups).",
+		Buckets:   []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
+	})
 )
 
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal} {
+	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -74,13 +95,26 @@ func groupLabel(group string) string {
 	return group
 }
 
+var _ identity.Observer = metricsObserver{}
+
 // metricsObserver feeds the Enforcer's decisions and fetches into the
 // collectors. Browsers (not_bot) are counted too, under group "_none".
 type metricsObserver struct{}
 
-func (metricsObserver) ObserveDecision(_, group string, action middleware.Action, reason middleware.Reason, dryRun bool) {
-	v := middleware.Verdict{Action: action, DryRun: dryRun}
-	requestsTotal.WithLabelValues(v.ActionName(), reason.String(), groupLabel(group)).Inc()
+func (metricsObserver) ObserveDecision(v middleware.Verdict) {
+	requestsTotal.WithLabelValues(v.ActionName(), v.Reason.String(), groupLabel(v.Group), v.Verification.String()).Inc()
+}
+
+// ObserveFeed counts a feed fetch; the feed label takes the configured
+// feed sources only.
+func (metricsObserver) ObserveFeed(source, outcome string) {
+	feedFetchesTotal.WithLabelValues(source, outcome).Inc()
+}
+
+// ObserveLookup counts a reverse-DNS check and its duration.
+func (metricsObserver) ObserveLookup(outcome string, d time.Duration) {
+	lookupsTotal.WithLabelValues(outcome).Inc()
+	lookupSeconds.Observe(d.Seconds())
 }
 
 func (metricsObserver) ObserveFetch(_ string, outcome middleware.FetchOutcome) {

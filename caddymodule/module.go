@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
 )
@@ -41,7 +42,8 @@ func init() {
 // answers itself with the status, Retry-After and a one-line text body.
 // The placeholders {http.robots_guard.group}, {http.robots_guard.rule} and
 // {http.robots_guard.action} describe the decision for logs and
-// handle_errors.
+// handle_errors; with verify, {http.robots_guard.verification} (none,
+// verified, spoofed or unverifiable) and {http.robots_guard.operator} too.
 //
 // The robots.txt cache and the Crawl-delay clocks survive config reloads as
 // long as the module's configuration does not change.
@@ -119,10 +121,20 @@ type RobotsGuard struct {
 	// tokens and e-mail addresses).
 	LogQuery bool `json:"log_query,omitempty"`
 
-	state      *state
-	poolKey    string
-	limiterKey *limiterKey
-	logger     *zap.Logger
+	// Crawler verification: a request whose User-Agent names a registered
+	// crawler operator's token (Googlebot, GPTBot, ClaudeBot, ...) is
+	// checked against the operator's published IP ranges and reverse-DNS
+	// domains. A spoofed claim never earns the claimed group ("deny": 403,
+	// the default; "star": judged as "*"); verified crawlers share one
+	// Crawl-delay budget per operator with crawl_delay_key group. The last
+	// good copy of each feed is kept in Caddy's storage. Absent: off.
+	Verify *middleware.VerifyConfig `json:"verify,omitempty"`
+
+	state       *state
+	poolKey     string
+	limiterKey  *limiterKey
+	verifierKey string
+	logger      *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -155,6 +167,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		UACacheSize:         g.UACacheSize,
 		DryRun:              g.DryRun,
 		LogQuery:            g.LogQuery,
+		Verify:              g.Verify,
 	}
 }
 
@@ -184,6 +197,21 @@ type limiterKey struct {
 	maxKeys   int
 	tolerance float64
 }
+
+// verifierKey identifies the settings a crawler verifier is built from (the
+// verify block's JSON), so that its feeds and DNS cache survive reloads
+// that keep them.
+type verifierKey string
+
+// sharedVerifier is a crawler verifier in the pool, with the log core each
+// new config points at its own log.
+type sharedVerifier struct {
+	v   *identity.Verifier
+	log *swapCore
+}
+
+// Destruct stops the verifier's feed refresh.
+func (s *sharedVerifier) Destruct() error { return s.v.Close() }
 
 // sharedLimiter is a Crawl-delay limiter in the pool.
 type sharedLimiter struct{ l *limit.Memory }
@@ -225,6 +253,35 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		}
 		return true
 	})
+	var ver *identity.Verifier
+	if cfg.Verify != nil {
+		vkey, err := json.Marshal(cfg.Verify)
+		if err != nil {
+			return fmt.Errorf("robots_guard: verify: %w", err)
+		}
+		vv, _, err := pool.LoadOrNew(verifierKey(vkey), func() (caddy.Destructor, error) {
+			log := newSwapCore()
+			opts := []middleware.Option{
+				middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+				middleware.WithObserver(metricsObserver{}),
+			}
+			if cfg.Verify.CacheDir == "" {
+				opts = append(opts, middleware.WithFeedStorage(ctx.Storage()))
+			}
+			v, err := middleware.NewVerifier(cfg, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return &sharedVerifier{v: v, log: log}, nil
+		})
+		if err != nil {
+			return err
+		}
+		g.verifierKey = string(vkey)
+		sv := vv.(*sharedVerifier)
+		sv.log.set(g.logger.Core())
+		ver = sv.v
+	}
 	adopted := 0
 	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
@@ -232,6 +289,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}),
 			middleware.WithLimiter(lv.(*sharedLimiter).l),
+			middleware.WithVerifier(ver),
 		)
 		if err != nil {
 			return nil, err
@@ -314,6 +372,11 @@ func (g *RobotsGuard) Cleanup() error {
 		g.limiterKey = nil
 		err = errors.Join(err, err2)
 	}
+	if g.verifierKey != "" {
+		_, err2 := pool.Delete(verifierKey(g.verifierKey))
+		g.verifierKey = ""
+		err = errors.Join(err, err2)
+	}
 	return err
 }
 
@@ -323,9 +386,11 @@ const varSpent = "robots_guard.crawl_delay_spent"
 
 // Placeholder names set for every request the module sees.
 const (
-	phGroup  = "http.robots_guard.group"
-	phRule   = "http.robots_guard.rule"
-	phAction = "http.robots_guard.action"
+	phGroup        = "http.robots_guard.group"
+	phRule         = "http.robots_guard.rule"
+	phAction       = "http.robots_guard.action"
+	phVerification = "http.robots_guard.verification"
+	phOperator     = "http.robots_guard.operator"
 )
 
 // ServeHTTP decides the request with the Enforcer and passes it on, or
@@ -377,6 +442,10 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 			repl.Set(phRule, "")
 		}
 		repl.Set(phAction, v.ActionName())
+		if g.Verify != nil {
+			repl.Set(phVerification, v.Verification.String())
+			repl.Set(phOperator, v.Operator)
+		}
 	}
 	if !v.Enforced() {
 		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
@@ -450,4 +519,5 @@ var (
 	_ caddy.CleanerUpper          = (*RobotsGuard)(nil)
 	_ caddyhttp.MiddlewareHandler = (*RobotsGuard)(nil)
 	_ caddy.Destructor            = (*state)(nil)
+	_ caddy.Destructor            = (*sharedVerifier)(nil)
 )

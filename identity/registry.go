@@ -160,6 +160,18 @@ func compile(ops []Operator) []*opEntry {
 	return out
 }
 
+// ClaimedBy returns the operators of ops whose tokens ua names (see
+// Verifier.Claims), without building a Verifier.
+func ClaimedBy(ops []Operator, ua string) []Operator {
+	var out []Operator
+	for _, e := range compile(ops) {
+		if e.names(ua) {
+			out = append(out, e.Operator)
+		}
+	}
+	return out
+}
+
 // names reports whether the header (or bare token) ua names one of the
 // operator's tokens, by the rules robots.txt groups are chosen by.
 func (e *opEntry) names(ua string) bool { return e.matcher.Agent(ua).Specific() }

@@ -48,6 +48,10 @@ type Config struct {
 	Observer Observer
 	// Now tells the time, for tests. Default time.Now.
 	Now func() time.Time
+	// NoBackground leaves feeds unloaded until RefreshFeeds is called (for
+	// one-shot tools such as "caddy robots test"): no goroutine, no
+	// storage.
+	NoBackground bool
 }
 
 // Observer receives the outcomes of feed fetches and reverse-DNS checks.
@@ -161,6 +165,10 @@ func New(cfg Config) (*Verifier, error) {
 		}
 	}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
+	if cfg.NoBackground {
+		v.cfg.Storage = nil
+		return v, nil
+	}
 	for _, f := range v.feeds {
 		v.wg.Add(1)
 		go v.run(f)

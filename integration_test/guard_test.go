@@ -79,6 +79,13 @@ func freePort(t *testing.T) int {
 // blocks and extra global options.
 func load(t *testing.T, globals, sites string) *caddytest.Tester {
 	t.Helper()
+	return loadWithStorage(t, t.TempDir(), globals, sites)
+}
+
+// loadWithStorage is load with Caddy's storage in dir, for tests that
+// reload with the same storage.
+func loadWithStorage(t *testing.T, dir, globals, sites string) *caddytest.Tester {
+	t.Helper()
 	tc := caddytest.NewTester(t)
 	tc.InitServer(fmt.Sprintf(`{
 	admin localhost:2999
@@ -86,7 +93,7 @@ func load(t *testing.T, globals, sites string) *caddytest.Tester {
 	storage file_system %s
 	%s
 }
-%s`, filepath.ToSlash(t.TempDir()), globals, sites), "caddyfile")
+%s`, filepath.ToSlash(dir), globals, sites), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
