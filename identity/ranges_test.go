@@ -172,3 +172,31 @@ func BenchmarkIndexContains(b *testing.B) {
 		}
 	})
 }
+
+// FuzzParseFeed: any input either fails with an error or yields prefixes
+// that obey the documented bounds; nothing panics.
+func FuzzParseFeed(f *testing.F) {
+	f.Add([]byte(`{"creationTime":"x","prefixes":[{"ipv4Prefix":"66.249.64.0/27"},{"ipv6Prefix":"2001:4860::/32"}]}`))
+	f.Add([]byte(`{"prefixes":[{"ipv4Prefix":"1.2.3.4/33"}]}`))
+	f.Add([]byte(`<html>`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, _, err := ParseFeed(b)
+		if err != nil {
+			return
+		}
+		if len(ps) == 0 {
+			t.Fatal("success without prefixes")
+		}
+		for _, p := range ps {
+			if !p.IsValid() || p != p.Masked() || p.Addr().Is4() && p.Bits() < minV4Bits || p.Addr().Is6() && p.Bits() < minV6Bits {
+				t.Fatalf("prefix %v out of bounds", p)
+			}
+		}
+		x := buildIndex(ps)
+		for _, p := range ps {
+			if !x.contains(p.Addr()) || !x.contains(lastAddr(p)) {
+				t.Fatalf("index misses %v", p)
+			}
+		}
+	})
+}
