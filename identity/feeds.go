@@ -159,8 +159,11 @@ func (v *Verifier) restore(f *feed) time.Time {
 		return time.Time{}
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.data.Load() != nil {
+		return time.Time{} // a fetch (RefreshFeeds) came first: it is newer
+	}
 	f.etag, f.lastMod = s.ETag, s.LastModified
-	f.mu.Unlock()
 	v.install(f, &feedData{prefixes: prefixes, created: created, fetched: s.Fetched, stored: true})
 	v.observeFeed(f, FeedStored)
 	v.log.Info("robots_guard: verify: feed restored from storage", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.Time("fetched", s.Fetched))

@@ -127,7 +127,38 @@ func needsDecodedView(path string) bool {
 // would change how the target is read again ('%', '?', '#') are
 // re-escaped, so decoding happens exactly once. ok is false when the view
 // equals the target, so callers can skip it without allocating.
+//
+// A backslash (raw or %5C) is read as '/', as some servers do; since others
+// read it as an ordinary character, decodedTargetKeepBackslash gives the
+// view for those, and a path that holds one is judged in both.
 func decodedTarget(path, query string) (string, bool) {
+	return decodeView(path, query, true)
+}
+
+// decodedTargetKeepBackslash is decodedTarget with backslashes kept as
+// ordinary characters; ok is false when path holds no backslash (the view
+// would equal decodedTarget's).
+func decodedTargetKeepBackslash(path, query string) (string, bool) {
+	if !hasBackslash(path) {
+		return "", false
+	}
+	return decodeView(path, query, false)
+}
+
+// hasBackslash reports whether path holds a backslash, raw or as %5C.
+func hasBackslash(path string) bool {
+	for i := 0; i < len(path); i++ {
+		switch {
+		case path[i] == '\\':
+			return true
+		case path[i] == '%' && i+2 < len(path) && path[i+1] == '5' && (path[i+2] == 'c' || path[i+2] == 'C'):
+			return true
+		}
+	}
+	return false
+}
+
+func decodeView(path, query string, backslashIsSlash bool) (string, bool) {
 	if !needsDecodedView(path) {
 		return "", false
 	}
@@ -145,7 +176,7 @@ func decodedTarget(path, query string) (string, bool) {
 				}
 			}
 		}
-		if c == '\\' {
+		if c == '\\' && backslashIsSlash {
 			c = '/' // some servers treat a backslash as a separator
 		}
 		dec = append(dec, c)

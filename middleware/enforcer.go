@@ -312,13 +312,15 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
 		return v
 	}
-	if dec, ok := decodedTarget(path, query); ok {
-		if d2 := agent.Decide(dec); !d2.Allowed && !d2.Exempt {
-			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
-			if tr != nil {
-				tr.d = d2
+	for _, view := range [...]func(string, string) (string, bool){decodedTarget, decodedTargetKeepBackslash} {
+		if dec, ok := view(path, query); ok {
+			if d2 := agent.Decide(dec); !d2.Allowed && !d2.Exempt {
+				v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
+				if tr != nil {
+					tr.d = d2
+				}
+				return v
 			}
-			return v
 		}
 	}
 	v.Reason = ReasonAllowed
