@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
 )
 
@@ -29,6 +30,8 @@ func init() {
 //	POST /robots_guard/refresh[?site=]       fetch robots.txt again now (all sites, or one)
 //	GET  /robots_guard/explain?site=&ua=&path=[&ip=]
 //	                                         the verdict robots_guard would give now
+//	GET  /robots_guard/feeds                 the crawler IP-range feeds of verify
+//	POST /robots_guard/feeds/refresh         fetch every feed again now
 //
 // site is a host ("example.com", "example.com:8080") or a scheme and host
 // ("https://example.com"); a bare host means http:// for explain and both
@@ -51,6 +54,8 @@ func (a AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/robots_guard/sites", Handler: caddy.AdminHandlerFunc(a.handleSites)},
 		{Pattern: "/robots_guard/refresh", Handler: caddy.AdminHandlerFunc(a.handleRefresh)},
 		{Pattern: "/robots_guard/explain", Handler: caddy.AdminHandlerFunc(a.handleExplain)},
+		{Pattern: "/robots_guard/feeds", Handler: caddy.AdminHandlerFunc(a.handleFeeds)},
+		{Pattern: "/robots_guard/feeds/refresh", Handler: caddy.AdminHandlerFunc(a.handleFeedsRefresh)},
 	}
 }
 
@@ -77,6 +82,57 @@ func enforcers() []*middleware.Enforcer {
 		out[i] = x.e
 	}
 	return out
+}
+
+// verifiers returns the crawler verifiers of the loaded configurations, in
+// a stable order.
+func verifiers() []*identity.Verifier {
+	type kv struct {
+		key string
+		v   *identity.Verifier
+	}
+	var all []kv
+	pool.Range(func(k, v any) bool {
+		if sv, ok := v.(*sharedVerifier); ok {
+			all = append(all, kv{string(k.(verifierKey)), sv.v})
+		}
+		return true
+	})
+	slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.key, b.key) })
+	out := make([]*identity.Verifier, len(all))
+	for i, x := range all {
+		out[i] = x.v
+	}
+	return out
+}
+
+// handleFeeds lists the feeds of every verifier: loaded or not, prefixes,
+// when fetched, the last error. A feed that never loads keeps its
+// operator's claims unverifiable; this is where to see it.
+func (AdminAPI) handleFeeds(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
+	}
+	out := []identity.FeedStatus{}
+	for _, v := range verifiers() {
+		out = append(out, v.Feeds()...)
+	}
+	return writeJSON(w, out)
+}
+
+// handleFeedsRefresh fetches every feed again now (conditionally).
+func (AdminAPI) handleFeedsRefresh(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use POST")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRefreshTimeout)
+	defer cancel()
+	out := []identity.FeedStatus{}
+	for _, v := range verifiers() {
+		v.RefreshFeeds(ctx) // failures are in each feed's last_error
+		out = append(out, v.Feeds()...)
+	}
+	return writeJSON(w, map[string]any{"feeds": out})
 }
 
 func apiError(status int, format string, args ...any) error {

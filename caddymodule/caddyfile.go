@@ -50,6 +50,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    log_query
 //	    verify [{
 //	        on_spoofed deny|star
+//	        on_dns_error star|header
 //	        refresh <duration>
 //	        dns_timeout <duration>
 //	        resolver <host:port>
@@ -216,6 +217,8 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 		switch name {
 		case "on_spoofed":
 			vc.OnSpoofed, err = one()
+		case "on_dns_error":
+			vc.OnDNSError, err = one()
 		case "refresh":
 			err = dur(&vc.Refresh)
 		case "dns_timeout":

@@ -33,6 +33,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"verify block", `robots_guard {
 			verify {
 				on_spoofed star
+				on_dns_error header
 				refresh 12h
 				dns_timeout 1s
 				resolver 127.0.0.1:5353
@@ -50,7 +51,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 					rdns googlebot.com
 				}
 			}
-		}`, `{"verify":{"on_spoofed":"star","refresh":"12h0m0s","dns_timeout":"1s","resolver":"127.0.0.1:5353","dns_cache_size":500,"builtin":false,"operators":[{"name":"acme","tokens":["AcmeBot","Acme-Image"],"ip_ranges":["https://acme.example/ranges.json","/etc/acme.json"],"rdns":["crawl.acme.example"],"source":"https://acme.example/bot"},{"name":"google","tokens":["Googlebot"],"rdns":["googlebot.com"]}],"cache_dir":"/var/lib/robots"}}`},
+		}`, `{"verify":{"on_spoofed":"star","on_dns_error":"header","refresh":"12h0m0s","dns_timeout":"1s","resolver":"127.0.0.1:5353","dns_cache_size":500,"builtin":false,"operators":[{"name":"acme","tokens":["AcmeBot","Acme-Image"],"ip_ranges":["https://acme.example/ranges.json","/etc/acme.json"],"rdns":["crawl.acme.example"],"source":"https://acme.example/bot"},{"name":"google","tokens":["Googlebot"],"rdns":["googlebot.com"]}],"cache_dir":"/var/lib/robots"}}`},
 		{"everything", `robots_guard {
 			robots_txt http://127.0.0.1:9000/robots.txt
 			refresh 30m

@@ -113,6 +113,7 @@ type feed struct {
 
 // feedData is a loaded copy of a feed.
 type feedData struct {
+	raw      []byte // as fetched, for storage (URL feeds only)
 	prefixes []netip.Prefix
 	created  string
 	fetched  time.Time
@@ -164,7 +165,7 @@ func (v *Verifier) restore(f *feed) time.Time {
 		return time.Time{} // a fetch (RefreshFeeds) came first: it is newer
 	}
 	f.etag, f.lastMod = s.ETag, s.LastModified
-	v.install(f, &feedData{prefixes: prefixes, created: created, fetched: s.Fetched, stored: true})
+	v.install(f, &feedData{raw: s.Body, prefixes: prefixes, created: created, fetched: s.Fetched, stored: true})
 	v.observeFeed(f, FeedStored)
 	v.log.Info("robots_guard: verify: feed restored from storage", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.Time("fetched", s.Fetched))
 	return s.Fetched
@@ -208,7 +209,7 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		case err != nil:
 			return 0, v.failed(f, FeedError, err)
 		case status == http.StatusNotModified && f.data.Load() != nil:
-			v.notModified(f)
+			v.notModified(ctx, f)
 			return v.nextRefresh(maxAge), nil
 		case status != http.StatusOK:
 			return 0, v.failed(f, FeedError, fmt.Errorf("status %d", status))
@@ -219,7 +220,7 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 			return 0, v.failed(f, FeedError, serr)
 		}
 		if f.data.Load() != nil && fi.Size() == f.size && fi.ModTime().Equal(f.mtime) {
-			v.notModified(f)
+			v.notModified(ctx, f)
 			return v.nextRefresh(0), nil
 		}
 		if fi.Size() > MaxFeedBytes {
@@ -235,26 +236,40 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		f.size, f.mtime = 0, time.Time{}
 		return 0, v.failed(f, FeedInvalid, err)
 	}
-	now := v.now()
-	v.install(f, &feedData{prefixes: prefixes, created: created, fetched: now})
+	d := &feedData{prefixes: prefixes, created: created, fetched: v.now()}
+	if isURL(f.src) {
+		d.raw = body
+	}
+	v.install(f, d)
 	f.etag, f.lastMod = etag, lm
 	f.lastErr.Store(nil)
 	v.observeFeed(f, FeedOK)
 	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.String("creation_time", created))
-	if v.cfg.Storage != nil && isURL(f.src) {
-		b, _ := json.Marshal(storedFeed{Source: f.src, ETag: etag, LastModified: lm, Fetched: now, Body: body})
-		if err := v.cfg.Storage.Store(ctx, f.storageKey(), b); err != nil {
-			v.log.Warn("robots_guard: verify: storing the last good copy of a feed", zap.String("feed", f.src), zap.Error(err))
-		}
-	}
+	v.store(ctx, f, d)
 	return v.nextRefresh(maxAge), nil
 }
 
-func (v *Verifier) notModified(f *feed) {
-	if d := f.data.Load(); d != nil && d.stored {
+// store writes d, the copy in force, to Storage as the feed's last good
+// copy.
+func (v *Verifier) store(ctx context.Context, f *feed, d *feedData) {
+	if v.cfg.Storage == nil || d.raw == nil {
+		return
+	}
+	b, _ := json.Marshal(storedFeed{Source: f.src, ETag: f.etag, LastModified: f.lastMod, Fetched: d.fetched, Body: d.raw})
+	if err := v.cfg.Storage.Store(ctx, f.storageKey(), b); err != nil {
+		v.log.Warn("robots_guard: verify: storing the last good copy of a feed", zap.String("feed", f.src), zap.Error(err))
+	}
+}
+
+// notModified records a 304 (or an unchanged file): the copy in force is
+// current as of now, in storage too, so that a restart does not fetch it
+// again before the next refresh is due.
+func (v *Verifier) notModified(ctx context.Context, f *feed) {
+	if d := f.data.Load(); d != nil {
 		nd := *d
 		nd.stored, nd.fetched = false, v.now()
 		f.data.Store(&nd)
+		v.store(ctx, f, &nd)
 	}
 	f.lastErr.Store(nil)
 	v.observeFeed(f, FeedNotModified)
@@ -351,11 +366,18 @@ func (v *Verifier) run(f *feed) {
 		case <-t.C:
 		}
 		next, err := v.fetch(v.ctx, f)
-		if err != nil {
-			next = min(retry, v.cfg.Refresh)
-			retry *= 2
-		} else {
+		switch {
+		case err == nil:
 			retry = v.retryFirst
+		case f.data.Load() != nil:
+			// A good copy is in force: no hurry, never more often than
+			// hourly.
+			next = min(v.minRefresh, v.cfg.Refresh)
+		default:
+			// Nothing loaded yet: the operator's claims are unverifiable
+			// meanwhile, so retry sooner (5 min, doubling up to refresh).
+			next = retry
+			retry = min(retry*2, v.cfg.Refresh)
 		}
 		t.Reset(next)
 	}

@@ -314,11 +314,31 @@ func TestFeedStorage(t *testing.T) {
 	if n := logs.FilterMessage("robots_guard: verify: feed not updated").Len(); n != 0 {
 		t.Fatalf("%d fetch attempts after the restart", n)
 	}
-	// A damaged stored copy is ignored with a warning.
 	matches, _ := filepath.Glob(filepath.Join(string(dir), "robots_guard", "feeds", "*.json"))
 	if len(matches) != 1 {
 		t.Fatalf("stored files %v", matches)
 	}
+	// A 304 makes the stored copy current, so that the next restart does
+	// not fetch again before the refresh is due.
+	srv2 := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	ops2 := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv2.URL}}}
+	dir2 := DirStorage(t.TempDir())
+	clk := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	v3, _ := newTestVerifier(t, ops2, func(c *Config) { c.Storage = dir2; c.Now = func() time.Time { return clk } })
+	waitFeeds(t, v3, 1)
+	clk = clk.Add(30 * time.Hour)
+	if err := v3.RefreshFeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, nm := srv2.counts(); nm != 1 {
+		t.Fatalf("304s: %d", nm)
+	}
+	m2, _ := filepath.Glob(filepath.Join(string(dir2), "robots_guard", "feeds", "*.json"))
+	b, _ := os.ReadFile(m2[0])
+	if !strings.Contains(string(b), `"fetched":"2026-11-02T06:00:00Z"`) {
+		t.Fatalf("stored copy after a 304: %s", b)
+	}
+	// A damaged stored copy is ignored with a warning.
 	os.WriteFile(matches[0], []byte("garbage"), 0o644)
 	_, logs3 := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
 	deadline := time.Now().Add(5 * time.Second)

@@ -73,6 +73,8 @@ func ParseFeed(b []byte) (prefixes []netip.Prefix, created string, err error) {
 		}
 		p = p.Masked()
 		switch {
+		case p.Addr().Is4In6():
+			return nil, "", fmt.Errorf("prefixes[%d]: %s is an IPv4-mapped prefix; write it as an ipv4Prefix", i, s)
 		case v4 && !p.Addr().Is4():
 			return nil, "", fmt.Errorf("prefixes[%d]: %s is not an IPv4 prefix", i, s)
 		case !v4 && !p.Addr().Is6():

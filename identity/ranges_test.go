@@ -32,6 +32,7 @@ func TestParseFeed(t *testing.T) {
 		{"bare address", `{"prefixes":[{"ipv4Prefix":"1.2.3.4"}]}`, "prefixes[0]"},
 		{"too wide v4", `{"prefixes":[{"ipv4Prefix":"0.0.0.0/0"}]}`, "too wide"},
 		{"too wide v6", `{"prefixes":[{"ipv6Prefix":"::/0"}]}`, "too wide"},
+		{"v4-mapped v6", `{"prefixes":[{"ipv6Prefix":"::ffff:66.249.64.0/123"}]}`, "IPv4-mapped"},
 		{"not a string", `{"prefixes":[{"ipv4Prefix":5}]}`, "not a JSON feed"},
 		{"huge", `{"prefixes":[` + strings.Repeat(`{"ipv4Prefix":"1.2.3.0/24"},`, MaxFeedBytes/28) + `{"ipv4Prefix":"1.2.3.0/24"}]}`, "larger than"},
 	} {

@@ -23,6 +23,8 @@ const (
 	// MaxConcurrentLookups bounds the reverse-DNS checks in flight; a check
 	// that finds no free slot within the DNS timeout is Unverifiable.
 	MaxConcurrentLookups = 64
+	// MaxPendingLookups bounds the checks in flight or waiting for a slot.
+	MaxPendingLookups = 256
 	// DefaultDNSTimeout bounds one check (PTR and forward lookups).
 	DefaultDNSTimeout = 2 * time.Second
 	// DefaultCacheSize is the default number of cached answers.
@@ -59,24 +61,49 @@ func newResolver(addr string) *net.Resolver {
 }
 
 // rdns checks addr against op's domains, from the cache or with one
-// forward-confirmed reverse-DNS lookup shared by concurrent callers.
+// forward-confirmed reverse-DNS lookup shared by concurrent callers. At
+// most MaxPendingLookups lookups exist at a time (running or waiting for
+// one of the MaxConcurrentLookups slots); beyond that a check is
+// Unverifiable at once and not cached, so a flood of new addresses costs
+// neither goroutines nor DNS queries without bound.
 func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr) dnsAnswer {
 	k := dnsKey{addr, uint8(i)}
 	now := v.now().UnixNano()
 	if a, ok := v.dnsCache.Peek(k); ok && a.expires > now {
 		return a
 	}
-	ch := v.flight.DoChan(addr.String()+" "+op.Name, func() (any, error) {
-		a := v.lookup(op, addr)
-		v.dnsCache.Add(k, a)
-		return a, nil
-	})
-	select {
-	case r := <-ch:
-		return r.Val.(dnsAnswer)
-	case <-ctx.Done():
-		return dnsAnswer{verdict: Unverifiable, detail: "request ended before the DNS check: " + ctx.Err().Error()}
+	v.callsMu.Lock()
+	c, ok := v.calls[k]
+	if !ok {
+		if len(v.calls) >= MaxPendingLookups {
+			v.callsMu.Unlock()
+			v.observeLookup(LookupBusy, 0)
+			return dnsAnswer{verdict: Unverifiable, detail: "too many reverse-DNS checks pending"}
+		}
+		c = &dnsCall{done: make(chan struct{})}
+		v.calls[k] = c
+		go func() {
+			c.ans = v.lookup(op, addr)
+			v.dnsCache.Add(k, c.ans)
+			v.callsMu.Lock()
+			delete(v.calls, k)
+			v.callsMu.Unlock()
+			close(c.done)
+		}()
 	}
+	v.callsMu.Unlock()
+	select {
+	case <-c.done:
+		return c.ans
+	case <-ctx.Done():
+		return dnsAnswer{verdict: Unverifiable, detail: "no reverse-DNS answer in time: " + ctx.Err().Error()}
+	}
+}
+
+// dnsCall is a lookup in progress; ans is set before done closes.
+type dnsCall struct {
+	done chan struct{}
+	ans  dnsAnswer
 }
 
 // lookup does one forward-confirmed reverse-DNS check, bounded by the DNS
@@ -96,7 +123,7 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr) dnsAnswer {
 		return ans(Unverifiable, ErrorTTL, LookupError, "too many DNS checks in flight")
 	}
 	names, err := v.resolver.LookupAddr(ctx, addr.String())
-	if err != nil {
+	if err != nil && len(names) == 0 {
 		if isNotFound(err) {
 			return ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
 		}
@@ -152,6 +179,7 @@ const (
 	LookupVerified = "verified"
 	LookupFailed   = "failed" // a definite failure: the claim is spoofed
 	LookupError    = "error"  // timeout or server failure: unverifiable
+	LookupBusy     = "busy"   // MaxPendingLookups reached: not looked up, unverifiable
 )
 
 func (v *Verifier) observeLookup(outcome string, d time.Duration) {

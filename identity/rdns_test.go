@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -196,5 +197,70 @@ func BenchmarkVerify(b *testing.B) {
 		if v.Verify(ctx, claims, a).Verdict != Verified {
 			b.Fatal("not verified")
 		}
+	}
+}
+
+// A reverse zone that does not answer proves nothing: with every feed of
+// the operator loaded, the claim is spoofed; without feeds it is
+// unverifiable, marked DNSFailed so the caller can refuse the allowances.
+func TestFCrDNSErrorIsNoProof(t *testing.T) {
+	dns := testdns.Start(t)
+	const timeout = 200 * time.Millisecond
+	dns.SetDelay(4 * timeout)
+	srv := newFeedServer(t, feedJSON("66.249.64.0/27"))
+	ops := []Operator{
+		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{srv.URL}, RDNS: []string{"googlebot.com"}},
+		{Name: "yandex", Tokens: []string{"YandexBot"}, RDNS: []string{"yandex.ru"}},
+	}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.Resolver = dns.Addr; c.DNSTimeout = timeout })
+	waitFeeds(t, v, 1)
+	if r := verify(v, "Googlebot", "203.0.113.1"); r.Verdict != Spoofed {
+		t.Fatalf("feeds loaded, DNS silent: %+v", r)
+	}
+	if r := verify(v, "YandexBot", "203.0.113.1"); r.Verdict != Unverifiable || !r.DNSFailed {
+		t.Fatalf("rDNS only, DNS silent: %+v", r)
+	}
+	// A header naming both waits one DNS timeout at most, not one each.
+	start := time.Now()
+	r := verify(v, "Googlebot YandexBot", "203.0.113.2")
+	if d := time.Since(start); d > timeout+time.Second {
+		t.Fatalf("two claims took %v with a %v timeout", d, timeout)
+	}
+	if r.Verdict != Spoofed {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// A flood of new addresses against a silent resolver: the lookups pending
+// stay at MaxPendingLookups, and the rest are answered at once.
+func TestFCrDNSPendingBound(t *testing.T) {
+	dns := testdns.Start(t)
+	const timeout = 300 * time.Millisecond
+	dns.SetDelay(2 * timeout)
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr; c.DNSTimeout = timeout })
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Go(func() {
+			for i := range 100 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				a := netip.AddrFrom4([4]byte{198, 18, byte(w), byte(i)})
+				if r := v.Verify(ctx, v.Claims("Googlebot"), a); r.Verdict != Unverifiable {
+					t.Errorf("%s: %v", a, r.Verdict)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	v.callsMu.Lock()
+	pending := len(v.calls)
+	v.callsMu.Unlock()
+	extra := runtime.NumGoroutine() - before
+	t.Logf("2,000 new addresses in a burst: %d lookups pending, %d goroutines more than before", pending, extra)
+	// Goroutines: one per pending lookup, the resolver's and the test DNS
+	// server's for the queries in flight (at most one slot each), slack.
+	if bound := MaxPendingLookups + 2*MaxConcurrentLookups + 50; pending > MaxPendingLookups || extra > bound {
+		t.Fatalf("%d pending (bound %d), %d extra goroutines (bound %d)", pending, MaxPendingLookups, extra, bound)
 	}
 }

@@ -120,6 +120,18 @@ func Validate(ops []Operator) error {
 			}
 		}
 	}
+	for _, op := range ops {
+		for _, t := range op.Tokens {
+			// The hyphen fallback: "Googlebot-Acme" also names Googlebot,
+			// so it would claim two operators.
+			lt := strings.ToLower(t)
+			for j := strings.LastIndexByte(lt, '-'); j > 0; j = strings.LastIndexByte(lt[:j], '-') {
+				if o, ok := owner[lt[:j]]; ok && o != op.Name {
+					return fmt.Errorf("operator %q: tokens: %q also names %q of %q (a token followed by '-' covers it, as in robots.txt)", op.Name, t, lt[:j], o)
+				}
+			}
+		}
+	}
 	return nil
 }
 

@@ -158,6 +158,7 @@ func TestValidate(t *testing.T) {
 		{"file URL", []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"file:///x.json"}}}, `ip_ranges: "file:///x.json"`},
 		{"ftp", []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"ftp://x/y"}}}, `ip_ranges`},
 		{"too many", many, "at most 64 operators"},
+		{"hyphen fallback", []Operator{{Name: "pro", Tokens: []string{"AcmeBot-Pro"}}, ok()}, `operator "pro": tokens: "AcmeBot-Pro" also names "acmebot" of "acme"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.ops)

@@ -77,6 +77,12 @@ type Result struct {
 	Operator string
 	// Method says how a Verified verdict was reached.
 	Method Method
+	// DNSFailed reports an Unverifiable verdict whose reverse-DNS check
+	// could not be done (a DNS error or timeout, too many checks at once):
+	// the address proved nothing, and a client can cause this with a
+	// reverse zone of its own, so it should not earn the claimed
+	// operator's allowances either.
+	DNSFailed bool
 
 	key [16]byte
 }

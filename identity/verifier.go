@@ -14,7 +14,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
-	"golang.org/x/sync/singleflight"
 )
 
 // Config configures a Verifier. Zero fields take their defaults.
@@ -86,7 +85,8 @@ type Verifier struct {
 	feeds      []*feed
 	resolver   *net.Resolver
 	dnsCache   *lru.Cache[dnsKey, dnsAnswer]
-	flight     singleflight.Group
+	callsMu    sync.Mutex
+	calls      map[dnsKey]*dnsCall
 	slots      chan struct{}
 	log        *zap.Logger
 	now        func() time.Time
@@ -145,6 +145,7 @@ func New(cfg Config) (*Verifier, error) {
 		ops:        compile(cfg.Operators),
 		resolver:   newResolver(cfg.Resolver),
 		slots:      make(chan struct{}, MaxConcurrentLookups),
+		calls:      make(map[dnsKey]*dnsCall),
 		log:        cfg.Logger,
 		now:        cfg.Now,
 		minRefresh: MinRefresh,
@@ -210,30 +211,59 @@ func (v *Verifier) Claims(ua string) Claims {
 }
 
 // Verify checks the claims of a request coming from addr. A header that
-// names several operators is as good as its worst claim. addr may be the
-// zero Addr when the client's address is unknown (the claim is then
-// Unverifiable). With a warm cache it does not allocate.
+// names several operators is as good as its worst claim; the first Spoofed
+// one ends the check, and all the reverse-DNS checks of one call together
+// wait at most Config.DNSTimeout. addr may be the zero Addr when the
+// client's address is unknown (the claim is then Unverifiable). With a warm
+// cache it does not allocate.
 func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) Result {
 	if claims == 0 {
 		return Result{}
 	}
 	addr = addr.Unmap().WithZone("")
+	b := budget{parent: ctx, d: v.cfg.DNSTimeout}
+	defer b.release()
 	var res Result
 	for i, op := range v.ops {
 		if claims&op.bit == 0 {
 			continue
 		}
-		r := v.verifyOne(ctx, op, i, addr, nil)
+		r := v.verifyOne(&b, op, i, addr, nil)
 		if res.Verdict == None || r.Verdict.severity() > res.Verdict.severity() {
 			res = r
+		}
+		if res.Verdict == Spoofed {
+			break
 		}
 	}
 	return res
 }
 
+// budget is the time the reverse-DNS checks of one Verify call may take
+// together; its context is made on the first cache miss only.
+type budget struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (b *budget) context() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(b.parent, b.d)
+	}
+	return b.ctx
+}
+
+func (b *budget) release() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
 // verifyOne checks one operator's claim; how collects the explanation
 // when non-nil.
-func (v *Verifier) verifyOne(ctx context.Context, op *opEntry, i int, addr netip.Addr, how *[]string) Result {
+func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how *[]string) Result {
 	res := Result{Operator: op.Name, key: op.key}
 	say := func(s string) {
 		if how != nil {
@@ -258,15 +288,25 @@ func (v *Verifier) verifyOne(ctx context.Context, op *opEntry, i int, addr netip
 			loaded++
 		}
 	}
+	allLoaded := len(op.feeds) > 0 && loaded == len(op.feeds)
 	if how != nil && len(op.feeds) > 0 {
 		say(fmt.Sprintf("%s is in none of %s's %d loaded IP-range feeds (of %d)", addr, op.Name, loaded, len(op.feeds)))
 	}
 	if len(op.domains) > 0 {
-		a := v.rdns(ctx, op, i, addr)
+		a := v.rdns(b.context(), op, i, addr)
 		say("reverse DNS: " + a.detail)
 		res.Verdict = a.verdict
-		if a.verdict == Verified {
+		switch {
+		case a.verdict == Verified:
 			res.Method = MethodRDNS
+		case a.verdict == Unverifiable && allLoaded:
+			// The feeds are a published check, loaded, and the address
+			// fails them; a reverse zone that does not answer (which
+			// its owner controls) proves nothing.
+			say("every feed of " + op.Name + " is loaded and the address is in none: spoofed")
+			res.Verdict = Spoofed
+		case a.verdict == Unverifiable:
+			res.DNSFailed = true
 		}
 		return res
 	}
@@ -274,7 +314,7 @@ func (v *Verifier) verifyOne(ctx context.Context, op *opEntry, i int, addr netip
 	case len(op.feeds) == 0:
 		say(op.Name + " publishes no IP ranges and no reverse-DNS domains")
 		res.Verdict = Unverifiable
-	case loaded < len(op.feeds):
+	case !allLoaded:
 		say("not every feed of " + op.Name + " has loaded")
 		res.Verdict = Unverifiable
 	default:
@@ -312,13 +352,15 @@ type Explanation struct {
 func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) Explanation {
 	var x Explanation
 	addr = addr.Unmap().WithZone("")
+	b := budget{parent: ctx, d: v.cfg.DNSTimeout}
+	defer b.release()
 	for i, op := range v.ops {
 		if claims&op.bit == 0 {
 			continue
 		}
 		x.Claimed = append(x.Claimed, op.Name)
 		var how []string
-		r := v.verifyOne(ctx, op, i, addr, &how)
+		r := v.verifyOne(&b, op, i, addr, &how)
 		for _, s := range how {
 			x.Steps = append(x.Steps, op.Name+": "+s)
 		}

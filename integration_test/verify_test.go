@@ -95,7 +95,7 @@ func waitVerified(t *testing.T, port int, ip string) {
 // spoofers do not cost the verified crawler a single 429.
 func TestVerifyThroughCaddy(t *testing.T) {
 	up := newUpstream(t, verifyRobots)
-	feed, _ := googleFeed(t)
+	feed, requests := googleFeed(t)
 	dns := testdns.Start(t)
 	dns.PTR("66.249.66.1", "crawl-66-249-66-1.googlebot.com")
 	dns.Host("crawl-66-249-66-1.googlebot.com", "66.249.66.1")
@@ -150,6 +150,23 @@ func TestVerifyThroughCaddy(t *testing.T) {
 	adminJSON(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=Googlebot&path=/&ip=66.249.66.1", denyPort), &x)
 	if x.Verification.Verdict != "verified" || x.Verification.Method != "rdns" || !strings.Contains(strings.Join(x.Verification.Steps, " "), "crawl-66-249-66-1.googlebot.com") {
 		t.Fatalf("explain: %+v", x.Verification)
+	}
+	// The feeds, and a refresh of them: one verifier (both sites' verify
+	// blocks differ, so two), each feed loaded, a refresh answered 304.
+	var feeds []struct {
+		Source   string
+		Loaded   bool
+		Prefixes int
+	}
+	adminJSON(t, "GET", "/robots_guard/feeds", &feeds)
+	if len(feeds) != 2 || !feeds[0].Loaded || feeds[0].Prefixes != 1 || feeds[0].Source != feed.URL {
+		t.Fatalf("feeds: %+v", feeds)
+	}
+	before := requests.Load()
+	var refreshed struct{ Feeds []struct{ Loaded bool } }
+	adminJSON(t, "POST", "/robots_guard/feeds/refresh", &refreshed)
+	if len(refreshed.Feeds) != 2 || requests.Load()-before != 2 {
+		t.Fatalf("refresh: %+v, %d requests", refreshed, requests.Load()-before)
 	}
 }
 

@@ -168,10 +168,12 @@ type Config struct {
 	LogQuery bool `json:"log_query,omitempty"`
 }
 
-// Values of VerifyConfig.OnSpoofed.
+// Values of VerifyConfig.OnSpoofed and VerifyConfig.OnDNSError.
 const (
-	SpoofedDeny = "deny"
-	SpoofedStar = "star"
+	SpoofedDeny    = "deny"
+	SpoofedStar    = "star"
+	DNSErrorStar   = "star"
+	DNSErrorHeader = "header"
 )
 
 // Bounds of VerifyConfig.
@@ -185,12 +187,22 @@ const (
 // its Crawl-delay budget; a Verified one, with crawl_delay_key "group",
 // shares one budget per operator and group; Unverifiable claims (no check
 // published or loaded yet, DNS failing) are judged by the header as before,
-// with per-address budgets.
+// with per-address budgets, except that one whose reverse-DNS check failed
+// is judged by "*" (see OnDNSError).
 type VerifyConfig struct {
 	// OnSpoofed says what a spoofed claim gets: "deny" (the default) answers
 	// 403 with a body that says why; "star" judges the request as a client
 	// of the "*" group.
 	OnSpoofed string `json:"on_spoofed,omitempty"`
+
+	// OnDNSError says how a claim is judged when its reverse-DNS check
+	// fails (a DNS error or timeout, too many checks at once) and no
+	// loaded feed of the operator decides it: "star" (the default) judges
+	// it by the "*" group, since the owner of an address controls its
+	// reverse zone and can make the check fail; "header" judges it by the
+	// group its header names, as if verified (with a per-address budget).
+	// Neither answers 403 for the failure itself.
+	OnDNSError string `json:"on_dns_error,omitempty"`
 
 	// Refresh is how often each IP-range feed is fetched again
 	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
@@ -245,6 +257,13 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	case SpoofedDeny, SpoofedStar:
 	default:
 		return nil, errf("on_spoofed", "must be %q or %q, got %q", SpoofedDeny, SpoofedStar, c.OnSpoofed)
+	}
+	switch c.OnDNSError {
+	case "":
+		c.OnDNSError = DNSErrorStar
+	case DNSErrorStar, DNSErrorHeader:
+	default:
+		return nil, errf("on_dns_error", "must be %q or %q, got %q", DNSErrorStar, DNSErrorHeader, c.OnDNSError)
 	}
 	switch r := time.Duration(c.Refresh); {
 	case r == 0:

@@ -49,6 +49,7 @@ type Enforcer struct {
 	verifier   *identity.Verifier // nil when verification is off
 	ownVerify  bool               // New built verifier; Close closes it
 	denySpoof  bool
+	starOnDNS  bool
 
 	bufs sync.Pool // *[]byte for response bodies
 
@@ -59,8 +60,8 @@ type Enforcer struct {
 // New validates cfg, applies its defaults and returns an Enforcer. An invalid
 // field yields an error that names it, e.g.
 // "robots_guard: refresh: must be at most 24h, got 48h0m0s".
-func New(cfg Config, opts ...Option) (*Enforcer, error) {
-	cfg, err := cfg.withDefaults()
+func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
+	cfg, err = cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +81,11 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 			return nil, err
 		}
 		own = true
+		defer func() {
+			if err != nil {
+				ver.Close() // New fails after all: stop its feed refresh
+			}
+		}()
 	}
 	e := &Enforcer{
 		cfg:        cfg,
@@ -89,6 +95,7 @@ func New(cfg Config, opts ...Option) (*Enforcer, error) {
 		verifier:   ver,
 		ownVerify:  own,
 		denySpoof:  cfg.Verify != nil && cfg.Verify.OnSpoofed == SpoofedDeny,
+		starOnDNS:  cfg.Verify != nil && cfg.Verify.OnDNSError == DNSErrorStar,
 		limits:     o.limiter,
 		obs:        o.observer,
 		deny:       o.deny,
@@ -277,6 +284,9 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 				return v
 			}
 			// The group the header does not earn is replaced by "*".
+			agent = st.robots.Agent("")
+		} else if ver.DNSFailed && e.starOnDNS {
+			// Nothing proven, and the client may have made sure of it.
 			agent = st.robots.Agent("")
 		}
 		bot = true

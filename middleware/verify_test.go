@@ -240,6 +240,7 @@ func TestVerifyConfigErrors(t *testing.T) {
 		want string
 	}{
 		{VerifyConfig{OnSpoofed: "block"}, `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
+		{VerifyConfig{OnDNSError: "deny"}, `robots_guard: verify: on_dns_error: must be "star" or "header", got "deny"`},
 		{VerifyConfig{Refresh: Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
 		{VerifyConfig{DNSTimeout: Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
 		{VerifyConfig{Resolver: "127.0.0.1"}, "robots_guard: verify: resolver:"},
@@ -284,4 +285,30 @@ func BenchmarkUnverifiedBotAllowed(b *testing.B) {
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
 	runBench(b, e.Handler(okHandler), r, 200)
+}
+
+// A reverse-DNS check that fails earns nothing by default: the request is
+// judged by "*" (not refused for it); on_dns_error header keeps the
+// header's group.
+func TestVerifyDNSError(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.SetDelay(time.Second) // never in time
+	for _, tc := range []struct {
+		mode   string
+		action Action
+		group  string
+	}{
+		{"", Deny, "*"},
+		{DNSErrorStar, Deny, "*"},
+		{DNSErrorHeader, Allow, "AcmeBot"},
+	} {
+		cfg := verifyConfig(t, "", dns.Addr)
+		cfg.Verify.OnDNSError = tc.mode
+		cfg.Verify.DNSTimeout = Duration(100 * time.Millisecond)
+		e := newVerifying(t, cfg)
+		v := decideAt(e, "AcmeBot/3.1", "/private/x", "198.51.100.8:1")
+		if v.Action != tc.action || v.Group != tc.group || v.Verification != identity.Unverifiable {
+			t.Errorf("on_dns_error %q: %v %q %v, want %v %q unverifiable", tc.mode, v.Action, v.Group, v.Verification, tc.action, tc.group)
+		}
+	}
 }
