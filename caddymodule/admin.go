@@ -62,46 +62,42 @@ func (a AdminAPI) Routes() []caddy.AdminRoute {
 // adminRefreshTimeout bounds one refresh call of the admin API.
 const adminRefreshTimeout = 2 * time.Minute
 
-// enforcers returns the Enforcers of the loaded configurations, in a
-// stable order (by their configuration's JSON).
-func enforcers() []*middleware.Enforcer {
+// pooled returns the values of type T in the pool (the state of each loaded
+// configuration), in a stable order: by their keys' text.
+func pooled[T any]() []T {
 	type kv struct {
 		key string
-		e   *middleware.Enforcer
+		v   T
 	}
 	var all []kv
 	pool.Range(func(k, v any) bool {
-		if st, ok := v.(*state); ok {
-			all = append(all, kv{k.(string), st.enforcer})
+		if x, ok := v.(T); ok {
+			all = append(all, kv{fmt.Sprint(k), x})
 		}
 		return true
 	})
 	slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.key, b.key) })
-	out := make([]*middleware.Enforcer, len(all))
+	out := make([]T, len(all))
 	for i, x := range all {
-		out[i] = x.e
+		out[i] = x.v
 	}
 	return out
 }
 
-// verifiers returns the crawler verifiers of the loaded configurations, in
-// a stable order.
-func verifiers() []*identity.Verifier {
-	type kv struct {
-		key string
-		v   *identity.Verifier
+// enforcers returns the Enforcers of the loaded configurations.
+func enforcers() []*middleware.Enforcer {
+	var out []*middleware.Enforcer
+	for _, st := range pooled[*state]() {
+		out = append(out, st.enforcer)
 	}
-	var all []kv
-	pool.Range(func(k, v any) bool {
-		if sv, ok := v.(*sharedVerifier); ok {
-			all = append(all, kv{string(k.(verifierKey)), sv.v})
-		}
-		return true
-	})
-	slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.key, b.key) })
-	out := make([]*identity.Verifier, len(all))
-	for i, x := range all {
-		out[i] = x.v
+	return out
+}
+
+// verifiers returns the crawler verifiers of the loaded configurations.
+func verifiers() []*identity.Verifier {
+	var out []*identity.Verifier
+	for _, sv := range pooled[*sharedVerifier]() {
+		out = append(out, sv.v)
 	}
 	return out
 }

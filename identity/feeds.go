@@ -240,12 +240,12 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 	if isURL(f.src) {
 		d.raw = body
 	}
-	v.install(f, d)
 	f.etag, f.lastMod = etag, lm
+	v.store(ctx, f, d) // first, so that a copy in force is a stored one
+	v.install(f, d)
 	f.lastErr.Store(nil)
 	v.observeFeed(f, FeedOK)
 	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.String("creation_time", created))
-	v.store(ctx, f, d)
 	return v.nextRefresh(maxAge), nil
 }
 
