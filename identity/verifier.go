@@ -222,7 +222,6 @@ func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) R
 	}
 	addr = addr.Unmap().WithZone("")
 	b := budget{parent: ctx, d: v.cfg.DNSTimeout}
-	defer b.release()
 	var res Result
 	for i, op := range v.ops {
 		if claims&op.bit == 0 {
@@ -236,6 +235,7 @@ func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) R
 			break
 		}
 	}
+	b.release() // not deferred: this is the request path
 	return res
 }
 
