@@ -140,6 +140,12 @@ type Verdict struct {
 	DryRun bool
 	// Bot reports whether the client was classified as a bot.
 	Bot bool
+	// Verification is the verdict on the crawler operator the User-Agent
+	// names, when Config.Verify is on: identity.None when it names none
+	// (or verification is off). See Operator.
+	Verification identity.Verdict
+	// Method says how a Verified claim was proved.
+	Method identity.Method
 	// Site is the scheme and host whose robots.txt applied, e.g.
 	// "https://example.com"; empty for exempt requests.
 	Site string
@@ -154,14 +160,8 @@ type Verdict struct {
 	CrawlDelay time.Duration
 	// RetryAfter is the real remaining wait of a Throttle verdict.
 	RetryAfter time.Duration
-	// Verification is the verdict on the crawler operator the User-Agent
-	// names, when Config.Verify is on: identity.None when it names none
-	// (or verification is off).
-	Verification identity.Verdict
 	// Operator is the claimed operator Verification is about ("" for none).
 	Operator string
-	// Method says how a Verified claim was proved.
-	Method identity.Method
 }
 
 // ActionName names what happened to the request, for logs, metrics and
