@@ -1,0 +1,439 @@
+package limit
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Defaults and values of RedisConfig.
+const (
+	DefaultKeyPrefix    = "robots_guard:"
+	DefaultStoreTimeout = 50 * time.Millisecond
+	MaxStoreTimeout     = 5 * time.Second
+	// OnErrorAllow lets a request pass when its store call fails;
+	// OnErrorDeny answers it 429 (Retry-After 1).
+	OnErrorAllow = "allow"
+	OnErrorDeny  = "deny"
+	// backoffFirst is the first pause of store calls after failures; it
+	// doubles up to backoffMax while the store stays down.
+	backoffFirst = time.Second
+	backoffMax   = 30 * time.Second
+	// failuresToBackoff is the number of consecutive failed calls that
+	// starts a pause (a timeout starts one at once).
+	failuresToBackoff = 3
+)
+
+// Store call outcomes, as passed to StoreObserver.ObserveStoreCall.
+const (
+	StoreOK      = "ok"
+	StoreError   = "error"
+	StoreTimeout = "timeout"
+	// StoreSkipped: no call was made, the store is paused after failures
+	// and the local limiter decided.
+	StoreSkipped = "skipped_backoff"
+)
+
+// StoreObserver receives one call per decision that involved the store,
+// for metrics: the outcome and, for calls made, their latency.
+type StoreObserver interface {
+	ObserveStoreCall(outcome string, d time.Duration)
+}
+
+// RedisConfig configures a Redis limiter.
+type RedisConfig struct {
+	// URL is a redis:// or rediss:// (TLS) URL, with the password and
+	// database number if any: redis://:secret@10.0.0.5:6379/2.
+	URL string
+	// KeyPrefix starts every key, so that several sites or apps can share
+	// one server. Default "robots_guard:".
+	KeyPrefix string
+	// Timeout bounds one decision's round trip. Default 50ms.
+	Timeout time.Duration
+	// OnError is what a request gets when its call fails: OnErrorAllow
+	// (the default) or OnErrorDeny.
+	OnError string
+	// Tolerance is the fraction of the Crawl-delay a request may come
+	// early (see Tolerance).
+	Tolerance float64
+	// LocalKeys caps the keys of the local limiter that decides while the
+	// store is paused, and of the local "deny until" cache. Default 100000.
+	LocalKeys int
+	// Logger receives the store's state changes and failures, sampled.
+	Logger *zap.Logger
+	// Observer receives call outcomes.
+	Observer StoreObserver
+	// TLS replaces the TLS configuration of a rediss:// URL (which
+	// otherwise trusts the system's roots), for a private CA.
+	TLS *tls.Config
+	// clientClock sends the caller's clock to the script instead of the
+	// server's TIME: for tests that compare the script with Memory on
+	// the same arrival sequences.
+	clientClock bool
+}
+
+// RedactURL returns u with its password replaced by "xxxxx", for logs and
+// errors, even when u does not parse.
+func RedactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return scrub(u, u)
+}
+
+// password returns the password of the userinfo of u ("scheme://user:pw@host"),
+// found by hand so that it works on URLs that do not parse.
+func password(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := u[i+3:]
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return ""
+	}
+	if c := strings.IndexByte(rest[:at], ':'); c >= 0 {
+		return rest[c+1 : at]
+	}
+	return ""
+}
+
+// scrub replaces the password of u in s.
+func scrub(s, u string) string {
+	if pw := password(u); pw != "" {
+		s = strings.ReplaceAll(s, pw, "xxxxx")
+	}
+	return s
+}
+
+// CheckRedisURL checks the form of a store URL: redis:// or rediss:// with
+// a host. Its error never contains the password.
+func CheckRedisURL(u string) error {
+	if _, err := redis.ParseURL(u); err != nil {
+		return fmt.Errorf("%s: %s (want redis://[:password@]host:port[/db] or rediss://...)", RedactURL(u), scrub(err.Error(), u))
+	}
+	return nil
+}
+
+// gcraScript is GCRA on the server, atomically: the key holds the
+// theoretical arrival time (TAT) in microseconds of the server's clock,
+// and expires when the TAT passes (an absent key and a past TAT admit
+// alike). ARGV: delay µs, tolerance µs, "1" to spend or "0" to peek, and
+// (tests only) the time in µs. It returns {1, 0} or {0, wait µs}.
+var gcraScript = redis.NewScript(`
+local now
+if ARGV[4] then
+  now = tonumber(ARGV[4])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local delay = tonumber(ARGV[1])
+local tau = tonumber(ARGV[2])
+local v = redis.call('GET', KEYS[1])
+local tat = now
+if v then
+  tat = tonumber(v)
+  if now < tat - tau then
+    return {0, tat - tau - now}
+  end
+end
+if ARGV[3] == '1' then
+  local new = math.max(tat, now) + delay
+  redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000))
+end
+return {1, 0}
+`)
+
+// Redis is a Limiter whose clocks live in a Redis-protocol server (Redis
+// 6+, Valkey), shared by every instance that uses the same server and key
+// prefix: a bot that spreads its requests over N instances gets one
+// Crawl-delay budget, not N. Each decision is one round trip (EVALSHA of
+// one script, with the server's clock, so instances with skewed clocks
+// agree). A refusal is remembered locally until its wait ends, so a bot
+// that ignores Retry-After costs no round trip. When calls fail, the
+// request gets RedisConfig.OnError; after failuresToBackoff failures in a
+// row (or a timeout) calls pause for 1 s, doubling up to 30 s, and a local
+// in-memory limiter decides meanwhile; the first call after a pause that
+// succeeds ends it.
+type Redis struct {
+	client   *redis.Client
+	cfg      RedisConfig
+	redacted string
+	local    *Memory
+	denied   *lru.Cache[Key, int64] // local "deny until", in the caller's clock
+	log      *zap.Logger
+
+	pausedUntil atomic.Int64 // Unix ns (caller's clock); 0: not paused
+	failures    atomic.Int32 // consecutive failed calls
+	mu          sync.Mutex   // pauses and their log lines
+	backoff     time.Duration
+	down        bool // a pause was logged; log the recovery
+}
+
+// NewRedis returns a Redis limiter. It does not connect: the first
+// decision does, and a server that is down is handled as described on
+// Redis. An invalid URL or setting is an error that never contains the
+// password.
+func NewRedis(cfg RedisConfig) (*Redis, error) {
+	if err := CheckRedisURL(cfg.URL); err != nil {
+		return nil, err
+	}
+	opt, _ := redis.ParseURL(cfg.URL)
+	if cfg.TLS != nil && opt.TLSConfig != nil {
+		opt.TLSConfig = cfg.TLS
+	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = DefaultKeyPrefix
+	}
+	switch {
+	case cfg.Timeout == 0:
+		cfg.Timeout = DefaultStoreTimeout
+	case cfg.Timeout < 0 || cfg.Timeout > MaxStoreTimeout:
+		return nil, fmt.Errorf("timeout: must be between 0 and %s, got %s", MaxStoreTimeout, cfg.Timeout)
+	}
+	switch cfg.OnError {
+	case "":
+		cfg.OnError = OnErrorAllow
+	case OnErrorAllow, OnErrorDeny:
+	default:
+		return nil, fmt.Errorf("on_store_error: must be %q or %q, got %q", OnErrorAllow, OnErrorDeny, cfg.OnError)
+	}
+	if cfg.LocalKeys <= 0 {
+		cfg.LocalKeys = 100000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	// One attempt per call, bounded by the call's context: no retries
+	// that would stretch a decision past Timeout.
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true
+	opt.PoolTimeout = cfg.Timeout
+	opt.DialTimeout = max(opt.DialTimeout, time.Second)
+	opt.MinIdleConns = 1
+	r := &Redis{
+		client:   redis.NewClient(opt),
+		cfg:      cfg,
+		redacted: RedactURL(cfg.URL),
+		local:    NewMemory(cfg.LocalKeys, cfg.Tolerance),
+		backoff:  backoffFirst,
+		log: cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+			return zapcore.NewSamplerWithOptions(c, time.Second, 5, 100)
+		})),
+	}
+	r.denied, _ = lru.New[Key, int64](cfg.LocalKeys)
+	go func() {
+		// Connect and load the script before the first decision needs
+		// them, so that it costs one round trip; say so if the server is
+		// not there.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.Ping(ctx); err != nil {
+			r.log.Warn("robots_guard: store not reachable at start; decisions use on_store_error, then the local limiter, until it is",
+				zap.String("store", r.redacted), zap.Error(err))
+		}
+	}()
+	return r, nil
+}
+
+// Ping connects to the server and loads the script. NewRedis calls it in
+// the background; tests and front ends that want to know call it too.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := gcraScript.Load(ctx, r.client).Err(); err != nil {
+		return redactErr(err, r.cfg.URL)
+	}
+	return nil
+}
+
+// Close closes the connections to the server.
+func (r *Redis) Close() error { return r.client.Close() }
+
+// String describes the store without its password.
+func (r *Redis) String() string { return "redis " + r.redacted + " prefix " + r.cfg.KeyPrefix }
+
+// key is the server's key of k.
+func (r *Redis) key(k Key) string {
+	var b strings.Builder
+	b.Grow(len(r.cfg.KeyPrefix) + 3 + len(k.Site) + len(k.Group) + 34)
+	b.WriteString(r.cfg.KeyPrefix)
+	b.WriteString("cd:")
+	b.WriteString(k.Site)
+	b.WriteByte(' ')
+	b.WriteString(k.Group)
+	b.WriteByte(' ')
+	var h [32]byte
+	hex.Encode(h[:], k.Client[:])
+	b.Write(h[:])
+	return b.String()
+}
+
+// Allow implements Limiter. now is used for the local caches only; the
+// decision uses the server's clock.
+func (r *Redis) Allow(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+	if until, ok := r.denied.Peek(k); ok {
+		if now < until {
+			return false, time.Duration(until - now)
+		}
+		r.denied.Remove(k)
+	}
+	ok, wait, err := r.call(k, now, delay, true)
+	if err != nil {
+		return r.onError(k, now, delay, err, true)
+	}
+	if ok {
+		r.local.Allow(k, now, delay) // keep the fallback's clocks warm
+		return true, 0
+	}
+	r.denied.Add(k, now+int64(wait))
+	return false, wait
+}
+
+// Peek implements Limiter; it spends nothing, on the server or locally.
+func (r *Redis) Peek(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+	if until, ok := r.denied.Peek(k); ok && now < until {
+		return false, time.Duration(until - now)
+	}
+	ok, wait, err := r.call(k, now, delay, false)
+	if err != nil {
+		return r.onError(k, now, delay, err, false)
+	}
+	return ok, wait
+}
+
+// errPaused marks a decision made locally because calls are paused.
+var errPaused = errors.New("store calls paused after failures")
+
+// call runs the script once.
+func (r *Redis) call(k Key, now int64, delay time.Duration, spend bool) (bool, time.Duration, error) {
+	if p := r.pausedUntil.Load(); p != 0 && now < p {
+		r.observe(StoreSkipped, 0)
+		return false, 0, errPaused
+	}
+	tau := Tolerance(delay, r.cfg.Tolerance)
+	args := make([]any, 3, 4)
+	args[0] = int64(delay / time.Microsecond)
+	args[1] = int64(tau / time.Microsecond)
+	args[2] = "0"
+	if spend {
+		args[2] = "1"
+	}
+	if r.cfg.clientClock {
+		args = append(args, now/1000)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	start := time.Now()
+	res, err := gcraScript.Run(ctx, r.client, []string{r.key(k)}, args...).Int64Slice()
+	cancel()
+	took := time.Since(start)
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("unexpected script answer %v", res)
+	}
+	if err != nil {
+		outcome := StoreError
+		if isTimeout(err) {
+			outcome = StoreTimeout
+		}
+		r.observe(outcome, took)
+		r.failed(now, err, outcome == StoreTimeout)
+		return false, 0, err
+	}
+	r.observe(StoreOK, took)
+	r.succeeded()
+	if res[0] == 1 {
+		return true, 0, nil
+	}
+	return false, time.Duration(res[1]) * time.Microsecond, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// onError decides a request whose store call failed or was skipped.
+func (r *Redis) onError(k Key, now int64, delay time.Duration, err error, spend bool) (bool, time.Duration) {
+	if errors.Is(err, errPaused) {
+		if spend {
+			return r.local.Allow(k, now, delay)
+		}
+		return r.local.Peek(k, now, delay)
+	}
+	if spend {
+		r.local.Allow(k, now, delay)
+	}
+	if r.cfg.OnError == OnErrorDeny {
+		return false, time.Second
+	}
+	return true, 0
+}
+
+// failed counts a failed call and pauses calls after failuresToBackoff in
+// a row, or after a timeout.
+func (r *Redis) failed(now int64, err error, timeout bool) {
+	n := r.failures.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < failuresToBackoff && !timeout {
+		if ce := r.log.Check(zapcore.WarnLevel, "robots_guard: store: call failed"); ce != nil {
+			ce.Write(zap.String("store", r.redacted), zap.String("on_store_error", r.cfg.OnError), zap.Error(redactErr(err, r.cfg.URL)))
+		}
+		return
+	}
+	if p := r.pausedUntil.Load(); p != 0 && now < p {
+		return // another call paused already
+	}
+	r.pausedUntil.Store(now + int64(r.backoff))
+	r.log.Warn("robots_guard: store unreachable: deciding Crawl-delay locally (per instance) until a call succeeds",
+		zap.String("store", r.redacted), zap.Duration("pause", r.backoff), zap.Int32("failures", n),
+		zap.Error(redactErr(err, r.cfg.URL)))
+	r.down = true
+	r.backoff = min(2*r.backoff, backoffMax)
+}
+
+// succeeded ends a pause and resets the failure count.
+func (r *Redis) succeeded() {
+	if r.failures.Load() == 0 && r.pausedUntil.Load() == 0 {
+		return // the common case: no lock
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down {
+		r.log.Info("robots_guard: store reachable again: Crawl-delay is shared again", zap.String("store", r.redacted))
+	}
+	r.failures.Store(0)
+	r.backoff, r.down = backoffFirst, false
+	r.pausedUntil.Store(0)
+}
+
+func (r *Redis) observe(outcome string, d time.Duration) {
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.ObserveStoreCall(outcome, d)
+	}
+}
+
+// redactErr hides the URL's password in err's text, should a library
+// quote it.
+func redactErr(err error, u string) error {
+	if pw := password(u); pw != "" && strings.Contains(err.Error(), pw) {
+		return errors.New(scrub(err.Error(), u))
+	}
+	return err
+}
+
+// Interface guard.
+var _ Limiter = (*Redis)(nil)

@@ -1,0 +1,316 @@
+package limit
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/robotsguard/robotsguard/internal/testredis"
+)
+
+func newRedis(t testing.TB, cfg RedisConfig) *Redis {
+	t.Helper()
+	r, err := NewRedis(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if !strings.Contains(cfg.URL, "hunter2") {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.Ping(ctx); err != nil {
+			t.Fatalf("ping %s: %v", RedactURL(cfg.URL), err)
+		}
+	}
+	return r
+}
+
+// The script decides as Memory does, for the same arrival sequences (the
+// caller's clock sent to the script, in whole microseconds).
+func TestRedisMatchesMemory(t *testing.T) {
+	srv := testredis.Start(t)
+	for run := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(run), 7))
+		f := []float64{0, 0.25, 0.5}[run%3]
+		mem := NewMemory(1000, f)
+		red := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "match" + string(rune('a'+run)) + ":", Tolerance: f, clientClock: true})
+		// One delay per key, as a group has one Crawl-delay.
+		keys := []Key{{Site: "https://a.example", Group: "SlowBot"}, {Site: "https://a.example", Group: "*", Client: [16]byte{1}}, {Site: "http://b", Group: "x"}}
+		delays := []time.Duration{200 * time.Millisecond, time.Second, 5 * time.Second}
+		now := int64(1_790_000_000) * int64(time.Second)
+		for i := range 300 {
+			j := rng.IntN(len(keys))
+			k, d := keys[j], delays[j]
+			now += int64(rng.Int64N(int64(2*d))) / 1000 * 1000 // whole µs
+			peek := rng.IntN(5) == 0
+			var ok1, ok2 bool
+			var w1, w2 time.Duration
+			if peek {
+				ok1, w1 = mem.Peek(k, now, d)
+				ok2, w2 = red.Peek(k, now, d)
+			} else {
+				ok1, w1 = mem.Allow(k, now, d)
+				ok2, w2 = red.Allow(k, now, d)
+			}
+			if ok1 != ok2 || w1 != w2 {
+				t.Fatalf("run %d step %d (%v, delay %v, peek %v): memory %v %v, redis %v %v", run, i, k, d, peek, ok1, w1, ok2, w2)
+			}
+		}
+	}
+}
+
+// Two instances on one server share one budget; another prefix is another
+// budget; keys expire when their wait ends.
+func TestRedisShared(t *testing.T) {
+	srv := testredis.Start(t)
+	a := newRedis(t, RedisConfig{URL: srv.URL})
+	b := newRedis(t, RedisConfig{URL: srv.URL})
+	c := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "other:"})
+	k := Key{Site: "https://example.com", Group: "SlowBot", Client: [16]byte{192, 0, 2, 1}}
+	now := time.Now().UnixNano()
+	if ok, _ := a.Allow(k, now, 2*time.Second); !ok {
+		t.Fatal("first request refused")
+	}
+	ok, wait := b.Allow(k, now, 2*time.Second)
+	if ok || wait < time.Second || wait > 2*time.Second {
+		t.Fatalf("second instance: %v %v, want a refusal of about 1.5s", ok, wait)
+	}
+	if ok, _ := c.Allow(k, now, 2*time.Second); !ok {
+		t.Fatal("another prefix must be another budget")
+	}
+	cl := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer cl.Close()
+	keys, _ := cl.Keys(context.Background(), "robots_guard:*").Result()
+	if len(keys) != 1 || keys[0] != "robots_guard:cd:https://example.com SlowBot c0000201000000000000000000000000" {
+		t.Fatalf("keys %q", keys)
+	}
+	ttl, _ := cl.PTTL(context.Background(), keys[0]).Result()
+	if ttl <= 0 || ttl > 2*time.Second {
+		t.Fatalf("TTL %v, want at most the delay", ttl)
+	}
+	// A refusal is remembered locally: asking again costs no call.
+	obs := &storeCounts{}
+	b.cfg.Observer = obs
+	for range 10 {
+		if ok, _ := b.Allow(k, now+int64(100*time.Millisecond), 2*time.Second); ok {
+			t.Fatal("admitted")
+		}
+	}
+	if n := obs.get(StoreOK); n != 0 {
+		t.Fatalf("%d calls for a key refused locally", n)
+	}
+	// The script is reloaded when the server forgot it.
+	cl.ScriptFlush(context.Background())
+	k2 := Key{Site: "https://example.com", Group: "Other"}
+	if ok, _ := a.Allow(k2, now, time.Second); !ok {
+		t.Fatal("after SCRIPT FLUSH")
+	}
+	if ok, _ := b.Allow(k2, now, time.Second); ok {
+		t.Fatal("after SCRIPT FLUSH, shared")
+	}
+}
+
+type storeCounts struct {
+	mu sync.Mutex
+	m  map[string]int
+	d  []time.Duration
+}
+
+func (s *storeCounts) ObserveStoreCall(outcome string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]int{}
+	}
+	s.m[outcome]++
+	if outcome == StoreOK {
+		s.d = append(s.d, d)
+	}
+}
+
+func (s *storeCounts) get(o string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[o]
+}
+
+// Redis stops mid-run: every decision returns within the timeout (plus a
+// margin), the configured mode applies, calls pause and the local limiter
+// decides, a warning is logged; Redis comes back: sharing resumes by
+// itself.
+func TestRedisDown(t *testing.T) {
+	for _, mode := range []string{OnErrorAllow, OnErrorDeny} {
+		t.Run(mode, func(t *testing.T) {
+			srv := testredis.Start(t)
+			core, logs := observer.New(zap.InfoLevel)
+			obs := &storeCounts{}
+			const timeout = 50 * time.Millisecond
+			r := newRedis(t, RedisConfig{URL: srv.URL, OnError: mode, Timeout: timeout, Logger: zap.New(core), Observer: obs})
+			other := newRedis(t, RedisConfig{URL: srv.URL})
+			k := func(i int) Key { return Key{Site: "s", Group: "g", Client: [16]byte{byte(i), byte(i >> 8)}} }
+			if ok, _ := r.Allow(k(0), time.Now().UnixNano(), time.Second); !ok {
+				t.Fatal("up: refused")
+			}
+			srv.Stop()
+			var slowest time.Duration
+			allowed, refused := 0, 0
+			for i := 1; i <= 200; i++ {
+				start := time.Now()
+				ok, _ := r.Allow(k(i), time.Now().UnixNano(), time.Second)
+				slowest = max(slowest, time.Since(start))
+				if ok {
+					allowed++
+				} else {
+					refused++
+				}
+			}
+			t.Logf("Redis down, %s: 200 decisions, slowest %v; %d allowed, %d refused; calls: %v", mode, slowest, allowed, refused, obs.m)
+			if slowest > timeout+100*time.Millisecond {
+				t.Fatalf("a decision took %v with a %v timeout", slowest, timeout)
+			}
+			if obs.get(StoreSkipped) < 150 {
+				t.Fatalf("calls did not pause: %v", obs.m)
+			}
+			// New keys while paused: the local limiter admits them (a
+			// first request); the failed calls got the mode.
+			if mode == OnErrorDeny && refused == 0 || mode == OnErrorAllow && refused != 0 {
+				t.Fatalf("mode %s: %d refused", mode, refused)
+			}
+			// The local limiter still enforces the delay per instance.
+			now := time.Now().UnixNano()
+			r.Allow(k(500), now, time.Second)
+			if ok, _ := r.Allow(k(500), now, time.Second); ok {
+				t.Fatal("paused: the local limiter must refuse a second request at once")
+			}
+			if logs.FilterMessageSnippet("store unreachable").Len() == 0 {
+				t.Fatalf("no warning: %v", logs.All())
+			}
+			srv.Restart()
+			restarted := time.Now()
+			otherObs := &storeCounts{}
+			other.cfg.Observer = otherObs
+			for i := 0; ; i++ {
+				// Shared again: r admits a new key through the server and
+				// the other instance, through the server too, refuses it.
+				okBefore, otherBefore := obs.get(StoreOK), otherObs.get(StoreOK)
+				now := time.Now().UnixNano()
+				key := k(1000 + i)
+				a, _ := r.Allow(key, now, 10*time.Second)
+				b, _ := other.Allow(key, now, 10*time.Second)
+				if a && !b && obs.get(StoreOK) > okBefore && otherObs.get(StoreOK) > otherBefore {
+					break
+				}
+				if time.Since(restarted) > 10*time.Second {
+					t.Fatalf("sharing did not resume within 10s: %v / %v", obs.m, otherObs.m)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("sharing resumed %v after the restart", time.Since(restarted).Round(time.Millisecond))
+			if logs.FilterMessageSnippet("reachable again").Len() != 1 {
+				t.Fatalf("no recovery line: %v", logs.All())
+			}
+		})
+	}
+}
+
+// Passwords never appear in errors or logs.
+func TestRedisPasswordRedacted(t *testing.T) {
+	_, err := NewRedis(RedisConfig{URL: "redis://:hunter2@127.0.0.1:notaport/0"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "xxxxx") {
+		t.Fatalf("err = %v", err)
+	}
+	srv := testredis.Start(t, "--requirepass", "right-password")
+	core, logs := observer.New(zap.InfoLevel)
+	r := newRedis(t, RedisConfig{URL: "redis://:hunter2@" + srv.Addr, Logger: zap.New(core)})
+	for range 5 {
+		r.Allow(Key{Site: "s"}, time.Now().UnixNano(), time.Second)
+	}
+	if logs.Len() == 0 {
+		t.Fatal("a wrong password must be logged")
+	}
+	for _, e := range logs.All() {
+		for _, f := range e.Context {
+			if strings.Contains(f.String, "hunter2") || f.Interface != nil && strings.Contains(fmtAny(f.Interface), "hunter2") {
+				t.Fatalf("password in a log line: %v", e)
+			}
+		}
+	}
+	if s := r.String(); strings.Contains(s, "hunter2") {
+		t.Fatal(s)
+	}
+	ok := newRedis(t, RedisConfig{URL: "redis://:right-password@" + srv.Addr})
+	if a, _ := ok.Allow(Key{Site: "s"}, time.Now().UnixNano(), time.Second); !a {
+		t.Fatal("with the right password")
+	}
+}
+
+func fmtAny(v any) string {
+	if e, ok := v.(error); ok {
+		return e.Error()
+	}
+	return ""
+}
+
+// rediss:// works.
+func TestRedisTLS(t *testing.T) {
+	srv := testredis.StartTLS(t)
+	a := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS})
+	b := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS})
+	k := Key{Site: "tls"}
+	now := time.Now().UnixNano()
+	if ok, _ := a.Allow(k, now, time.Second); !ok {
+		t.Fatal("refused")
+	}
+	if ok, _ := b.Allow(k, now, time.Second); ok {
+		t.Fatal("not shared over TLS")
+	}
+	obs := &storeCounts{}
+	a.cfg.Observer = obs
+	a.Allow(Key{Site: "tls2"}, now, time.Second)
+	if obs.get(StoreOK) != 1 {
+		t.Fatalf("calls %v", obs.m)
+	}
+}
+
+func TestRedisConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  RedisConfig
+		want string
+	}{
+		{RedisConfig{URL: "http://127.0.0.1:6379"}, "want redis://"},
+		{RedisConfig{URL: "redis://127.0.0.1:6379", Timeout: time.Minute}, "timeout: must be between 0 and 5s"},
+		{RedisConfig{URL: "redis://127.0.0.1:6379", OnError: "panic"}, `on_store_error: must be "allow" or "deny"`},
+	} {
+		if _, err := NewRedis(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkRedisAllow is one decision through a loopback Redis; it reports
+// the p50 and p99 latency of the calls.
+func BenchmarkRedisAllow(b *testing.B) {
+	srv := testredis.Start(b)
+	obs := &storeCounts{}
+	r := newRedis(b, RedisConfig{URL: srv.URL, Observer: obs})
+	now := time.Now().UnixNano()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		r.Allow(Key{Site: "bench", Group: "g", Client: [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}}, now, time.Second)
+	}
+	sort.Slice(obs.d, func(i, j int) bool { return obs.d[i] < obs.d[j] })
+	if n := len(obs.d); n > 0 {
+		b.ReportMetric(float64(obs.d[n/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(obs.d[n*99/100].Microseconds()), "p99-µs")
+	}
+}
