@@ -162,6 +162,12 @@ type Config struct {
 	// every header is believed as before.
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
+	// Store keeps the Crawl-delay clocks in a shared store, so that a bot
+	// spreading its requests over several instances gets one budget, not
+	// one per instance. nil (the default) keeps them in memory, per
+	// instance.
+	Store *StoreConfig `json:"store,omitempty"`
+
 	// LogQuery writes the query string of a denied or throttled request's
 	// target into its log line. Default false: the line shows the path and
 	// "?…", since queries carry tokens and e-mail addresses.
@@ -293,6 +299,60 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	return &c, nil
 }
 
+// StoreConfig configures the shared Crawl-delay store (Config.Store): a
+// Redis-protocol server (Redis 6+, Valkey). See package limit, type Redis.
+type StoreConfig struct {
+	// Redis is the server's URL: redis://[:password@]host:port[/db], or
+	// rediss:// for TLS. Required. The password never appears in logs or
+	// errors.
+	Redis string `json:"redis"`
+
+	// KeyPrefix starts every key, so that several sites or apps can share
+	// one server. Default "robots_guard:".
+	KeyPrefix string `json:"key_prefix,omitempty"`
+
+	// Timeout bounds one decision's round trip. Default 50ms; at most 5s.
+	Timeout Duration `json:"timeout,omitempty"`
+
+	// OnStoreError is what a request gets when its call fails: "allow"
+	// (the default: it passes, and a sampled warning is logged) or "deny"
+	// (429, Retry-After 1). After repeated failures calls pause and each
+	// instance decides with its own in-memory clocks until the store
+	// answers again.
+	OnStoreError string `json:"on_store_error,omitempty"`
+}
+
+// withDefaults returns a copy of c with defaults applied, or an error
+// naming the first invalid field.
+func (c StoreConfig) withDefaults() (*StoreConfig, error) {
+	errf := func(field, format string, args ...any) error {
+		return fmt.Errorf("robots_guard: store: %s: "+format, append([]any{field}, args...)...)
+	}
+	if c.Redis == "" {
+		return nil, errf("redis", "the server's URL is required, e.g. redis://127.0.0.1:6379")
+	}
+	if err := limit.CheckRedisURL(c.Redis); err != nil {
+		return nil, errf("redis", "%v", err)
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = limit.DefaultKeyPrefix
+	}
+	switch d := time.Duration(c.Timeout); {
+	case d == 0:
+		c.Timeout = Duration(limit.DefaultStoreTimeout)
+	case d < 0 || d > limit.MaxStoreTimeout:
+		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
+	}
+	switch c.OnStoreError {
+	case "":
+		c.OnStoreError = limit.OnErrorAllow
+	case limit.OnErrorAllow, limit.OnErrorDeny:
+	default:
+		return nil, errf("on_store_error", "must be %q or %q, got %q", limit.OnErrorAllow, limit.OnErrorDeny, c.OnStoreError)
+	}
+	return &c, nil
+}
+
 // Duration is a time.Duration that reads JSON strings such as "10m" as well
 // as integer nanoseconds, the way Caddy's caddy.Duration does, and writes
 // strings.
@@ -420,6 +480,13 @@ func (c Config) withDefaults() (Config, error) {
 		bots = append(bots, t)
 	}
 	c.Bots = bots
+	if c.Store != nil {
+		st, err := c.Store.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Store = st
+	}
 	if c.Verify != nil {
 		v, err := c.Verify.withDefaults()
 		if err != nil {

@@ -2,7 +2,9 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -48,6 +50,7 @@ type Enforcer struct {
 	allowUnrch bool
 	verifier   *identity.Verifier // nil when verification is off
 	ownVerify  bool               // New built verifier; Close closes it
+	ownLimits  io.Closer          // the store limiter New built; Close closes it
 	denySpoof  bool
 	starOnDNS  bool
 
@@ -107,7 +110,20 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		hdrNosniff: []string{"nosniff"},
 	}
 	if e.limits == nil {
-		e.limits = NewLimiter(cfg)
+		if cfg.Store == nil {
+			e.limits = NewLimiter(cfg)
+		} else {
+			var r *limit.Redis
+			if r, err = newStoreLimiter(cfg, o); err != nil {
+				return nil, err
+			}
+			e.limits, e.ownLimits = r, r
+			defer func() {
+				if err != nil {
+					r.Close()
+				}
+			}()
+		}
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
 	if e.deny == nil {
@@ -168,6 +184,9 @@ func (e *Enforcer) Close() error {
 	e.client.CloseIdleConnections()
 	if e.ownVerify {
 		e.verifier.Close()
+	}
+	if e.ownLimits != nil {
+		e.ownLimits.Close()
 	}
 	return nil
 }
@@ -383,6 +402,50 @@ func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, clientIP 
 		return x.Result
 	}
 	return e.verifier.Verify(ctx, claims, addr)
+}
+
+// NewStoreLimiter returns the limiter that New builds for cfg.Store: a
+// limit.Redis with the logger and observer of opts (an Observer that also
+// implements limit.StoreObserver gets the store's call outcomes). Front
+// ends that keep it across configuration changes hand it to each new
+// Enforcer with WithLimiter and close it themselves. It is an error to
+// call it without cfg.Store.
+func NewStoreLimiter(cfg Config, opts ...Option) (*limit.Redis, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("robots_guard: store: not configured")
+	}
+	o := options{logger: zap.NewNop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return newStoreLimiter(cfg, o)
+}
+
+func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
+	sc := cfg.Store
+	rc := limit.RedisConfig{
+		URL:       sc.Redis,
+		KeyPrefix: sc.KeyPrefix,
+		Timeout:   time.Duration(sc.Timeout),
+		OnError:   sc.OnStoreError,
+		Tolerance: *cfg.CrawlDelayTolerance,
+		LocalKeys: cfg.MaxKeys,
+		Logger:    o.logger,
+		TLS:       o.storeTLS,
+	}
+	if so, ok := o.observer.(limit.StoreObserver); ok {
+		rc.Observer = so
+	}
+	r, err := limit.NewRedis(rc)
+	if err != nil {
+		return nil, fmt.Errorf("robots_guard: store: %w", err)
+	}
+	o.logger.Info("robots_guard: Crawl-delay clocks shared through a store", zap.Stringer("store", r), zap.String("on_store_error", sc.OnStoreError))
+	return r, nil
 }
 
 // NewLimiter returns the in-memory Crawl-delay limiter that New builds for

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"crypto/tls"
 	"net/http"
 	"time"
 
@@ -25,6 +26,7 @@ type options struct {
 	limiter   limit.Limiter
 	verifier  *identity.Verifier
 	feedStore identity.Storage
+	storeTLS  *tls.Config
 }
 
 // ResponseFunc writes the answer to a request the Enforcer stopped. The
@@ -146,4 +148,11 @@ func WithVerifier(v *identity.Verifier) Option {
 // storage), overriding VerifyConfig.CacheDir.
 func WithFeedStorage(s identity.Storage) Option {
 	return func(o *options) { o.feedStore = s }
+}
+
+// WithStoreTLS sets the TLS configuration of a rediss:// store (Config.Store),
+// for a server whose certificate a private CA signed. Default: the system's
+// roots.
+func WithStoreTLS(c *tls.Config) Option {
+	return func(o *options) { o.storeTLS = c }
 }
