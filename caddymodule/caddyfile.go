@@ -48,6 +48,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ua_cache_size <n>
 //	    dry_run
 //	    log_query
+//	    store redis <redis:// or rediss:// URL> [{
+//	        key_prefix <prefix>
+//	        timeout <duration>
+//	        on_store_error allow|deny
+//	    }]
 //	    verify [{
 //	        on_spoofed deny|star
 //	        on_dns_error star|header
@@ -176,6 +181,11 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err = none(); err == nil {
 				g.Verify, err = parseVerify(d)
 			}
+		case "store":
+			if len(args) != 2 || args[0] != "redis" {
+				return d.Errf("store: want \"store redis <redis:// or rediss:// URL>\"")
+			}
+			g.Store, err = parseStore(d, args[1])
 		default:
 			return d.Errf("unknown robots_guard subdirective %q", name)
 		}
@@ -187,6 +197,33 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	return nil
+}
+
+// parseStore reads the block of the store subdirective, if any.
+func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, error) {
+	sc := &middleware.StoreConfig{Redis: url}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		args := d.RemainingArgs()
+		if len(args) != 1 {
+			return nil, d.Errf("store: %s: want exactly one value, got %d", name, len(args))
+		}
+		switch name {
+		case "key_prefix":
+			sc.KeyPrefix = args[0]
+		case "timeout":
+			t, err := caddy.ParseDuration(args[0])
+			if err != nil {
+				return nil, d.Errf("store: timeout: %q is not a duration: %v", args[0], err)
+			}
+			sc.Timeout = middleware.Duration(t)
+		case "on_store_error":
+			sc.OnStoreError = args[0]
+		default:
+			return nil, d.Errf("store: unknown subdirective %q (want key_prefix, timeout or on_store_error)", name)
+		}
+	}
+	return sc, nil
 }
 
 // parseVerify reads the block of the verify subdirective, if any.

@@ -30,6 +30,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"bots", "robots_guard {\n bots MyScraper OtherBot\n bots Third\n}", `{"bots":["MyScraper","OtherBot","Third"]}`},
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
 		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
+		{"store", "robots_guard {\n store redis redis://127.0.0.1:6379\n}", `{"store":{"redis":"redis://127.0.0.1:6379"}}`},
+		{"store block", "robots_guard {\n store redis rediss://:pw@redis.internal:6380/2 {\n key_prefix site1:\n timeout 100ms\n on_store_error deny\n }\n}", `{"store":{"redis":"rediss://:pw@redis.internal:6380/2","key_prefix":"site1:","timeout":"100ms","on_store_error":"deny"}}`},
 		{"verify block", `robots_guard {
 			verify {
 				on_spoofed star
@@ -108,6 +110,11 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bots without token", "robots_guard {\n bots\n}", `bots: want at least one product token`},
 		{"negative max_sites", "robots_guard {\n max_sites -1\n}", `max_sites`},
 		{"short bot token", "robots_guard {\n bots X\n}", `bots[0]: token must have at least 2 characters`},
+		{"store without redis", "robots_guard {\n store memory\n}", `store: want "store redis <redis:// or rediss:// URL>"`},
+		{"store bad URL", "robots_guard {\n store redis http://:secret@x:1\n}", `robots_guard: store: redis: http://:xxxxx@x:1`},
+		{"store unknown", "robots_guard {\n store redis redis://x:1 {\n prefix a\n }\n}", `store: unknown subdirective "prefix"`},
+		{"store on_store_error", "robots_guard {\n store redis redis://x:1 {\n on_store_error maybe\n }\n}", `store: on_store_error: must be "allow" or "deny"`},
+		{"store timeout", "robots_guard {\n store redis redis://x:1 {\n timeout 1m\n }\n}", `store: timeout: must be between 0 and 5s`},
 		{"verify argument", "robots_guard {\n verify on\n}", `verify takes no value`},
 		{"verify unknown", "robots_guard {\n verify {\n on_spoof deny\n }\n}", `verify: unknown subdirective "on_spoof"`},
 		{"verify on_spoofed", "robots_guard {\n verify {\n on_spoofed block\n }\n}", `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
@@ -165,6 +172,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		dry_run
 		log_query
 		verify
+		store redis redis://127.0.0.1:6379
 	}`
 	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
@@ -174,8 +182,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 19 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 19 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 20 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 20 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
 )
 
@@ -43,6 +44,19 @@ var (
 		Name:      "verify_dns_lookups_total",
 		Help:      "Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
 	}, []string{"outcome"})
+	storeCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "store_calls_total",
+		Help:      "Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",
+	}, []string{"outcome"})
+	storeCallSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "store_call_seconds",
+		Help:      "Latency of the calls to the shared Crawl-delay store.",
+		Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+	})
 	lookupSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
@@ -55,7 +69,7 @@ var (
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds} {
+	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -95,7 +109,10 @@ func groupLabel(group string) string {
 	return group
 }
 
-var _ identity.Observer = metricsObserver{}
+var (
+	_ identity.Observer   = metricsObserver{}
+	_ limit.StoreObserver = metricsObserver{}
+)
 
 // metricsObserver feeds the Enforcer's decisions and fetches into the
 // collectors. Browsers (not_bot) are counted too, under group "_none".
@@ -109,6 +126,14 @@ func (metricsObserver) ObserveDecision(v middleware.Verdict) {
 // feed sources only.
 func (metricsObserver) ObserveFeed(source, outcome string) {
 	feedFetchesTotal.WithLabelValues(source, outcome).Inc()
+}
+
+// ObserveStoreCall counts a store call and, for calls made, its latency.
+func (metricsObserver) ObserveStoreCall(outcome string, d time.Duration) {
+	storeCallsTotal.WithLabelValues(outcome).Inc()
+	if outcome != limit.StoreSkipped {
+		storeCallSeconds.Observe(d.Seconds())
+	}
 }
 
 // ObserveLookup counts a reverse-DNS check and its duration.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -130,6 +131,15 @@ type RobotsGuard struct {
 	// good copy of each feed is kept in Caddy's storage. Absent: off.
 	Verify *middleware.VerifyConfig `json:"verify,omitempty"`
 
+	// Where the Crawl-delay clocks live: absent, in memory, per instance;
+	// {"redis": "redis://host:6379"} (or rediss://), in a Redis-protocol
+	// server shared by a fleet of instances, so that a bot spreading its
+	// requests over them gets one budget. key_prefix (default
+	// "robots_guard:"), timeout (one round trip, default 50ms) and
+	// on_store_error ("allow", the default, or "deny") complete it. The
+	// connection survives reloads that keep this block.
+	Store *middleware.StoreConfig `json:"store,omitempty"`
+
 	state       *state
 	poolKey     string
 	limiterKey  *limiterKey
@@ -168,6 +178,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		DryRun:              g.DryRun,
 		LogQuery:            g.LogQuery,
 		Verify:              g.Verify,
+		Store:               g.Store,
 	}
 }
 
@@ -192,10 +203,13 @@ type state struct {
 // uses it is unloaded.
 func (s *state) Destruct() error { return s.enforcer.Close() }
 
-// limiterKey identifies the settings a Crawl-delay limiter is built from.
+// limiterKey identifies the settings a Crawl-delay limiter is built from:
+// the store block's JSON too, so that a reload that keeps it keeps the
+// store's connections.
 type limiterKey struct {
 	maxKeys   int
 	tolerance float64
+	store     string
 }
 
 // verifierKey identifies the settings a crawler verifier is built from (the
@@ -213,11 +227,21 @@ type sharedVerifier struct {
 // Destruct stops the verifier's feed refresh.
 func (s *sharedVerifier) Destruct() error { return s.v.Close() }
 
-// sharedLimiter is a Crawl-delay limiter in the pool.
-type sharedLimiter struct{ l *limit.Memory }
+// sharedLimiter is a Crawl-delay limiter in the pool, with the log core of
+// a store limiter (each new config points it at its own log).
+type sharedLimiter struct {
+	l   limit.Limiter
+	log *swapCore
+}
 
-// Destruct lets the limiter go; it holds no background work.
-func (*sharedLimiter) Destruct() error { return nil }
+// Destruct closes a store limiter's connections; the in-memory one holds
+// no background work.
+func (s *sharedLimiter) Destruct() error {
+	if c, ok := s.l.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // Provision builds or adopts the Enforcer for this configuration and
 // registers the metrics on this config's registry. A reload revalidates
@@ -237,13 +261,33 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("robots_guard: %w", err)
 	}
 	lk := limiterKey{maxKeys: cfg.MaxKeys, tolerance: *cfg.CrawlDelayTolerance}
+	if cfg.Store != nil {
+		b, err := json.Marshal(cfg.Store)
+		if err != nil {
+			return fmt.Errorf("robots_guard: store: %w", err)
+		}
+		lk.store = string(b)
+	}
 	lv, _, err := pool.LoadOrNew(lk, func() (caddy.Destructor, error) {
-		return &sharedLimiter{l: middleware.NewLimiter(cfg)}, nil
+		if cfg.Store == nil {
+			return &sharedLimiter{l: middleware.NewLimiter(cfg)}, nil
+		}
+		log := newSwapCore()
+		r, err := middleware.NewStoreLimiter(cfg,
+			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			middleware.WithObserver(metricsObserver{}))
+		if err != nil {
+			return nil, err
+		}
+		return &sharedLimiter{l: r, log: log}, nil
 	})
 	if err != nil {
 		return err
 	}
 	g.limiterKey = &lk
+	if sl := lv.(*sharedLimiter); sl.log != nil {
+		sl.log.set(g.logger.Core())
+	}
 	// Enforcers of the previous config that read the same source; ranged
 	// before LoadOrNew, which must not wait on the pool inside.
 	var previous []*middleware.Enforcer

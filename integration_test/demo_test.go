@@ -11,9 +11,47 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// caddyBin is the cmd/caddy binary built once for the tests that run it.
+var caddyBin struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildCaddy builds cmd/caddy once per test run and returns its path.
+func buildCaddy(t *testing.T) string {
+	t.Helper()
+	caddyBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "robotsguard-caddy-")
+		if err != nil {
+			caddyBin.err = err
+			return
+		}
+		caddyBin.path = filepath.Join(dir, "caddy")
+		build := exec.Command("go", "build", "-o", caddyBin.path, "./cmd/caddy")
+		build.Dir = ".."
+		caddyBin.out, caddyBin.err = build.CombinedOutput()
+	})
+	if caddyBin.err != nil {
+		t.Fatalf("go build ./cmd/caddy: %v\n%s", caddyBin.err, caddyBin.out)
+	}
+	return caddyBin.path
+}
+
+// TestMain removes the binary buildCaddy made.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if caddyBin.path != "" {
+		os.RemoveAll(filepath.Dir(caddyBin.path))
+	}
+	os.Exit(code)
+}
 
 // TestDemo builds the real cmd/caddy binary, starts it with
 // Caddyfile.example as the README says, and checks the README's curl
@@ -30,12 +68,7 @@ func TestDemo(t *testing.T) {
 		}
 		l.Close()
 	}
-	bin := filepath.Join(t.TempDir(), "caddy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/caddy: %v\n%s", err, out)
-	}
+	bin := buildCaddy(t)
 	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	caddy := exec.CommandContext(ctx, bin, "run", "--config", "Caddyfile.example")
