@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -312,5 +313,36 @@ func BenchmarkRedisAllow(b *testing.B) {
 	if n := len(obs.d); n > 0 {
 		b.ReportMetric(float64(obs.d[n/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(obs.d[n*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+// TestRedisKeyBytes measures the server memory of one key (for sizing:
+// README, "Running a fleet"), with a typical site and group.
+func TestRedisKeyBytes(t *testing.T) {
+	srv := testredis.Start(t)
+	r := newRedis(t, RedisConfig{URL: srv.URL})
+	cl := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer cl.Close()
+	used := func() int64 {
+		info, _ := cl.Info(context.Background(), "memory").Result()
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	before := used()
+	const n = 20000
+	now := time.Now().UnixNano()
+	for i := range n {
+		r.Allow(Key{Site: "https://www.example.com", Group: "SlowBot", Client: [16]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, byte(i >> 16), byte(i >> 8), byte(i)}}, now, time.Minute)
+	}
+	keys, _ := cl.DBSize(context.Background()).Result()
+	per := float64(used()-before) / float64(keys)
+	t.Logf("%d keys, %.0f bytes each in Redis (key %d bytes)", keys, per, len(r.key(Key{Site: "https://www.example.com", Group: "SlowBot"})))
+	if keys != n || per < 50 || per > 400 {
+		t.Fatalf("%d keys, %.0f bytes per key", keys, per)
 	}
 }
