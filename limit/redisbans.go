@@ -1,0 +1,252 @@
+package limit
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// resyncEvery is how often an instance reloads the ban list from the
+// store, to catch up on messages it missed (a reconnection).
+const resyncEvery = 10 * time.Second
+
+// banScript bans a client on the server, atomically, with the server's
+// clock (ms): the ban key holds "until strikes reason" and expires with
+// the ban; the strikes key outlives it by StrikeMemory; the sorted set
+// lists the bans by end time; a message tells the other instances.
+// KEYS: ban, strikes, set. ARGV: base ms, max ms, memory ms, client hex,
+// reason, channel, (tests) now ms. Returns {until ms, strikes, new}.
+var banScript = redis.NewScript(`
+local now
+if ARGV[7] then
+  now = tonumber(ARGV[7])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local u, s = string.match(cur, '^(%d+) (%d+)')
+  if tonumber(u) > now then
+    return {tonumber(u), tonumber(s), 0}
+  end
+end
+local strikes = redis.call('INCR', KEYS[2])
+local len = tonumber(ARGV[1])
+local mx = tonumber(ARGV[2])
+for i = 2, strikes do
+  if len >= mx then break end
+  len = len * 2
+end
+if len > mx then len = mx end
+local untilMs = now + len
+redis.call('PEXPIRE', KEYS[2], len + tonumber(ARGV[3]))
+redis.call('SET', KEYS[1], string.format('%d %d %s', untilMs, strikes, ARGV[5]), 'PX', len)
+redis.call('ZADD', KEYS[3], untilMs, ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('PUBLISH', ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
+return {untilMs, strikes, 1}
+`)
+
+// RedisBans keeps bans in the store of a Redis limiter, shared by every
+// instance that uses it: a trap hit on one instance bans on all. Each
+// instance mirrors the list in memory (a published message per ban and
+// unban, and a reload every 10 s), so checking a request costs no round
+// trip. When the store cannot be reached, a ban is kept locally (this
+// instance only) and a warning is logged. Ban ends are in the server's
+// clock: instances whose clocks are off by seconds end bans seconds early
+// or late.
+type RedisBans struct {
+	r      *Redis
+	mirror *MemoryBans
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewBans returns the shared ban list of r's store, mirroring at most max
+// bans locally, and starts following the other instances' bans. Close
+// stops that.
+func (r *Redis) NewBans(max int) *RedisBans {
+	b := &RedisBans{r: r, mirror: NewMemoryBans(max)}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	b.wg.Add(1)
+	go b.follow(ctx)
+	return b
+}
+
+func (b *RedisBans) banKey(hexc string) string     { return b.r.cfg.KeyPrefix + "ban:" + hexc }
+func (b *RedisBans) strikesKey(hexc string) string { return b.r.cfg.KeyPrefix + "strikes:" + hexc }
+func (b *RedisBans) setKey() string                { return b.r.cfg.KeyPrefix + "bans" }
+func (b *RedisBans) channel() string               { return b.r.cfg.KeyPrefix + "bans" }
+
+// Close stops following the other instances' bans.
+func (b *RedisBans) Close() error {
+	b.cancel()
+	b.wg.Wait()
+	return nil
+}
+
+// Ban implements Bans.
+func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
+	hexc := hex.EncodeToString(client[:])
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel()}
+	if b.r.cfg.clientClock {
+		args = append(args, now/int64(time.Millisecond))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.r.cfg.Timeout)
+	res, err := banScript.Run(ctx, b.r.client, []string{b.banKey(hexc), b.strikesKey(hexc), b.setKey()}, args...).Int64Slice()
+	cancel()
+	if err == nil && len(res) != 3 {
+		err = fmt.Errorf("unexpected script answer %v", res)
+	}
+	if err != nil {
+		in := b.mirror.Ban(client, now, base, max, reason)
+		b.r.log.Warn("robots_guard: store: ban not shared (kept on this instance only)",
+			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
+		return in
+	}
+	in := BanInfo{Client: client, Until: res[0] * int64(time.Millisecond), Strikes: int(res[1]), Reason: reason}
+	b.mirror.set(in)
+	return in
+}
+
+// Until implements Bans, from the local mirror.
+func (b *RedisBans) Until(client [16]byte, now int64) int64 { return b.mirror.Until(client, now) }
+
+// Unban implements Bans, on every instance.
+func (b *RedisBans) Unban(client [16]byte) bool {
+	hexc := hex.EncodeToString(client[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := b.r.client.Del(ctx, b.banKey(hexc), b.strikesKey(hexc)).Result()
+	if err == nil {
+		b.r.client.ZRem(ctx, b.setKey(), hexc)
+		b.r.client.Publish(ctx, b.channel(), "unban "+hexc)
+	} else {
+		b.r.log.Warn("robots_guard: store: unban not shared (lifted on this instance only)",
+			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
+	}
+	local := b.mirror.Unban(client)
+	return n > 0 || local
+}
+
+// List implements Bans: the bans in the store, with their strikes and
+// reasons (the local mirror when the store cannot be reached).
+func (b *RedisBans) List(now int64) []BanInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := b.load(ctx, now)
+	if err != nil {
+		return b.mirror.List(now)
+	}
+	return list
+}
+
+// load reads the bans in force from the store.
+func (b *RedisBans) load(ctx context.Context, now int64) ([]BanInfo, error) {
+	members, err := b.r.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: b.setKey(), ByScore: true,
+		Start: strconv.FormatInt(now/int64(time.Millisecond), 10), Stop: "+inf"}).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(members))
+	for i, m := range members {
+		keys[i] = b.banKey(m)
+	}
+	vals, err := b.r.client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []BanInfo
+	for i, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		in, ok := parseBan(members[i], s)
+		if ok && in.Until > now {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// parseBan reads a ban key's value "until strikes reason".
+func parseBan(hexc, v string) (BanInfo, bool) {
+	var in BanInfo
+	c, err := hex.DecodeString(hexc)
+	if err != nil || len(c) != 16 {
+		return in, false
+	}
+	copy(in.Client[:], c)
+	parts := strings.SplitN(v, " ", 3)
+	if len(parts) < 2 {
+		return in, false
+	}
+	u, err1 := strconv.ParseInt(parts[0], 10, 64)
+	s, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return in, false
+	}
+	in.Until, in.Strikes = u*int64(time.Millisecond), s
+	if len(parts) == 3 {
+		in.Reason = parts[2]
+	}
+	return in, true
+}
+
+// follow mirrors the other instances' bans until ctx ends: their messages
+// as they come, and a full reload every resyncEvery.
+func (b *RedisBans) follow(ctx context.Context) {
+	defer b.wg.Done()
+	sub := b.r.client.Subscribe(ctx, b.channel())
+	defer sub.Close()
+	msgs := sub.Channel()
+	tick := time.NewTicker(resyncEvery)
+	defer tick.Stop()
+	resync := func() {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if list, err := b.load(c, time.Now().UnixNano()); err == nil {
+			b.mirror.replace(list)
+		}
+	}
+	resync()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			resync()
+		case m, ok := <-msgs:
+			if !ok {
+				return
+			}
+			f := strings.SplitN(m.Payload, " ", 3)
+			switch {
+			case len(f) == 3 && f[0] == "ban":
+				if in, ok := parseBan(f[1], f[2]); ok {
+					b.mirror.set(in)
+				}
+			case len(f) == 2 && f[0] == "unban":
+				if c, err := hex.DecodeString(f[1]); err == nil && len(c) == 16 {
+					b.mirror.Unban([16]byte(c))
+				}
+			}
+		}
+	}
+}
+
+var _ Bans = (*RedisBans)(nil)
