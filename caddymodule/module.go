@@ -273,6 +273,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 			return &sharedLimiter{l: middleware.NewLimiter(cfg)}, nil
 		}
 		log := newSwapCore()
+		log.set(g.logger.Core()) // for the lines NewStoreLimiter writes
 		r, err := middleware.NewStoreLimiter(cfg,
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}))
@@ -305,6 +306,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		}
 		vv, _, err := pool.LoadOrNew(verifierKey(vkey), func() (caddy.Destructor, error) {
 			log := newSwapCore()
+			log.set(g.logger.Core())
 			opts := []middleware.Option{
 				middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 				middleware.WithObserver(metricsObserver{}),

@@ -31,7 +31,7 @@ const (
 	// backoffFirst is the first pause of store calls after failures; it
 	// doubles up to backoffMax while the store stays down.
 	backoffFirst = time.Second
-	backoffMax   = 30 * time.Second
+	backoffMax   = 5 * time.Second
 	// failuresToBackoff is the number of consecutive failed calls that
 	// starts a pause (a timeout starts one at once).
 	failuresToBackoff = 3
@@ -123,6 +123,10 @@ func scrub(s, u string) string {
 // CheckRedisURL checks the form of a store URL: redis:// or rediss:// with
 // a host. Its error never contains the password.
 func CheckRedisURL(u string) error {
+	if _, err := url.Parse(u); err != nil {
+		// url.Parse quotes pieces of the URL, a password's included.
+		return fmt.Errorf("%s: not a valid URL (percent-encode special characters of the password)", RedactURL(u))
+	}
 	if _, err := redis.ParseURL(u); err != nil {
 		return fmt.Errorf("%s: %s (want redis://[:password@]host:port[/db] or rediss://...)", RedactURL(u), scrub(err.Error(), u))
 	}
@@ -154,7 +158,7 @@ if v then
 end
 if ARGV[3] == '1' then
   local new = math.max(tat, now) + delay
-  redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000))
+  redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', math.max(1, math.ceil((new - now) / 1000)))
 end
 return {1, 0}
 `)
@@ -167,7 +171,7 @@ return {1, 0}
 // agree). A refusal is remembered locally until its wait ends, so a bot
 // that ignores Retry-After costs no round trip. When calls fail, the
 // request gets RedisConfig.OnError; after failuresToBackoff failures in a
-// row (or a timeout) calls pause for 1 s, doubling up to 30 s, and a local
+// row (or a timeout) calls pause for 1 s, doubling up to 5 s, and a local
 // in-memory limiter decides meanwhile; the first call after a pause that
 // succeeds ends it.
 type Redis struct {
@@ -178,7 +182,8 @@ type Redis struct {
 	denied   *lru.Cache[Key, int64] // local "deny until", in the caller's clock
 	log      *zap.Logger
 
-	pausedUntil atomic.Int64 // Unix ns (caller's clock); 0: not paused
+	epoch       time.Time    // the monotonic origin of pausedUntil
+	pausedUntil atomic.Int64 // ns since epoch; 0: not paused
 	failures    atomic.Int32 // consecutive failed calls
 	mu          sync.Mutex   // pauses and their log lines
 	backoff     time.Duration
@@ -232,6 +237,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		redacted: RedactURL(cfg.URL),
 		local:    NewMemory(cfg.LocalKeys, cfg.Tolerance),
 		backoff:  backoffFirst,
+		epoch:    time.Now(),
 		log: cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 			return zapcore.NewSamplerWithOptions(c, time.Second, 5, 100)
 		})),
@@ -243,7 +249,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		// not there.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := r.Ping(ctx); err != nil {
+		if err := r.Ping(ctx); err != nil && !errors.Is(err, redis.ErrClosed) {
 			r.log.Warn("robots_guard: store not reachable at start; decisions use on_store_error, then the local limiter, until it is",
 				zap.String("store", r.redacted), zap.Error(err))
 		}
@@ -320,13 +326,13 @@ var errPaused = errors.New("store calls paused after failures")
 
 // call runs the script once.
 func (r *Redis) call(k Key, now int64, delay time.Duration, spend bool) (bool, time.Duration, error) {
-	if p := r.pausedUntil.Load(); p != 0 && now < p {
+	if p := r.pausedUntil.Load(); p != 0 && r.mono() < p {
 		r.observe(StoreSkipped, 0)
 		return false, 0, errPaused
 	}
 	tau := Tolerance(delay, r.cfg.Tolerance)
 	args := make([]any, 3, 4)
-	args[0] = int64(delay / time.Microsecond)
+	args[0] = max(1, int64(delay/time.Microsecond))
 	args[1] = int64(tau / time.Microsecond)
 	args[2] = "0"
 	if spend {
@@ -349,7 +355,7 @@ func (r *Redis) call(k Key, now int64, delay time.Duration, spend bool) (bool, t
 			outcome = StoreTimeout
 		}
 		r.observe(outcome, took)
-		r.failed(now, err, outcome == StoreTimeout)
+		r.failed(err, outcome == StoreTimeout)
 		return false, 0, err
 	}
 	r.observe(StoreOK, took)
@@ -384,7 +390,7 @@ func (r *Redis) onError(k Key, now int64, delay time.Duration, err error, spend 
 
 // failed counts a failed call and pauses calls after failuresToBackoff in
 // a row, or after a timeout.
-func (r *Redis) failed(now int64, err error, timeout bool) {
+func (r *Redis) failed(err error, timeout bool) {
 	n := r.failures.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -394,16 +400,20 @@ func (r *Redis) failed(now int64, err error, timeout bool) {
 		}
 		return
 	}
-	if p := r.pausedUntil.Load(); p != 0 && now < p {
+	if p := r.pausedUntil.Load(); p != 0 && r.mono() < p {
 		return // another call paused already
 	}
-	r.pausedUntil.Store(now + int64(r.backoff))
+	r.pausedUntil.Store(r.mono() + int64(r.backoff))
 	r.log.Warn("robots_guard: store unreachable: deciding Crawl-delay locally (per instance) until a call succeeds",
 		zap.String("store", r.redacted), zap.Duration("pause", r.backoff), zap.Int32("failures", n),
 		zap.Error(redactErr(err, r.cfg.URL)))
 	r.down = true
 	r.backoff = min(2*r.backoff, backoffMax)
 }
+
+// mono is the monotonic time of pauses: a wall clock that steps back
+// cannot stretch one.
+func (r *Redis) mono() int64 { return max(1, int64(time.Since(r.epoch))) }
 
 // succeeded ends a pause and resets the failure count.
 func (r *Redis) succeeded() {

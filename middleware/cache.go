@@ -48,6 +48,8 @@ type siteState struct {
 	err         error    // why a fetch found no file (redirect loops), for log lines
 	postponed   bool     // no fetch yet: too many new sites at once
 	sum         [32]byte // SHA-256 of a 2xx body, the key of its compiled copy
+
+	agents atomic.Pointer[[]string] // robots' group tokens, for trap checks; made on first use
 }
 
 // compiledCost estimates the memory a compiled robots.txt of n bytes
@@ -101,6 +103,7 @@ type siteEntry struct {
 	checked    atomic.Int64              // unix nanoseconds of the last fetch that kept or replaced the copy
 	origin     atomic.Pointer[originRef] // the first Origin seen, for Enforcer.Refresh
 	class      string                    // what the last fetch meant for bots, for logging changes; fetches only
+	rulesSeen  *policy.Robots            // the copy onRules last saw; fetches only
 	failed     atomic.Bool               // the last fetch found robots.txt unreachable
 	firstFetch bool                      // a token was spent for its first fetch; guarded by siteCache.newMu
 	charged    *siteState                // the state whose compiled file this entry is counted for; guarded by siteCache.compiledMu
@@ -137,6 +140,10 @@ type siteCache struct {
 	obs       Observer
 
 	allowUnreachable bool // for log lines only; Enforcer decides
+
+	// onRules is called once for each new copy of a site's robots.txt
+	// (the Enforcer checks its traps against it); nil for none.
+	onRules func(site string, r *policy.Robots)
 
 	// Compiled robots.txt files by the SHA-256 of their body, held
 	// weakly: sites that serve the same file (a catch-all server reached
@@ -721,6 +728,10 @@ func (c *siteCache) unreachableMeans(kept bool) string {
 // or Info after a state without rules), a file without rules, an HTML page,
 // or no file at all. "Why is nothing blocked?" has an answer in the log.
 func (c *siteCache) reportState(e *siteEntry, st *siteState) {
+	if c.onRules != nil && e.rulesSeen != st.robots && !st.unreachable {
+		e.rulesSeen = st.robots
+		c.onRules(e.site, st.robots)
+	}
 	site := zap.String("site", e.site)
 	switch {
 	case st.outcome == FetchHTML && st.robots.Restricts():

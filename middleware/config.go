@@ -162,6 +162,36 @@ type Config struct {
 	// every header is believed as before.
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
+	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
+	// "/*/print-all$") that no human is led to and that robots.txt must
+	// disallow for every group: a client that fetches one ignores
+	// robots.txt, whatever its User-Agent says, and is banned (BanFor). A
+	// trap is armed for a request only when the site's current robots.txt
+	// disallows that path for every group, the "*" group included (so a
+	// compliant crawler can never be caught); a trap that is not is
+	// logged, with the group that allows it, when a copy is loaded.
+	// Verified crawlers are never banned. Default: none.
+	Traps []string `json:"traps,omitempty"`
+
+	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
+	// key) is refused everything but /robots.txt after a trap hit or
+	// BanAfter: 403 with a body that says why and until when. It doubles
+	// for each earlier ban of the client within 7 days, up to BanMax.
+	// Default 1h.
+	BanFor Duration `json:"ban_for,omitempty"`
+
+	// BanMax caps a repeat offender's ban. Default 24h; at most 30 days.
+	BanMax Duration `json:"ban_max,omitempty"`
+
+	// BanAfter also bans a client after Denials robots.txt denials within
+	// Window (counted per instance). nil (the default): off.
+	BanAfter *BanAfter `json:"ban_after,omitempty"`
+
+	// MaxBans caps the bans held (and remembered strikes). Default
+	// 100000; when full, finished entries go first, then the bans that end
+	// soonest.
+	MaxBans int `json:"max_bans,omitempty"`
+
 	// Store keeps the Crawl-delay clocks in a shared store, so that a bot
 	// spreading its requests over several instances gets one budget, not
 	// one per instance. nil (the default) keeps them in memory, per
@@ -297,6 +327,36 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 		return nil, errf("operators", "the registry is empty (builtin is off and no operator is given)")
 	}
 	return &c, nil
+}
+
+// BanAfter is Config.BanAfter.
+type BanAfter struct {
+	// Denials is the number of robots.txt denials that bans; at least 2.
+	Denials int `json:"denials"`
+	// Window is the time they must fall within; at most 24h.
+	Window Duration `json:"window"`
+}
+
+// Defaults and bounds of bans.
+const (
+	DefaultBanFor = time.Hour
+	DefaultBanMax = 24 * time.Hour
+	MaxBanMax     = 30 * 24 * time.Hour
+)
+
+// checkTrap checks the form of a trap pattern.
+func checkTrap(p string) error {
+	switch {
+	case p == "" || (p[0] != '/' && p[0] != '*'):
+		return fmt.Errorf("%q: a trap is a path pattern starting with '/' (robots.txt syntax), e.g. /no-robots/", p)
+	case p == "/" || p == "*" || p == "/*":
+		return fmt.Errorf("%q would make every path a trap", p)
+	case strings.ContainsAny(p, " \t\r\n#"):
+		return fmt.Errorf("%q: no spaces or '#' in a trap pattern", p)
+	case len(p) > 512:
+		return fmt.Errorf("trap pattern longer than 512 bytes")
+	}
+	return nil
 }
 
 // StoreConfig configures the shared Crawl-delay store (Config.Store): a
@@ -480,6 +540,36 @@ func (c Config) withDefaults() (Config, error) {
 		bots = append(bots, t)
 	}
 	c.Bots = bots
+	for i, p := range c.Traps {
+		if err := checkTrap(p); err != nil {
+			return c, errf(fmt.Sprintf("traps[%d]", i), "%v", err)
+		}
+	}
+	switch d := time.Duration(c.BanMax); {
+	case d == 0:
+		c.BanMax = Duration(DefaultBanMax)
+	case d < time.Second || d > MaxBanMax:
+		return c, errf("ban_max", "must be between 1s and 720h, got %s", d)
+	}
+	switch d := time.Duration(c.BanFor); {
+	case d == 0:
+		c.BanFor = Duration(min(DefaultBanFor, time.Duration(c.BanMax)))
+	case d < time.Second:
+		return c, errf("ban_for", "must be at least 1s, got %s", d)
+	case d > time.Duration(c.BanMax):
+		return c, errf("ban_for", "must be at most ban_max (%s), got %s", time.Duration(c.BanMax), d)
+	}
+	if b := c.BanAfter; b != nil {
+		if b.Denials < 2 {
+			return c, errf("ban_after", "denials must be at least 2, got %d", b.Denials)
+		}
+		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
+			return c, errf("ban_after", "window must be between 0 and 24h, got %s", w)
+		}
+	}
+	if err := orDefault(&c.MaxBans, limit.DefaultMaxBans, "max_bans"); err != nil {
+		return c, err
+	}
 	if c.Store != nil {
 		st, err := c.Store.withDefaults()
 		if err != nil {

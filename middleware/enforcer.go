@@ -53,6 +53,11 @@ type Enforcer struct {
 	ownLimits  io.Closer          // the store limiter New built; Close closes it
 	denySpoof  bool
 	starOnDNS  bool
+	traps      *trapSet       // nil: none
+	bans       limit.Bans     // nil when neither traps nor ban_after is set
+	ownBans    io.Closer      // the shared ban list New built; Close closes it
+	banAfter   *denialCounter // nil: off
+	report     *reporter
 
 	bufs sync.Pool // *[]byte for response bodies
 
@@ -125,6 +130,22 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 			}()
 		}
 	}
+	e.traps = newTrapSet(cfg.Traps)
+	if cfg.BanAfter != nil {
+		e.banAfter = &denialCounter{m: make(map[[16]byte]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
+	}
+	if e.traps != nil || e.banAfter != nil {
+		e.bans = o.bans
+		if e.bans == nil {
+			if r, ok := e.limits.(*limit.Redis); ok {
+				rb := r.NewBans(cfg.MaxBans)
+				e.bans, e.ownBans = rb, rb
+			} else {
+				e.bans = limit.NewMemoryBans(cfg.MaxBans)
+			}
+		}
+	}
+	e.report = newReporter(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
 	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
 	if e.deny == nil {
 		e.deny = e.writeVerdict
@@ -157,6 +178,9 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		}
 	}
 	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch, float64(cfg.NewSitesPerSecond), cfg.MaxRobotsBytes)
+	if e.traps != nil {
+		e.sites.onRules = e.checkTraps
+	}
 	return e, nil
 }
 
@@ -177,13 +201,18 @@ func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, er
 // Config returns the configuration in force, defaults applied.
 func (e *Enforcer) Config() Config { return e.cfg }
 
-// Close releases idle connections of the robots.txt HTTP client and stops
-// the background refresh of the crawler verifier that New built (not one
-// given with WithVerifier). The Enforcer stays usable.
+// Close releases idle connections of the robots.txt HTTP client, stops the
+// background refresh of the crawler verifier that New built, and closes
+// the store and shared ban list that New built (not those given with
+// WithVerifier, WithLimiter or WithBans). Call it when the Enforcer is no
+// longer used: afterwards its store calls fail (and decide locally).
 func (e *Enforcer) Close() error {
 	e.client.CloseIdleConnections()
 	if e.ownVerify {
 		e.verifier.Close()
+	}
+	if e.ownBans != nil {
+		e.ownBans.Close()
 	}
 	if e.ownLimits != nil {
 		e.ownLimits.Close()
@@ -291,6 +320,15 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		tr.ent, tr.st = ent, st
 	}
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
+	var client [16]byte
+	if e.bans != nil {
+		client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+		if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
+			v.Bot = bot || info.claims != 0
+			v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
+			return v
+		}
+	}
 	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
 	var ver identity.Result
 	if claims := info.claims | groupClaims; claims != 0 {
@@ -309,6 +347,17 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 			agent = st.robots.Agent("")
 		}
 		bot = true
+	}
+	if e.traps != nil && targetOK && !st.unreachable && ver.Verdict != identity.Verified {
+		if p, ok := e.traps.hit(target); ok {
+			if armed, _ := trapArmed(st.robots, agentsOf(st), target); armed {
+				v.Bot = bot || agent.Specific()
+				v.Group = agent.Group()
+				v.Action, v.Reason = Deny, ReasonTrap
+				v.BanUntil = e.ban(client, tr, "trap "+p)
+				return v
+			}
+		}
 	}
 	if !bot && !agent.Specific() {
 		return v
@@ -339,6 +388,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
+		e.countDenial(&v, client, tr)
 		return v
 	}
 	for _, view := range [...]func(string, string) (string, bool){decodedTarget, decodedTargetKeepBackslash} {
@@ -348,6 +398,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 				if tr != nil {
 					tr.d = d2
 				}
+				e.countDenial(&v, client, tr)
 				return v
 			}
 		}
@@ -367,6 +418,38 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		}
 	}
 	return v
+}
+
+// ban bans client for reason (unless in dry run, or tr: Explain) and
+// returns when the ban ends; in dry run, when it would end.
+func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
+	now := e.now().UnixNano()
+	if client == ([16]byte{}) || tr != nil {
+		return now + int64(e.cfg.BanFor)
+	}
+	b := limit.BanInfo{Until: now + int64(e.cfg.BanFor), Strikes: 1}
+	msg := "robots_guard: dry run: would ban for ignoring robots.txt"
+	if !e.cfg.DryRun {
+		b = e.bans.Ban(client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
+		msg = "robots_guard: banned for ignoring robots.txt"
+	}
+	e.log.Warn(msg, zap.String("client", prefixString(client, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+		zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
+	if bo, ok := e.obs.(BanObserver); ok {
+		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], e.cfg.DryRun)
+	}
+	return b.Until
+}
+
+// countDenial counts a robots.txt denial for ban_after, and bans the
+// client when it reaches the count (a verified crawler never).
+func (e *Enforcer) countDenial(v *Verdict, client [16]byte, tr *trace) {
+	if e.banAfter == nil || tr != nil || client == ([16]byte{}) || v.Verification == identity.Verified {
+		return
+	}
+	if e.banAfter.add(client, e.now().UnixNano()) {
+		e.ban(client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
+	}
 }
 
 // limitKey is the Crawl-delay budget of a client of a group of a site: per
@@ -481,6 +564,7 @@ func (e *Enforcer) done(req Request, v Verdict) Verdict {
 	if v.Action == Allow {
 		return v
 	}
+	e.report.record(req, v)
 	msg := "robots_guard: denied"
 	switch {
 	case v.Action == Throttle && v.DryRun:
@@ -608,8 +692,12 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	h["Content-Type"] = e.hdrText
 	h["Cache-Control"] = e.hdrNoStore
 	h["X-Content-Type-Options"] = e.hdrNosniff
-	if v.Action == Throttle {
+	switch {
+	case v.Action == Throttle:
 		h["Retry-After"] = []string{strconv.FormatInt(v.RetryAfterSeconds(), 10)}
+	case v.BanUntil != 0:
+		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
+		h["Retry-After"] = []string{strconv.FormatInt(max(secs, 1), 10)}
 	}
 	w.WriteHeader(v.StatusCode())
 	bp := e.bufs.Get().(*[]byte)

@@ -27,6 +27,7 @@ type options struct {
 	verifier  *identity.Verifier
 	feedStore identity.Storage
 	storeTLS  *tls.Config
+	bans      limit.Bans
 }
 
 // ResponseFunc writes the answer to a request the Enforcer stopped. The
@@ -155,4 +156,19 @@ func WithFeedStorage(s identity.Storage) Option {
 // roots.
 func WithStoreTLS(c *tls.Config) Option {
 	return func(o *options) { o.storeTLS = c }
+}
+
+// WithBans sets the ban list used when Config.Traps or Config.BanAfter is
+// set, instead of the one New builds (in memory, or in the store's Redis):
+// front ends pass the same list to the Enforcers that replace each other on
+// a reload, so bans survive it. The Enforcer does not close it.
+func WithBans(b limit.Bans) Option {
+	return func(o *options) { o.bans = b }
+}
+
+// BanObserver is an optional Observer method set: ObserveBan is called once
+// per ban (trigger "trap" or "ban_after"; dryRun for bans that dry_run
+// only logs).
+type BanObserver interface {
+	ObserveBan(trigger string, dryRun bool)
 }

@@ -104,6 +104,11 @@ const (
 	// published addresses the client's is not among (see
 	// VerifyConfig.OnSpoofed).
 	ReasonSpoofed
+	// ReasonTrap: the path is a trap (Config.Traps) that robots.txt
+	// disallows for every bot; the client is banned.
+	ReasonTrap
+	// ReasonBanned: the client is banned for ignoring robots.txt.
+	ReasonBanned
 )
 
 var reasonNames = [...]string{
@@ -118,6 +123,8 @@ var reasonNames = [...]string{
 	ReasonBadTarget:         "bad_target",
 	ReasonNewSiteRate:       "new_site_rate",
 	ReasonSpoofed:           "spoofed",
+	ReasonTrap:              "trap",
+	ReasonBanned:            "banned",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -162,6 +169,9 @@ type Verdict struct {
 	RetryAfter time.Duration
 	// Operator is the claimed operator Verification is about ("" for none).
 	Operator string
+	// BanUntil is when the client's ban ends (Unix ns), for ReasonTrap and
+	// ReasonBanned verdicts.
+	BanUntil int64
 }
 
 // ActionName names what happened to the request, for logs, metrics and
@@ -220,6 +230,13 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
 		case ReasonBadTarget:
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
+		case ReasonTrap, ReasonBanned:
+			if v.Reason == ReasonTrap {
+				b = append(b, "Disallowed: robots.txt disallows this path for every bot. "...)
+			}
+			b = append(b, "This address is banned until "...)
+			b = time.Unix(0, v.BanUntil).UTC().AppendFormat(b, time.RFC3339)
+			return append(b, " for ignoring this site's robots.txt"...)
 		case ReasonSpoofed:
 			b = append(b, "Disallowed: the User-Agent names a crawler of "...)
 			b = append(b, v.Operator...)
