@@ -30,6 +30,9 @@ func init() {
 //	POST /robots_guard/refresh[?site=]       fetch robots.txt again now (all sites, or one)
 //	GET  /robots_guard/explain?site=&ua=&path=[&ip=]
 //	                                         the verdict robots_guard would give now
+//	GET  /robots_guard/report                who broke robots.txt: top clients, lines
+//	GET  /robots_guard/bans                  the bans in force
+//	DELETE /robots_guard/bans/<address>      lift a ban
 //	GET  /robots_guard/feeds                 the crawler IP-range feeds of verify
 //	POST /robots_guard/feeds/refresh         fetch every feed again now
 //
@@ -55,6 +58,9 @@ func (a AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/robots_guard/refresh", Handler: caddy.AdminHandlerFunc(a.handleRefresh)},
 		{Pattern: "/robots_guard/explain", Handler: caddy.AdminHandlerFunc(a.handleExplain)},
 		{Pattern: "/robots_guard/feeds", Handler: caddy.AdminHandlerFunc(a.handleFeeds)},
+		{Pattern: "/robots_guard/report", Handler: caddy.AdminHandlerFunc(a.handleReport)},
+		{Pattern: "/robots_guard/bans", Handler: caddy.AdminHandlerFunc(a.handleBans)},
+		{Pattern: "/robots_guard/bans/", Handler: caddy.AdminHandlerFunc(a.handleUnban)},
 		{Pattern: "/robots_guard/feeds/refresh", Handler: caddy.AdminHandlerFunc(a.handleFeedsRefresh)},
 	}
 }
@@ -100,6 +106,72 @@ func verifiers() []*identity.Verifier {
 		out = append(out, sv.v)
 	}
 	return out
+}
+
+// handleReport serves the violations report of every loaded configuration
+// (sites served by several robots_guard blocks appear once per block).
+func (AdminAPI) handleReport(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
+	}
+	out := middleware.Report{Sites: []middleware.SiteReport{}}
+	for i, e := range enforcers() {
+		rep := e.Report()
+		if i == 0 || rep.Since.Before(out.Since) {
+			out.Since = rep.Since
+		}
+		out.Sites = append(out.Sites, rep.Sites...)
+	}
+	return writeJSON(w, out)
+}
+
+// handleBans lists the bans in force (each shared ban list once).
+func (AdminAPI) handleBans(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
+	}
+	out := []middleware.BanStatus{}
+	seen := map[string]bool{}
+	for _, e := range enforcers() {
+		for _, b := range e.Bans() {
+			if !seen[b.Client] {
+				seen[b.Client] = true
+				out = append(out, b)
+			}
+		}
+	}
+	return writeJSON(w, out)
+}
+
+// handleUnban lifts the ban of the address (or prefix) after
+// /robots_guard/bans/, e.g. DELETE /robots_guard/bans/203.0.113.7.
+func (AdminAPI) handleUnban(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodDelete {
+		return apiError(http.StatusMethodNotAllowed, "method not allowed; use DELETE /robots_guard/bans/<address>")
+	}
+	client := strings.TrimPrefix(r.URL.Path, "/robots_guard/bans/")
+	if client == "" {
+		return apiError(http.StatusBadRequest, "unban: give the address, e.g. DELETE /robots_guard/bans/203.0.113.7")
+	}
+	found, enabled := false, false
+	for _, e := range enforcers() {
+		ok, err := e.Unban(client)
+		if err != nil {
+			if strings.Contains(err.Error(), "no bans") {
+				continue
+			}
+			return apiError(http.StatusBadRequest, "%v", err)
+		}
+		enabled = true
+		found = found || ok
+	}
+	if !enabled {
+		return apiError(http.StatusNotFound, "unban: no robots_guard has traps or ban_after configured")
+	}
+	if !found {
+		return apiError(http.StatusNotFound, "unban: %s is not banned", client)
+	}
+	return writeJSON(w, map[string]any{"unbanned": client})
 }
 
 // handleFeeds lists the feeds of every verifier: loaded or not, prefixes,

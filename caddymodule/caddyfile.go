@@ -48,6 +48,11 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ua_cache_size <n>
 //	    dry_run
 //	    log_query
+//	    trap <path-pattern...>
+//	    ban_for <duration>
+//	    ban_max <duration>
+//	    ban_after <denials> <window>
+//	    max_bans <n>
 //	    store redis <redis:// or rediss:// URL> [{
 //	        key_prefix <prefix>
 //	        timeout <duration>
@@ -181,6 +186,30 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err = none(); err == nil {
 				g.Verify, err = parseVerify(d)
 			}
+		case "trap":
+			if len(args) == 0 {
+				return d.Errf("trap: want at least one path pattern, e.g. /no-robots/")
+			}
+			g.Traps = append(g.Traps, args...)
+		case "ban_for":
+			err = dur(&g.BanFor)
+		case "ban_max":
+			err = dur(&g.BanMax)
+		case "max_bans":
+			err = num(&g.MaxBans)
+		case "ban_after":
+			if len(args) != 2 {
+				return d.Errf("ban_after: want <denials> <window>, e.g. ban_after 20 1m")
+			}
+			n, perr := strconv.Atoi(args[0])
+			if perr != nil {
+				return d.Errf("ban_after: %q is not a whole number", args[0])
+			}
+			w, perr := caddy.ParseDuration(args[1])
+			if perr != nil {
+				return d.Errf("ban_after: %q is not a duration: %v", args[1], perr)
+			}
+			g.BanAfter = &middleware.BanAfter{Denials: n, Window: middleware.Duration(w)}
 		case "store":
 			if len(args) != 2 || args[0] != "redis" {
 				return d.Errf("store: want \"store redis <redis:// or rediss:// URL>\"")

@@ -31,6 +31,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
 		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
 		{"store", "robots_guard {\n store redis redis://127.0.0.1:6379\n}", `{"store":{"redis":"redis://127.0.0.1:6379"}}`},
+		{"traps and bans", "robots_guard {\n trap /no-robots/ /*/print-all$\n trap /honeypot\n ban_for 30m\n ban_max 48h\n ban_after 20 1m\n max_bans 5000\n}", `{"traps":["/no-robots/","/*/print-all$","/honeypot"],"ban_for":1800000000000,"ban_max":172800000000000,"ban_after":{"denials":20,"window":"1m0s"},"max_bans":5000}`},
 		{"store block", "robots_guard {\n store redis rediss://:pw@redis.internal:6380/2 {\n key_prefix site1:\n timeout 100ms\n on_store_error deny\n }\n}", `{"store":{"redis":"rediss://:pw@redis.internal:6380/2","key_prefix":"site1:","timeout":"100ms","on_store_error":"deny"}}`},
 		{"verify block", `robots_guard {
 			verify {
@@ -110,6 +111,12 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"bots without token", "robots_guard {\n bots\n}", `bots: want at least one product token`},
 		{"negative max_sites", "robots_guard {\n max_sites -1\n}", `max_sites`},
 		{"short bot token", "robots_guard {\n bots X\n}", `bots[0]: token must have at least 2 characters`},
+		{"trap without path", "robots_guard {\n trap\n}", `trap: want at least one path pattern`},
+		{"trap not a path", "robots_guard {\n trap no-robots\n}", `traps[0]: "no-robots": a trap is a path pattern starting with '/'`},
+		{"trap everything", "robots_guard {\n trap /\n}", `would make every path a trap`},
+		{"ban_after one value", "robots_guard {\n ban_after 20\n}", `ban_after: want <denials> <window>`},
+		{"ban_after too few", "robots_guard {\n ban_after 1 1m\n}", `ban_after: denials must be at least 2`},
+		{"ban_for over ban_max", "robots_guard {\n ban_for 48h\n}", `ban_for: must be at most ban_max (24h0m0s), got 48h0m0s`},
 		{"store without redis", "robots_guard {\n store memory\n}", `store: want "store redis <redis:// or rediss:// URL>"`},
 		{"store bad URL", "robots_guard {\n store redis http://:secret@x:1\n}", `robots_guard: store: redis: http://:xxxxx@x:1`},
 		{"store unknown", "robots_guard {\n store redis redis://x:1 {\n prefix a\n }\n}", `store: unknown subdirective "prefix"`},
@@ -173,6 +180,11 @@ func TestConfigCoversEveryField(t *testing.T) {
 		log_query
 		verify
 		store redis redis://127.0.0.1:6379
+		trap /no-robots/
+		ban_for 2h
+		ban_max 4h
+		ban_after 5 1m
+		max_bans 99
 	}`
 	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
@@ -182,8 +194,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 20 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 20 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 25 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 25 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,7 +25,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "robots",
-		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>... | lint <file|URL>",
+		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>... | lint [--trap <path>]... <file|URL> | report [--address <admin>]",
 		Short: "Tests paths against a robots.txt the way robots_guard reads it, or lints one",
 		Long: `
 "caddy robots test" prints, for each path, whether the given User-Agent may
@@ -44,8 +45,16 @@ some path is disallowed, 2 on a usage or fetch error.
 ignored or misspelt lines, rules before any user-agent, patterns that never
 match, Crawl-delay lines that glue groups together, and rule pairs that
 longest-match parsers (RFC 9309, Google) and first-match parsers read
-differently. Exit status: 0 when there is no warning, 1 when there are
-warnings, 2 on a usage or fetch error.
+differently. With --trap, it also says whether each trap path is armed:
+disallowed for every group, "*" included, as robots_guard requires before
+it bans anyone for fetching it. Exit status: 0 when there is no warning
+(and every trap is armed), 1 when there are warnings (or a trap is not
+armed), 2 on a usage or fetch error.
+
+"caddy robots report" prints the violations report of a running Caddy
+(from its admin API, --address, default localhost:2019): per site, the top
+clients by robots.txt denials, throttles, trap hits and banned requests in
+the last hour and day, and the lines that denied whom.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			test := &cobra.Command{
@@ -75,21 +84,34 @@ warnings, 2 on a usage or fetch error.
 			test.Flags().Bool("builtin", true, "with --ip: use the built-in registry of operators")
 			test.Flags().String("on-spoofed", "deny", "with --ip: what a spoofed claim gets, deny or star")
 			lint := &cobra.Command{
-				Use:   "lint <file|URL>",
+				Use:   "lint [--trap <path>]... <file|URL>",
 				Short: "Lints a robots.txt",
 				Args:  usageArgs(cobra.ExactArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
-					exit(runLint(os.Stdout, args[0]))
+					traps, _ := c.Flags().GetStringArray("trap")
+					exit(runLint(os.Stdout, args[0], traps...))
 					return nil
 				},
 			}
-			for _, c := range []*cobra.Command{test, lint} {
+			lint.Flags().StringArray("trap", nil, "a trap path pattern to check (repeatable)")
+			report := &cobra.Command{
+				Use:   "report [--address <admin address>]",
+				Short: "Prints who broke robots.txt, from a running Caddy",
+				Args:  usageArgs(cobra.NoArgs),
+				RunE: func(c *cobra.Command, args []string) error {
+					addr, _ := c.Flags().GetString("address")
+					exit(runReport(os.Stdout, addr))
+					return nil
+				},
+			}
+			report.Flags().String("address", "localhost:2019", "the admin API address of the running Caddy")
+			for _, c := range []*cobra.Command{test, lint, report} {
 				c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 					exit(exitError, err) // an unknown or malformed flag
 					return nil
 				})
 			}
-			cmd.AddCommand(test, lint)
+			cmd.AddCommand(test, lint, report)
 		},
 	})
 }
@@ -261,7 +283,12 @@ func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, erro
 }
 
 // runLint is "caddy robots lint"; it returns the exit code.
-func runLint(out io.Writer, src string) (int, error) {
+func runLint(out io.Writer, src string, traps ...string) (int, error) {
+	for _, t := range traps {
+		if err := middleware.CheckTrap(t); err != nil {
+			return exitError, fmt.Errorf("--trap: %w", err)
+		}
+	}
 	var body []byte
 	var err error
 	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
@@ -283,7 +310,96 @@ func runLint(out io.Writer, src string) (int, error) {
 	if len(diags) == 0 {
 		fmt.Fprintln(out, "no findings")
 	}
+	r := policy.Parse(body)
+	for _, t := range traps {
+		if ok, by := middleware.TrapArmed(r, t); ok {
+			fmt.Fprintf(out, "trap %s: armed: disallowed for every group\n", t)
+		} else {
+			code = exitFinding
+			fmt.Fprintf(out, "trap %s: NOT armed: allowed for %s; robots_guard will not ban for it (it could catch a compliant crawler)\n", t, by)
+		}
+	}
 	return code, nil
+}
+
+// runReport is "caddy robots report"; it returns the exit code.
+func runReport(out io.Writer, addr string) (int, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(addr, "/")+"/robots_guard/report", nil)
+	if err != nil {
+		return exitError, err
+	}
+	req.Header.Set("Origin", addr) // Caddy's admin API checks it when origins are enforced
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return exitError, fmt.Errorf("%w (is Caddy running with its admin API at %s? see --address)", err, addr)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode != http.StatusOK {
+		return exitError, fmt.Errorf("%s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var rep middleware.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return exitError, fmt.Errorf("%s: %w", req.URL, err)
+	}
+	printReport(out, rep)
+	return exitOK, nil
+}
+
+// printReport writes a report as readable tables.
+func printReport(out io.Writer, rep middleware.Report) {
+	fmt.Fprintf(out, "robots.txt violations since %s\n", rep.Since.UTC().Format(time.RFC3339))
+	if len(rep.Sites) == 0 {
+		fmt.Fprintln(out, "\nno violations")
+		return
+	}
+	for _, s := range rep.Sites {
+		fmt.Fprintf(out, "\n%s\n", s.Site)
+		for _, part := range []struct {
+			title string
+			rows  []middleware.ClientReport
+		}{{"last hour", s.LastHour}, {"last day", s.LastDay}} {
+			fmt.Fprintf(out, "  %s:\n", part.title)
+			if len(part.rows) == 0 {
+				fmt.Fprintln(out, "    none")
+				continue
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED")
+			for _, c := range part.rows {
+				den := strconv.FormatInt(c.Denials, 10)
+				if c.Error > 0 {
+					den += fmt.Sprintf(" (+≤%d)", c.Error)
+				}
+				group := c.Group
+				if group == "" {
+					group = "(browser)"
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned)
+			}
+			tw.Flush()
+		}
+		fmt.Fprintln(out, "  lines that denied:")
+		if len(s.Lines) == 0 {
+			fmt.Fprintln(out, "    none")
+			continue
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "    LINE\tRULE\tDENIALS\tWHOM")
+		for _, l := range s.Lines {
+			var whom []string
+			for _, w := range l.Whom {
+				whom = append(whom, fmt.Sprintf("%s (%s) %d", w.Group, w.Verification, w.Count))
+			}
+			fmt.Fprintf(tw, "    %d\t%s\t%d\t%s\n", l.Line, l.Rule, l.Count, strings.Join(whom, ", "))
+		}
+		tw.Flush()
+	}
 }
 
 // fetchRobots GETs a robots.txt, following redirects, and reads at most

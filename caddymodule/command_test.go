@@ -189,3 +189,49 @@ func TestRobotsTestVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestRobotsLintTraps(t *testing.T) {
+	file := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: Googlebot\nDisallow: /private/\n")
+	armed := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n")
+	var out bytes.Buffer
+	code, err := runLint(&out, file, "/no-robots/")
+	if code != 1 || err != nil || !strings.Contains(out.String(), "trap /no-robots/: NOT armed: allowed for Googlebot") {
+		t.Fatalf("%d %v\n%s", code, err, out.String())
+	}
+	out.Reset()
+	code, err = runLint(&out, armed, "/no-robots/", "/no-robots/*.html")
+	if code != 0 || err != nil || strings.Count(out.String(), ": armed: disallowed for every group") != 2 {
+		t.Fatalf("%d %v\n%s", code, err, out.String())
+	}
+	if code, err := runLint(&out, armed, "no-robots"); code != 2 || err == nil {
+		t.Fatalf("a bad trap: %d %v", code, err)
+	}
+}
+
+func TestRobotsReport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots_guard/report" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"since":"2026-11-22T10:00:00Z","sites":[{"site":"https://example.com",
+			"last_hour":[{"client":"203.0.113.7/32","group":"*","verification":"none","denials":12,"throttles":0,"traps":1,"banned":30}],
+			"last_day":[{"client":"203.0.113.7/32","group":"*","verification":"none","denials":40,"throttles":2,"traps":1,"banned":30,"error":3},
+				{"client":"198.51.100.0/24","group":"","verification":"none","denials":0,"throttles":0,"traps":1,"banned":5}],
+			"lines":[{"line":3,"rule":"Disallow: /private/","count":40,"whom":[{"group":"*","verification":"none","count":40}]}]}]}`))
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	code, err := runReport(&out, strings.TrimPrefix(srv.URL, "http://"))
+	if code != 0 || err != nil {
+		t.Fatalf("%d %v", code, err)
+	}
+	want := []string{"since 2026-11-22T10:00:00Z", "https://example.com", "last hour:", "203.0.113.7/32", "12", "last day:", "40 (+≤3)",
+		"198.51.100.0/24", "(browser)", "lines that denied:", "Disallow: /private/", "* (none) 40"}
+	if w, ok := containsInOrder(out.String(), want); !ok {
+		t.Fatalf("output lacks %q:\n%s", w, out.String())
+	}
+	if code, err := runReport(&out, "127.0.0.1:1"); code != 2 || err == nil || !strings.Contains(err.Error(), "--address") {
+		t.Fatalf("no Caddy: %d %v", code, err)
+	}
+}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,6 +45,12 @@ var (
 		Name:      "verify_dns_lookups_total",
 		Help:      "Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
 	}, []string{"outcome"})
+	bansTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy",
+		Subsystem: "robots_guard",
+		Name:      "bans_total",
+		Help:      "Clients banned for ignoring robots.txt, by trigger (trap, ban_after) and dry_run (true: logged, not enforced).",
+	}, []string{"trigger", "dry_run"})
 	storeCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
@@ -69,7 +76,7 @@ var (
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds} {
+	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds, bansTotal} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -110,8 +117,9 @@ func groupLabel(group string) string {
 }
 
 var (
-	_ identity.Observer   = metricsObserver{}
-	_ limit.StoreObserver = metricsObserver{}
+	_ identity.Observer      = metricsObserver{}
+	_ limit.StoreObserver    = metricsObserver{}
+	_ middleware.BanObserver = metricsObserver{}
 )
 
 // metricsObserver feeds the Enforcer's decisions and fetches into the
@@ -126,6 +134,11 @@ func (metricsObserver) ObserveDecision(v middleware.Verdict) {
 // feed sources only.
 func (metricsObserver) ObserveFeed(source, outcome string) {
 	feedFetchesTotal.WithLabelValues(source, outcome).Inc()
+}
+
+// ObserveBan counts a ban.
+func (metricsObserver) ObserveBan(trigger string, dryRun bool) {
+	bansTotal.WithLabelValues(trigger, strconv.FormatBool(dryRun)).Inc()
 }
 
 // ObserveStoreCall counts a store call and, for calls made, its latency.

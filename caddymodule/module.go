@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -131,6 +132,26 @@ type RobotsGuard struct {
 	// good copy of each feed is kept in Caddy's storage. Absent: off.
 	Verify *middleware.VerifyConfig `json:"verify,omitempty"`
 
+	// Trap paths (robots.txt pattern syntax) that no human is led to and
+	// that robots.txt disallows for every group: whoever fetches one,
+	// whatever its User-Agent, is banned for ban_for. A trap that the
+	// site's robots.txt does not disallow for every bot is not armed (a
+	// warning names the group that allows it). Verified crawlers are never
+	// banned.
+	Traps []string `json:"traps,omitempty"`
+
+	// Length of a first ban (default 1h), doubling for repeat offenders up
+	// to ban_max (default 24h).
+	BanFor caddy.Duration `json:"ban_for,omitempty"`
+	BanMax caddy.Duration `json:"ban_max,omitempty"`
+
+	// Also ban after this many robots.txt denials within a window (per
+	// instance). Off by default.
+	BanAfter *middleware.BanAfter `json:"ban_after,omitempty"`
+
+	// Cap on bans held (default 100000).
+	MaxBans int `json:"max_bans,omitempty"`
+
 	// Where the Crawl-delay clocks live: absent, in memory, per instance;
 	// {"redis": "redis://host:6379"} (or rediss://), in a Redis-protocol
 	// server shared by a fleet of instances, so that a bot spreading its
@@ -179,6 +200,11 @@ func (g *RobotsGuard) Config() middleware.Config {
 		LogQuery:            g.LogQuery,
 		Verify:              g.Verify,
 		Store:               g.Store,
+		Traps:               g.Traps,
+		BanFor:              middleware.Duration(g.BanFor),
+		BanMax:              middleware.Duration(g.BanMax),
+		BanAfter:            g.BanAfter,
+		MaxBans:             g.MaxBans,
 	}
 }
 
@@ -228,15 +254,38 @@ type sharedVerifier struct {
 func (s *sharedVerifier) Destruct() error { return s.v.Close() }
 
 // sharedLimiter is a Crawl-delay limiter in the pool, with the log core of
-// a store limiter (each new config points it at its own log).
+// a store limiter (each new config points it at its own log) and the ban
+// list in the same store, made when a config first needs it.
 type sharedLimiter struct {
 	l   limit.Limiter
 	log *swapCore
+
+	mu   sync.Mutex
+	bans limit.Bans
 }
 
-// Destruct closes a store limiter's connections; the in-memory one holds
-// no background work.
+// banList returns the shared ban list, made on first use with max entries.
+func (s *sharedLimiter) banList(max int) limit.Bans {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bans == nil {
+		if r, ok := s.l.(*limit.Redis); ok {
+			s.bans = r.NewBans(max)
+		} else {
+			s.bans = limit.NewMemoryBans(max)
+		}
+	}
+	return s.bans
+}
+
+// Destruct stops the ban list's following and closes a store limiter's
+// connections; the in-memory ones hold no background work.
 func (s *sharedLimiter) Destruct() error {
+	s.mu.Lock()
+	if c, ok := s.bans.(io.Closer); ok {
+		c.Close()
+	}
+	s.mu.Unlock()
 	if c, ok := s.l.(io.Closer); ok {
 		return c.Close()
 	}
@@ -331,12 +380,16 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	adopted := 0
 	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
-		e, err := middleware.New(cfg,
+		opts := []middleware.Option{
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}),
 			middleware.WithLimiter(lv.(*sharedLimiter).l),
 			middleware.WithVerifier(ver),
-		)
+		}
+		if len(cfg.Traps) > 0 || cfg.BanAfter != nil {
+			opts = append(opts, middleware.WithBans(lv.(*sharedLimiter).banList(cfg.MaxBans)))
+		}
+		e, err := middleware.New(cfg, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -94,7 +94,12 @@ var fleetClient = &http.Client{Timeout: 5 * time.Second}
 
 // get sends GET /page to the instance at addr with the site's Host.
 func (f *fleet) get(t *testing.T, addr, ua string) (int, string) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+	return f.getPath(t, addr, "/page", ua)
+}
+
+// getPath sends GET path to the instance at addr with the site's Host.
+func (f *fleet) getPath(t *testing.T, addr, path, ua string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	req.Host = fmt.Sprintf("shop.example:%d", f.port)
 	req.Header.Set("User-Agent", ua)
 	resp, err := fleetClient.Do(req)
@@ -190,5 +195,39 @@ func TestFleetSharesCrawlDelay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFleetSharesBans: a trap hit on one instance bans the client on the
+// others, through the shared Redis.
+func TestFleetSharesBans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two Caddy processes")
+	}
+	srv := testredis.Start(t)
+	up := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FastBot\nDisallow: /no-robots/\n")
+	f := startFleet(t, 2, up.addr(), "store redis "+srv.URL+" {\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/")
+	if code, _ := f.getPath(t, f.addrs[1], "/page", browserUA); code != 200 {
+		t.Fatalf("before: %d", code)
+	}
+	if code, _ := f.getPath(t, f.addrs[0], "/no-robots/x", browserUA); code != 403 {
+		t.Fatalf("trap on instance 1: %d", code)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, ra := f.getPath(t, f.addrs[1], "/page", browserUA)
+		if code == 403 {
+			if n, _ := strconv.Atoi(ra); n < 3000 {
+				t.Fatalf("banned on instance 2 with Retry-After %q, want about an hour", ra)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ban did not reach instance 2 within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _ := f.getPath(t, f.addrs[1], "/robots.txt", browserUA); code != 200 {
+		t.Fatalf("/robots.txt for a banned client: %d", code)
 	}
 }

@@ -320,16 +320,16 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		tr.ent, tr.st = ent, st
 	}
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
+	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
 	var client [16]byte
 	if e.bans != nil {
 		client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
 		if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
-			v.Bot = bot || info.claims != 0
+			v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 			v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
 			return v
 		}
 	}
-	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
 	var ver identity.Result
 	if claims := info.claims | groupClaims; claims != 0 {
 		ver = e.verify(ctx, claims, req.ClientIP, tr)

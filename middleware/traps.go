@@ -193,3 +193,14 @@ func (e *Enforcer) Unban(client string) (bool, error) {
 	}
 	return ok, nil
 }
+
+// TrapArmed reports whether the robots.txt r arms the trap pattern: whether
+// it disallows the path the pattern covers (up to its first '*') for every
+// bot, every group and the "*" group. When it does not, allowedFor names
+// who may fetch it. "caddy robots lint --trap" reports it.
+func TrapArmed(r *policy.Robots, trap string) (armed bool, allowedFor string) {
+	return trapArmed(r, agentsOf(&siteState{robots: r}), trapPath(trap))
+}
+
+// CheckTrap checks the form of a trap pattern, as Config.Traps does.
+func CheckTrap(p string) error { return checkTrap(p) }

@@ -1,0 +1,101 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+const trapSiteRobots = `User-agent: *
+Disallow: /no-robots/
+Disallow: /private/
+
+User-agent: FooBot
+Disallow: /no-robots/
+`
+
+// TestTrapsThroughCaddy: a browser-header client that fetches the trap is
+// refused everything but /robots.txt for the ban time; the admin API lists
+// and lifts bans and reports the hits; a trap that robots.txt allows for
+// one group bans nobody.
+func TestTrapsThroughCaddy(t *testing.T) {
+	up := newUpstream(t, trapSiteRobots)
+	loose := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FooBot\nAllow: /\n")
+	port, loosePort := freePort(t), freePort(t)
+	site := func(port int, upstream string) string {
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
+	}
+	tc := load(t, proxies, site(port, up.addr())+site(loosePort, loose.addr()))
+	xff := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
+	// Warm both sites' robots.txt with a bot request (browsers do not wait
+	// for the first fetch).
+	get(t, tc, port, "/", "FooBot/1.0", xff("192.0.2.200")...)
+	get(t, tc, loosePort, "/", "FooBot/1.0", xff("192.0.2.200")...)
+
+	get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...).check(t, "before", 200, "page /page")
+	get(t, tc, port, "/no-robots/x", browserUA, xff("198.51.100.7")...).check(t, "the trap", 403, "banned until")
+	a := get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...)
+	a.check(t, "banned", 403, "for ignoring this site's robots.txt")
+	if a.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q", a.header.Get("Retry-After"))
+	}
+	get(t, tc, port, "/robots.txt", browserUA, xff("198.51.100.7")...).check(t, "robots.txt while banned", 200, "Disallow")
+	get(t, tc, port, "/page", browserUA, xff("198.51.100.8")...).check(t, "another client", 200, "page")
+
+	var bans []struct {
+		Client, Reason string
+		Strikes        int
+	}
+	adminJSON(t, "GET", "/robots_guard/bans", &bans)
+	if len(bans) != 1 || bans[0].Client != "198.51.100.7/32" || bans[0].Strikes != 1 {
+		t.Fatalf("bans: %+v", bans)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...).check(t, "after the ban", 200, "page")
+
+	// Again: 2 s (doubled); lifted by the admin API.
+	get(t, tc, port, "/no-robots/y", browserUA, xff("198.51.100.7")...).check(t, "the trap again", 403, "banned until")
+	adminJSON(t, "GET", "/robots_guard/bans", &bans)
+	if len(bans) != 1 || bans[0].Strikes != 2 {
+		t.Fatalf("bans: %+v", bans)
+	}
+	if code, b := adminDo(t, "DELETE", "/robots_guard/bans/198.51.100.7"); code != 200 {
+		t.Fatalf("unban: %d %s", code, b)
+	}
+	get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...).check(t, "after unban", 200, "page")
+	if code, _ := adminDo(t, "DELETE", "/robots_guard/bans/198.51.100.7"); code != 404 {
+		t.Fatalf("unban of a client not banned: %d", code)
+	}
+
+	// Not armed where FooBot may fetch it: nobody is banned.
+	get(t, tc, loosePort, "/no-robots/x", browserUA, xff("198.51.100.9")...).check(t, "unarmed trap, browser", 200, "page")
+	get(t, tc, loosePort, "/page", browserUA, xff("198.51.100.9")...).check(t, "after an unarmed trap", 200, "page")
+
+	// The report.
+	code, b := adminDo(t, "GET", "/robots_guard/report")
+	var rep struct {
+		Sites []struct {
+			Site     string
+			LastHour []struct {
+				Client        string
+				Traps, Banned int64
+			} `json:"last_hour"`
+		}
+	}
+	if code != 200 || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("report: %d %s", code, b)
+	}
+	found := false
+	for _, s := range rep.Sites {
+		for _, c := range s.LastHour {
+			if strings.HasSuffix(s.Site, fmt.Sprint(port)) && c.Client == "198.51.100.7/32" && c.Traps == 2 && c.Banned >= 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("report: %s", b)
+	}
+}

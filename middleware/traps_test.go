@@ -1,0 +1,288 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/robotsguard/robotsguard/identity"
+)
+
+const trapRobots = `User-agent: *
+Disallow: /no-robots/
+Disallow: /private/
+
+User-agent: Googlebot
+Disallow: /no-robots/
+Crawl-delay: 1
+`
+
+// trapEnforcer has the trap /no-robots/ and bans of 1 h (2 h max).
+func trapEnforcer(t testing.TB, robots string, clk *clock, mod func(*Config), opts ...Option) (*Enforcer, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	cfg := Config{Traps: []string{"/no-robots/"}, BanFor: Duration(time.Hour), BanMax: Duration(2 * time.Hour)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	opts = append([]Option{WithSource(BytesSource([]byte(robots))), WithClock(clk.Now), WithLogger(zap.New(core))}, opts...)
+	e := mustNew(t, cfg, opts...)
+	t.Cleanup(func() { e.Close() })
+	// A bot's request waits for the site's first fetch (a browser's does
+	// not), so the tests start with the robots.txt in force.
+	at(e, "WarmupBot/1.0", "/", "192.0.2.250:1")
+	return e, logs
+}
+
+func at(e *Enforcer, ua, target, ip string) Verdict {
+	return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip})
+}
+
+// A browser-header client that fetches the trap is refused everything but
+// /robots.txt for the ban time; a repeat offender twice as long, up to the
+// cap; other clients are not affected.
+func TestTrapBansBrowserHeader(t *testing.T) {
+	clk := newClock()
+	e, logs := trapEnforcer(t, trapRobots, clk, nil)
+	const ip = "198.51.100.7:1234"
+	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
+		t.Fatalf("before: %v", v.Action)
+	}
+	v := at(e, uaChrome, "/no-robots/secret", ip)
+	if v.Action != Deny || v.Reason != ReasonTrap || !strings.Contains(v.Message(), "banned until 2026-01-01T01:00:00Z for ignoring this site's robots.txt") {
+		t.Fatalf("trap: %v %v %q", v.Action, v.Reason, v.Message())
+	}
+	for _, target := range []string{"/page", "/", "/public/x?y=1"} {
+		v := at(e, uaChrome, target, ip)
+		if v.Action != Deny || v.Reason != ReasonBanned || !strings.Contains(v.Message(), "banned until 2026-01-01T01:00:00Z") {
+			t.Fatalf("%s while banned: %v %v", target, v.Action, v.Reason)
+		}
+	}
+	if v := at(e, uaChrome, "/robots.txt", ip); v.Action != Allow {
+		t.Fatal("/robots.txt must stay open to a banned client")
+	}
+	if v := at(e, uaChrome, "/page", "198.51.100.8:1"); v.Action != Allow {
+		t.Fatal("another address is not banned")
+	}
+	if n := logs.FilterMessage("robots_guard: banned for ignoring robots.txt").Len(); n != 1 {
+		t.Fatalf("%d ban lines", n)
+	}
+	clk.Add(time.Hour)
+	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
+		t.Fatalf("after the ban: %v", v.Action)
+	}
+	// Again: 2 h (doubled), then 2 h (the cap).
+	for _, want := range []time.Duration{2 * time.Hour, 2 * time.Hour} {
+		v := at(e, uaChrome, "/no-robots/", ip)
+		if got := time.Duration(v.BanUntil - clk.Now().UnixNano()); v.Reason != ReasonTrap || got != want {
+			t.Fatalf("repeat: %v for %v, want %v", v.Reason, got, want)
+		}
+		clk.Add(want)
+	}
+	// The HTTP answer: 403, Retry-After, the reason in the body.
+	h := e.Handler(site(trapRobots))
+	rec := doIP(h, uaChrome, "/no-robots/x", "198.51.100.9:1")
+	if rec.Code != 403 || rec.Header().Get("Retry-After") != "3600" || !strings.Contains(rec.Body.String(), "banned until") {
+		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	// Unban.
+	if bans := e.Bans(); len(bans) != 1 || bans[0].Client != "198.51.100.9/32" || !strings.HasPrefix(bans[0].Reason, "trap /no-robots/") {
+		t.Fatalf("bans %+v", bans)
+	}
+	if ok, err := e.Unban("198.51.100.9"); !ok || err != nil {
+		t.Fatalf("unban: %v %v", ok, err)
+	}
+	if rec := doIP(h, uaChrome, "/page", "198.51.100.9:1"); rec.Code != 200 {
+		t.Fatalf("after unban: %d", rec.Code)
+	}
+	if _, err := e.Unban("not-an-ip"); err == nil {
+		t.Fatal("a bad address must be an error")
+	}
+}
+
+// A trap that robots.txt does not disallow for every bot is not armed: a
+// warning names it and the group that allows it, and nobody is banned.
+func TestTrapNotArmed(t *testing.T) {
+	for _, tc := range []struct{ name, robots, allowedFor string }{
+		{"a group allows it", "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: Googlebot\nDisallow: /private/\n", "Googlebot"},
+		{"an Allow in *", "User-agent: *\nDisallow: /no-robots/\nAllow: /no-robots/open\n", ""},
+		{"no * group", "User-agent: Googlebot\nDisallow: /no-robots/\n", "bots no group names (there is no User-agent: * group)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			e, logs := trapEnforcer(t, tc.robots, clk, nil)
+			target := "/no-robots/x"
+			if tc.allowedFor == "" {
+				target = "/no-robots/open"
+			}
+			if v := at(e, uaChrome, target, "198.51.100.7:1"); v.Reason == ReasonTrap || v.Reason == ReasonBanned {
+				t.Fatalf("an unarmed trap banned: %v", v.Reason)
+			}
+			if v := at(e, uaChrome, "/page", "198.51.100.7:1"); v.Action != Allow {
+				t.Fatal("banned")
+			}
+			if tc.allowedFor != "" {
+				w := logs.FilterMessageSnippet("trap not armed").All()
+				if len(w) != 1 || w[0].ContextMap()["trap"] != "/no-robots/" || w[0].ContextMap()["allowed_for"] != tc.allowedFor {
+					t.Fatalf("warning: %v", logs.All())
+				}
+			}
+		})
+	}
+}
+
+// Verified crawlers are never banned: their request for a trap gets the
+// normal 403. A bot that claims Googlebot from elsewhere is banned.
+func TestTrapSparesVerified(t *testing.T) {
+	clk := newClock()
+	vc := verifyConfig(t, SpoofedStar, "")
+	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Verify = vc.Verify })
+	deadline := time.Now().Add(5 * time.Second)
+	for !e.Verifier().Feeds()[0].Loaded {
+		if time.Now().After(deadline) {
+			t.Fatal("feed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v := at(e, uaGoogle, "/no-robots/x", googleIP)
+	if v.Action != Deny || v.Reason != ReasonDisallowed || v.Verification != identity.Verified {
+		t.Fatalf("verified: %v %v %v", v.Action, v.Reason, v.Verification)
+	}
+	if v := at(e, uaGoogle, "/page", googleIP); v.Reason == ReasonBanned {
+		t.Fatal("a verified crawler was banned")
+	}
+	if v := at(e, uaGoogle, "/no-robots/x", spoofIP); v.Reason != ReasonTrap {
+		t.Fatalf("spoofer: %v", v.Reason)
+	}
+}
+
+// ban_after: N robots.txt denials within the window ban; fewer, or spread
+// wider, do not.
+func TestBanAfter(t *testing.T) {
+	clk := newClock()
+	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
+		c.Traps = nil
+		c.BanAfter = &BanAfter{Denials: 3, Window: Duration(time.Minute)}
+	})
+	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
+	for i := range 2 {
+		at(e, bot, "/private/a", "203.0.113.1:1")
+		clk.Add(50 * time.Second) // two denials per minute at most
+		_ = i
+	}
+	at(e, bot, "/private/a", "203.0.113.1:1")
+	if v := at(e, bot, "/page", "203.0.113.1:1"); v.Reason == ReasonBanned {
+		t.Fatal("denials spread over more than the window banned")
+	}
+	for range 3 {
+		at(e, bot, "/private/b", "203.0.113.2:1")
+	}
+	if v := at(e, bot, "/page", "203.0.113.2:1"); v.Reason != ReasonBanned {
+		t.Fatalf("3 denials in a minute: %v", v.Reason)
+	}
+}
+
+// dry_run logs bans without enforcing them.
+func TestTrapDryRun(t *testing.T) {
+	clk := newClock()
+	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
+	v := at(e, uaChrome, "/no-robots/x", "198.51.100.7:1")
+	if v.Reason != ReasonTrap || v.Enforced() {
+		t.Fatalf("dry run trap: %v %v", v.Reason, v.Enforced())
+	}
+	if v := at(e, uaChrome, "/page", "198.51.100.7:1"); v.Reason == ReasonBanned {
+		t.Fatal("dry run banned")
+	}
+	if logs.FilterMessage("robots_guard: dry run: would ban for ignoring robots.txt").Len() != 1 {
+		t.Fatalf("logs %v", logs.All())
+	}
+}
+
+// The report after a scripted mix of traffic has the exact counts.
+func TestReportCounts(t *testing.T) {
+	clk := newClock()
+	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
+	for range 3 {
+		at(e, bot, "/private/x", "203.0.113.1:1") // line 3, group *
+	}
+	at(e, uaGoogle, "/no-robots/", "203.0.113.2:1") // a trap: banned (no verification: none)
+	at(e, uaGoogle, "/page", "203.0.113.2:1")       // banned
+	at(e, uaGoogle, "/page", "203.0.113.2:1")       // banned
+	at(e, uaGoogle, "/page", "203.0.113.3:1")       // allowed
+	at(e, uaGoogle, "/page", "203.0.113.3:1")       // throttled (Crawl-delay 1)
+	clk.Add(2 * time.Hour)                          // out of the last hour, in the last day
+	at(e, bot, "/private/y", "203.0.113.1:1")
+	r := e.Report()
+	if len(r.Sites) != 1 {
+		t.Fatalf("%+v", r)
+	}
+	s := r.Sites[0]
+	row := func(rows []ClientReport, client string) ClientReport {
+		for _, c := range rows {
+			if c.Client == client {
+				return c
+			}
+		}
+		return ClientReport{}
+	}
+	if h := row(s.LastHour, "203.0.113.1/32"); h.Denials != 1 || h.Group != "*" {
+		t.Fatalf("last hour, client 1: %+v (all %+v)", h, s.LastHour)
+	}
+	if len(s.LastHour) != 1 {
+		t.Fatalf("last hour: %+v", s.LastHour)
+	}
+	d1, d2, d3 := row(s.LastDay, "203.0.113.1/32"), row(s.LastDay, "203.0.113.2/32"), row(s.LastDay, "203.0.113.3/32")
+	if d1.Denials != 4 || d1.Error != 0 || d2.Traps != 1 || d2.Banned != 2 || d2.Group != "Googlebot" || d3.Throttles != 1 || d3.Denials != 0 {
+		t.Fatalf("last day: %+v %+v %+v", d1, d2, d3)
+	}
+	if len(s.Lines) != 1 || s.Lines[0].Line != 3 || s.Lines[0].Count != 4 || s.Lines[0].Rule != "Disallow: /private/" ||
+		len(s.Lines[0].Whom) != 1 || s.Lines[0].Whom[0].Group != "*" || s.Lines[0].Whom[0].Count != 4 {
+		t.Fatalf("lines: %+v", s.Lines)
+	}
+}
+
+// A flood of a million distinct addresses keeps the report at its bound.
+func TestReportFloodBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million decisions")
+	}
+	clk := newClock()
+	// No log sink: the test's observer would keep the sampled lines.
+	e, _ := trapEnforcer(t, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000
+	}
+	for i := range n {
+		at(e, bot, "/private/x", fmt.Sprintf("10.%d.%d.%d", byte(i>>16), byte(i>>8), byte(i)))
+		if i%1000 == 0 {
+			clk.Add(time.Second)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	rep := e.Report()
+	total := int64(0)
+	for _, c := range rep.Sites[0].LastDay {
+		total += c.Denials + c.Error
+	}
+	t.Logf("%d distinct addresses: heap +%d KB, %d rows in the last day, line count %d", n, grown/1024, len(rep.Sites[0].LastDay), rep.Sites[0].Lines[0].Count)
+	if grown > 4<<20 {
+		t.Fatalf("heap grew by %d MB", grown>>20)
+	}
+	if rep.Sites[0].Lines[0].Count != int64(n) {
+		t.Fatalf("line count %d", rep.Sites[0].Lines[0].Count)
+	}
+}
