@@ -49,6 +49,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    dry_run
 //	    log_query
 //	    trap <path-pattern...>
+//	    trap_grace <duration>
 //	    ban_for <duration>
 //	    ban_max <duration>
 //	    ban_after <denials> <window>
@@ -191,6 +192,11 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("trap: want at least one path pattern, e.g. /no-robots/")
 			}
 			g.Traps = append(g.Traps, args...)
+		case "trap_grace":
+			var d caddy.Duration
+			if err = dur(&d); err == nil {
+				g.TrapGrace = &d
+			}
 		case "ban_for":
 			err = dur(&g.BanFor)
 		case "ban_max":

@@ -114,6 +114,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"trap without path", "robots_guard {\n trap\n}", `trap: want at least one path pattern`},
 		{"trap not a path", "robots_guard {\n trap no-robots\n}", `traps[0]: "no-robots": a trap is a path pattern starting with '/'`},
 		{"trap everything", "robots_guard {\n trap /\n}", `would make every path a trap`},
+		{"trap_grace too long", "robots_guard {\n trap_grace 30d\n}", `trap_grace: must be between 0 and 168h`},
 		{"ban_after one value", "robots_guard {\n ban_after 20\n}", `ban_after: want <denials> <window>`},
 		{"ban_after too few", "robots_guard {\n ban_after 1 1m\n}", `ban_after: denials must be at least 2`},
 		{"ban_for over ban_max", "robots_guard {\n ban_for 48h\n}", `ban_for: must be at most ban_max (24h0m0s), got 48h0m0s`},
@@ -181,6 +182,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		verify
 		store redis redis://127.0.0.1:6379
 		trap /no-robots/
+		trap_grace 1h
 		ban_for 2h
 		ban_max 4h
 		ban_after 5 1m
@@ -194,8 +196,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 	json.Unmarshal(b, &mod)
 	b, _ = json.Marshal(g.Config())
 	json.Unmarshal(b, &cfg)
-	if len(mod) != 25 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 25 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	if len(mod) != 26 || len(cfg) != len(mod) {
+		t.Fatalf("module has %d set fields, middleware.Config %d; want 26 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
 	}
 	for k, v := range mod {
 		cv, ok := cfg[k]

@@ -140,6 +140,11 @@ type RobotsGuard struct {
 	// banned.
 	Traps []string `json:"traps,omitempty"`
 
+	// How long robots.txt must have disallowed a trap, without a break,
+	// before it arms (crawlers may keep robots.txt for 24 hours). Default
+	// 24h; 0 arms at once.
+	TrapGrace *caddy.Duration `json:"trap_grace,omitempty"`
+
 	// Length of a first ban (default 1h), doubling for repeat offenders up
 	// to ban_max (default 24h).
 	BanFor caddy.Duration `json:"ban_for,omitempty"`
@@ -201,6 +206,7 @@ func (g *RobotsGuard) Config() middleware.Config {
 		Verify:              g.Verify,
 		Store:               g.Store,
 		Traps:               g.Traps,
+		TrapGrace:           (*middleware.Duration)(g.TrapGrace),
 		BanFor:              middleware.Duration(g.BanFor),
 		BanMax:              middleware.Duration(g.BanMax),
 		BanAfter:            g.BanAfter,
@@ -518,12 +524,15 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	}
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	req := middleware.Request{
-		Scheme:    "http",
-		Host:      r.Host,
-		Port:      middleware.LocalPort(r),
-		Target:    target,
-		UserAgent: r.Header.Get("User-Agent"),
-		ClientIP:  clientIP,
+		Scheme:       "http",
+		Host:         r.Host,
+		Port:         middleware.LocalPort(r),
+		Target:       target,
+		UserAgent:    r.Header.Get("User-Agent"),
+		ClientIP:     clientIP,
+		Method:       r.Method,
+		SecFetchSite: r.Header.Get("Sec-Fetch-Site"),
+		SecFetchDest: r.Header.Get("Sec-Fetch-Dest"),
 	}
 	if r.TLS != nil {
 		req.Scheme = "https"

@@ -3,6 +3,8 @@ package integration_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +27,11 @@ func TestTrapsThroughCaddy(t *testing.T) {
 	loose := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FooBot\nAllow: /\n")
 	port, loosePort := freePort(t), freePort(t)
 	site := func(port int, upstream string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_grace 0\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
 	}
-	tc := load(t, proxies, site(port, up.addr())+site(loosePort, loose.addr()))
+	logFile := filepath.Join(t.TempDir(), "caddy.log")
+	tc := load(t, proxies+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}",
+		site(port, up.addr())+site(loosePort, loose.addr()))
 	xff := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
 	// Warm both sites' robots.txt with a bot request (browsers do not wait
 	// for the first fetch).
@@ -69,9 +73,14 @@ func TestTrapsThroughCaddy(t *testing.T) {
 		t.Fatalf("unban of a client not banned: %d", code)
 	}
 
-	// Not armed where FooBot may fetch it: nobody is banned.
+	// Not armed where FooBot may fetch it: nobody is banned, and Caddy's
+	// log says why.
 	get(t, tc, loosePort, "/no-robots/x", browserUA, xff("198.51.100.9")...).check(t, "unarmed trap, browser", 200, "page")
 	get(t, tc, loosePort, "/page", browserUA, xff("198.51.100.9")...).check(t, "after an unarmed trap", 200, "page")
+	logs, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(logs), "trap not armed") || !strings.Contains(string(logs), `"allowed_for":"FooBot"`) {
+		t.Errorf("no warning for the unarmed trap in Caddy's log:\n%s", logs)
+	}
 
 	// The report.
 	code, b := adminDo(t, "GET", "/robots_guard/report")

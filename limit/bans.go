@@ -31,6 +31,8 @@ type BanInfo struct {
 	Strikes int
 	// Reason says what triggered it, e.g. "trap /no-robots/".
 	Reason string
+
+	local bool // decided on this instance while the shared store was down
 }
 
 // Bans holds the clients banned for ignoring robots.txt. Implementations
@@ -100,20 +102,39 @@ func (b *MemoryBans) Ban(client [16]byte, now int64, base, max time.Duration, re
 	return *e
 }
 
+// banLocal is Ban for a ban this instance decides alone (the shared store
+// is down): a resync keeps it until it ends.
+func (b *MemoryBans) banLocal(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
+	in := b.Ban(client, now, base, max, reason)
+	b.mu.Lock()
+	if e, ok := b.m[client]; ok {
+		e.local = true
+	}
+	b.mu.Unlock()
+	return in
+}
+
+// Active reports whether any entry is held (a ban, or a finished one's
+// strikes); when none is, Until answers 0 without a lookup, and callers
+// may skip finding the client's key.
+func (b *MemoryBans) Active() bool { return b.active.Load() != 0 }
+
 // set records a ban decided elsewhere (a shared store).
 func (b *MemoryBans) set(in BanInfo) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.m[in.Client]; !ok && len(b.m) >= b.max {
-		b.evict(in.Until)
+		b.evict(time.Now().UnixNano())
 	}
 	e := in
 	b.m[in.Client] = &e
 	b.active.Store(int64(len(b.m)))
 }
 
-// replace sets the whole list (a resync from a shared store).
-func (b *MemoryBans) replace(list []BanInfo) {
+// replace sets the whole list (a resync from a shared store, longest
+// first), keeping the bans this instance decided alone while the store was
+// down until they end.
+func (b *MemoryBans) replace(list []BanInfo, now int64) {
 	m := make(map[[16]byte]*BanInfo, len(list))
 	for _, in := range list {
 		if len(m) >= b.max {
@@ -123,6 +144,11 @@ func (b *MemoryBans) replace(list []BanInfo) {
 		m[in.Client] = &e
 	}
 	b.mu.Lock()
+	for k, e := range b.m {
+		if _, ok := m[k]; !ok && e.local && e.Until > now && len(m) < b.max {
+			m[k] = e
+		}
+	}
 	b.m = m
 	b.active.Store(int64(len(m)))
 	b.mu.Unlock()

@@ -22,11 +22,12 @@ const resyncEvery = 10 * time.Second
 // the ban; the strikes key outlives it by StrikeMemory; the sorted set
 // lists the bans by end time; a message tells the other instances.
 // KEYS: ban, strikes, set. ARGV: base ms, max ms, memory ms, client hex,
-// reason, channel, (tests) now ms. Returns {until ms, strikes, new}.
+// reason, channel, max bans kept, (tests) now ms. Returns {until ms,
+// strikes, new}.
 var banScript = redis.NewScript(`
 local now
-if ARGV[7] then
-  now = tonumber(ARGV[7])
+if ARGV[8] then
+  now = tonumber(ARGV[8])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -51,6 +52,7 @@ redis.call('PEXPIRE', KEYS[2], len + tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], string.format('%d %d %s', untilMs, strikes, ARGV[5]), 'PX', len)
 redis.call('ZADD', KEYS[3], untilMs, ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[7]) + 1))
 redis.call('PUBLISH', ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
 return {untilMs, strikes, 1}
 `)
@@ -65,6 +67,7 @@ return {untilMs, strikes, 1}
 // or late.
 type RedisBans struct {
 	r      *Redis
+	max    int
 	mirror *MemoryBans
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -74,7 +77,10 @@ type RedisBans struct {
 // bans locally, and starts following the other instances' bans. Close
 // stops that.
 func (r *Redis) NewBans(max int) *RedisBans {
-	b := &RedisBans{r: r, mirror: NewMemoryBans(max)}
+	if max <= 0 {
+		max = DefaultMaxBans
+	}
+	b := &RedisBans{r: r, max: max, mirror: NewMemoryBans(max)}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(1)
@@ -98,7 +104,7 @@ func (b *RedisBans) Close() error {
 func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
 	hexc := hex.EncodeToString(client[:])
 	reason = strings.ReplaceAll(reason, "\n", " ")
-	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel()}
+	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max}
 	if b.r.cfg.clientClock {
 		args = append(args, now/int64(time.Millisecond))
 	}
@@ -109,7 +115,7 @@ func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, rea
 		err = fmt.Errorf("unexpected script answer %v", res)
 	}
 	if err != nil {
-		in := b.mirror.Ban(client, now, base, max, reason)
+		in := b.mirror.banLocal(client, now, base, max, reason)
 		b.r.log.Warn("robots_guard: store: ban not shared (kept on this instance only)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
 		return in
@@ -121,6 +127,9 @@ func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, rea
 
 // Until implements Bans, from the local mirror.
 func (b *RedisBans) Until(client [16]byte, now int64) int64 { return b.mirror.Until(client, now) }
+
+// Active reports whether the mirror holds any entry (see MemoryBans.Active).
+func (b *RedisBans) Active() bool { return b.mirror.Active() }
 
 // Unban implements Bans, on every instance.
 func (b *RedisBans) Unban(client [16]byte) bool {
@@ -153,8 +162,9 @@ func (b *RedisBans) List(now int64) []BanInfo {
 
 // load reads the bans in force from the store.
 func (b *RedisBans) load(ctx context.Context, now int64) ([]BanInfo, error) {
-	members, err := b.r.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: b.setKey(), ByScore: true,
-		Start: strconv.FormatInt(now/int64(time.Millisecond), 10), Stop: "+inf"}).Result()
+	// Longest first, at most max: the bans a full mirror keeps.
+	members, err := b.r.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: b.setKey(), ByScore: true, Rev: true,
+		Start: "+inf", Stop: strconv.FormatInt(now/int64(time.Millisecond), 10), Count: int64(b.max)}).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +229,9 @@ func (b *RedisBans) follow(ctx context.Context) {
 	resync := func() {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if list, err := b.load(c, time.Now().UnixNano()); err == nil {
-			b.mirror.replace(list)
+		now := time.Now().UnixNano()
+		if list, err := b.load(c, now); err == nil {
+			b.mirror.replace(list, now)
 		}
 	}
 	resync()

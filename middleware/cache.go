@@ -104,9 +104,13 @@ type siteEntry struct {
 	origin     atomic.Pointer[originRef] // the first Origin seen, for Enforcer.Refresh
 	class      string                    // what the last fetch meant for bots, for logging changes; fetches only
 	rulesSeen  *policy.Robots            // the copy onRules last saw; fetches only
-	failed     atomic.Bool               // the last fetch found robots.txt unreachable
-	firstFetch bool                      // a token was spent for its first fetch; guarded by siteCache.newMu
-	charged    *siteState                // the state whose compiled file this entry is counted for; guarded by siteCache.compiledMu
+	// trapSince holds, per trap of Config.Traps, since when (Unix ns) the
+	// site's copies have armed it without a break; 0 when the current one
+	// does not. Written by fetches (onRules), read by requests.
+	trapSince  atomic.Pointer[[]atomic.Int64]
+	failed     atomic.Bool // the last fetch found robots.txt unreachable
+	firstFetch bool        // a token was spent for its first fetch; guarded by siteCache.newMu
+	charged    *siteState  // the state whose compiled file this entry is counted for; guarded by siteCache.compiledMu
 	timerMu    sync.Mutex
 	timer      *time.Timer // marks the entry stale when a refresh is due (real clock only)
 }
@@ -143,7 +147,7 @@ type siteCache struct {
 
 	// onRules is called once for each new copy of a site's robots.txt
 	// (the Enforcer checks its traps against it); nil for none.
-	onRules func(site string, r *policy.Robots)
+	onRules func(e *siteEntry, r *policy.Robots)
 
 	// Compiled robots.txt files by the SHA-256 of their body, held
 	// weakly: sites that serve the same file (a catch-all server reached
@@ -730,7 +734,7 @@ func (c *siteCache) unreachableMeans(kept bool) string {
 func (c *siteCache) reportState(e *siteEntry, st *siteState) {
 	if c.onRules != nil && e.rulesSeen != st.robots && !st.unreachable {
 		e.rulesSeen = st.robots
-		c.onRules(e.site, st.robots)
+		c.onRules(e, st.robots)
 	}
 	site := zap.String("site", e.site)
 	switch {

@@ -173,6 +173,15 @@ type Config struct {
 	// Verified crawlers are never banned. Default: none.
 	Traps []string `json:"traps,omitempty"`
 
+	// TrapGrace is how long the site's robots.txt must have disallowed a
+	// trap, without a break, before the trap arms: crawlers may keep a
+	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
+	// the file before the Disallow was added may follow the new link in
+	// good faith. The clock starts at the first copy the guard sees that
+	// arms the trap, so after a restart traps arm again after TrapGrace.
+	// Default 24h (nil); 0 arms at once (for a Disallow added long ago).
+	TrapGrace *Duration `json:"trap_grace,omitempty"`
+
 	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
 	// key) is refused everything but /robots.txt after a trap hit or
 	// BanAfter: 403 with a body that says why and until when. It doubles
@@ -339,9 +348,10 @@ type BanAfter struct {
 
 // Defaults and bounds of bans.
 const (
-	DefaultBanFor = time.Hour
-	DefaultBanMax = 24 * time.Hour
-	MaxBanMax     = 30 * 24 * time.Hour
+	DefaultTrapGrace = 24 * time.Hour
+	DefaultBanFor    = time.Hour
+	DefaultBanMax    = 24 * time.Hour
+	MaxBanMax        = 30 * 24 * time.Hour
 )
 
 // checkTrap checks the form of a trap pattern.
@@ -544,6 +554,13 @@ func (c Config) withDefaults() (Config, error) {
 		if err := checkTrap(p); err != nil {
 			return c, errf(fmt.Sprintf("traps[%d]", i), "%v", err)
 		}
+	}
+	switch g := c.TrapGrace; {
+	case g == nil:
+		d := Duration(DefaultTrapGrace)
+		c.TrapGrace = &d
+	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
+		return c, errf("trap_grace", "must be between 0 and 168h, got %s", time.Duration(*g))
 	}
 	switch d := time.Duration(c.BanMax); {
 	case d == 0:

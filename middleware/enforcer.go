@@ -321,15 +321,6 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	}
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
 	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
-	var client [16]byte
-	if e.bans != nil {
-		client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
-		if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
-			v.Bot, v.Group = bot || agent.Specific(), agent.Group()
-			v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
-			return v
-		}
-	}
 	var ver identity.Result
 	if claims := info.claims | groupClaims; claims != 0 {
 		ver = e.verify(ctx, claims, req.ClientIP, tr)
@@ -348,14 +339,28 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 		}
 		bot = true
 	}
-	if e.traps != nil && targetOK && !st.unreachable && ver.Verdict != identity.Verified {
-		if p, ok := e.traps.hit(target); ok {
-			if armed, _ := trapArmed(st.robots, agentsOf(st), target); armed {
-				v.Bot = bot || agent.Specific()
-				v.Group = agent.Group()
-				v.Action, v.Reason = Deny, ReasonTrap
-				v.BanUntil = e.ban(client, tr, "trap "+p)
+	// Bans, and traps that ban: never for a verified crawler.
+	var client [16]byte
+	if e.bans != nil && ver.Verdict != identity.Verified {
+		if a, ok := e.bans.(interface{ Active() bool }); !ok || a.Active() {
+			client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+			if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
+				v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+				v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
 				return v
+			}
+		}
+		if e.traps != nil && targetOK && !st.unreachable {
+			if i, ok := e.traps.hit(target); ok && e.trapReady(ent, i) && navigation(req) {
+				if armed, _ := trapArmed(st.robots, agentsOf(st), target); armed {
+					if client == ([16]byte{}) {
+						client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+					}
+					v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+					v.Action, v.Reason = Deny, ReasonTrap
+					v.BanUntil = e.ban(client, tr, "trap "+e.traps.patterns[i])
+					return v
+				}
 			}
 		}
 	}
@@ -388,7 +393,7 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
-		e.countDenial(&v, client, tr)
+		e.countDenial(&v, client, req.ClientIP, tr)
 		return v
 	}
 	for _, view := range [...]func(string, string) (string, bool){decodedTarget, decodedTargetKeepBackslash} {
@@ -398,7 +403,6 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 				if tr != nil {
 					tr.d = d2
 				}
-				e.countDenial(&v, client, tr)
 				return v
 			}
 		}
@@ -424,8 +428,11 @@ func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
 // returns when the ban ends; in dry run, when it would end.
 func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 	now := e.now().UnixNano()
-	if client == ([16]byte{}) || tr != nil {
+	if tr != nil {
 		return now + int64(e.cfg.BanFor)
+	}
+	if client == ([16]byte{}) {
+		return 0 // no address to ban: the trap request is refused, no more
 	}
 	b := limit.BanInfo{Until: now + int64(e.cfg.BanFor), Strikes: 1}
 	msg := "robots_guard: dry run: would ban for ignoring robots.txt"
@@ -441,11 +448,17 @@ func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 	return b.Until
 }
 
-// countDenial counts a robots.txt denial for ban_after, and bans the
-// client when it reaches the count (a verified crawler never).
-func (e *Enforcer) countDenial(v *Verdict, client [16]byte, tr *trace) {
-	if e.banAfter == nil || tr != nil || client == ([16]byte{}) || v.Verification == identity.Verified {
+// countDenial counts a robots.txt denial (in the RFC 9309 view only: the
+// decoded view can refuse what an RFC crawler may fetch) for ban_after, and
+// bans the client when it reaches the count (a verified crawler never).
+func (e *Enforcer) countDenial(v *Verdict, client [16]byte, clientIP string, tr *trace) {
+	if e.banAfter == nil || tr != nil || v.Verification == identity.Verified {
 		return
+	}
+	if client == ([16]byte{}) {
+		if client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix); client == ([16]byte{}) {
+			return
+		}
 	}
 	if e.banAfter.add(client, e.now().UnixNano()) {
 		e.ban(client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
@@ -634,13 +647,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		target = r.URL.RequestURI()
 	}
 	v := e.Decide(r.Context(), Request{
-		Scheme:    scheme,
-		Host:      r.Host,
-		Port:      LocalPort(r),
-		Target:    target,
-		UserAgent: userAgent(r.Header),
-		ClientIP:  e.clientIP(r),
-		Origin:    h.next,
+		Scheme:       scheme,
+		Host:         r.Host,
+		Port:         LocalPort(r),
+		Target:       target,
+		UserAgent:    userAgent(r.Header),
+		ClientIP:     e.clientIP(r),
+		Origin:       h.next,
+		Method:       r.Method,
+		SecFetchSite: headerValue(r.Header, "Sec-Fetch-Site"),
+		SecFetchDest: headerValue(r.Header, "Sec-Fetch-Dest"),
 	})
 	switch {
 	case !v.Enforced():
@@ -679,6 +695,15 @@ func LocalPort(r *http.Request) int {
 // the map is read directly.
 func userAgent(h http.Header) string {
 	if v := h["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// headerValue returns the first value of the canonical header key without
+// allocating.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
 		return v[0]
 	}
 	return ""

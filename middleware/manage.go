@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -322,6 +324,17 @@ func (e *Enforcer) Adopt(from *Enforcer) int {
 		}
 		ent := e.sites.entry(old.key)
 		if ent.state.Load() == nil {
+			if e.traps != nil && from.traps != nil && slices.Equal(e.traps.patterns, from.traps.patterns) {
+				// Same traps: their grace clocks carry over, as the copies do.
+				if since := old.trapSince.Load(); since != nil {
+					cp := make([]atomic.Int64, len(*since))
+					for i := range *since {
+						cp[i].Store((*since)[i].Load())
+					}
+					ent.trapSince.Store(&cp)
+					ent.rulesSeen = st.robots
+				}
+			}
 			e.sites.setState(ent, st)
 			ent.checked.Store(old.checked.Load())
 			e.sites.setDue(ent, now, e.sites.refresh)

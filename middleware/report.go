@@ -87,6 +87,13 @@ type bucket struct {
 	clients spaceSaving[reportKey]
 }
 
+// lineKey is a robots.txt line: its number and pattern, so that an edited
+// file's counts do not merge with the old file's under one number.
+type lineKey struct {
+	line    int
+	pattern string
+}
+
 // lineStat counts the denials of one robots.txt line.
 type lineStat struct {
 	text  string
@@ -104,7 +111,7 @@ type siteReport struct {
 	mu      sync.Mutex
 	minutes [reportMinutes]bucket
 	hours   [reportHours]bucket
-	lines   map[int]*lineStat
+	lines   map[lineKey]*lineStat
 	other   int64 // denials of lines over reportLines
 }
 
@@ -144,7 +151,7 @@ func (r *reporter) record(req Request, v Verdict) {
 	if !ok {
 		r.mu.Lock()
 		if sr, ok = r.sites.Get(v.Site); !ok {
-			sr = &siteReport{lines: make(map[int]*lineStat)}
+			sr = &siteReport{lines: make(map[lineKey]*lineStat)}
 			r.sites.Add(v.Site, sr)
 		}
 		r.mu.Unlock()
@@ -164,14 +171,15 @@ func (r *reporter) record(req Request, v Verdict) {
 	}
 	hb.clients.add(k, kind)
 	if v.Rule != nil && v.Action == Deny {
-		ls, ok := sr.lines[v.Rule.Line]
+		lk := lineKey{v.Rule.Line, v.Rule.Pattern}
+		ls, ok := sr.lines[lk]
 		if !ok {
 			if len(sr.lines) >= reportLines {
 				sr.other++
 				return
 			}
 			ls = &lineStat{text: v.Rule.String(), whom: newSpaceSaving[whomKey](reportWhom)}
-			sr.lines[v.Rule.Line] = ls
+			sr.lines[lk] = ls
 		}
 		ls.count++
 		ls.whom.add(whomKey{v.Group, v.Verification}, func(c *reportCounts) { c.denials++ })
@@ -243,10 +251,10 @@ func (r *reporter) report() Report {
 			LastHour: r.merge(sr.minutes[:], now-int64(time.Hour)),
 			LastDay:  r.merge(sr.hours[:], now-int64(24*time.Hour)),
 		}
-		for line, ls := range sr.lines {
-			lr := LineReport{Line: line, Rule: ls.text, Count: ls.count}
+		for lk, ls := range sr.lines {
+			lr := LineReport{Line: lk.line, Rule: ls.text, Count: ls.count}
 			for k, c := range ls.whom.m {
-				lr.Whom = append(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.denials})
+				lr.Whom = append(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.denials - c.err})
 			}
 			slices.SortFunc(lr.Whom, func(a, b WhomCount) int { return int(b.Count - a.Count) })
 			rep.Lines = append(rep.Lines, lr)

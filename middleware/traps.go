@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,13 +34,14 @@ func newTrapSet(patterns []string) *trapSet {
 	return &trapSet{patterns: patterns, match: policy.Parse([]byte(b.String()))}
 }
 
-// hit returns the trap pattern target matches, if any.
-func (t *trapSet) hit(target string) (string, bool) {
+// hit returns the index of the trap target matches, if any: trap i is
+// on line i+2 of the compiled file.
+func (t *trapSet) hit(target string) (int, bool) {
 	d := t.match.Decide("", target)
 	if d.Allowed || d.Rule == nil {
-		return "", false
+		return 0, false
 	}
-	return d.Rule.Pattern, true
+	return d.Rule.Line - 2, true
 }
 
 // agentsOf returns the group tokens of st's robots.txt, "*" included when
@@ -82,30 +84,69 @@ func trapArmed(r *policy.Robots, agents []string, target string) (armed bool, by
 }
 
 // trapPath is a path a trap pattern covers, for the check of a new copy:
-// the pattern up to its first wildcard, without a final '$'.
+// each '*' stands for "x", and a final '$' is dropped.
 func trapPath(p string) string {
-	if i := strings.IndexByte(p, '*'); i >= 0 {
-		p = p[:i]
-	}
-	p = strings.TrimSuffix(p, "$")
-	if p == "" {
-		p = "/"
+	p = strings.ReplaceAll(strings.TrimSuffix(p, "$"), "*", "x")
+	if p == "" || p[0] != '/' {
+		p = "/" + p
 	}
 	return p
 }
 
-// checkTraps logs each trap that a new copy of site's robots.txt does not
-// arm, with the group that allows it; traps are checked again for each
-// request, so this is the operator's early warning.
-func (e *Enforcer) checkTraps(site string, r *policy.Robots) {
-	st := &siteState{robots: r}
-	agents := agentsOf(st)
-	for _, p := range e.traps.patterns {
-		if ok, by := trapArmed(r, agents, trapPath(p)); !ok {
+// checkTraps runs for each new copy of a site's robots.txt: it logs each
+// trap the copy does not arm, with the group that allows it, and keeps
+// since when the copies have armed each trap without a break (the clock
+// of Config.TrapGrace). Requests check the trap against the copy again.
+func (e *Enforcer) checkTraps(ent *siteEntry, r *policy.Robots) {
+	since := ent.trapSince.Load()
+	if since == nil {
+		s := make([]atomic.Int64, len(e.traps.patterns))
+		since = &s
+		ent.trapSince.Store(since)
+	}
+	now := e.now().UnixNano()
+	agents := agentsOf(&siteState{robots: r})
+	for i, p := range e.traps.patterns {
+		ok, by := trapArmed(r, agents, trapPath(p))
+		switch {
+		case !ok:
+			(*since)[i].Store(0)
 			e.log.Warn("robots_guard: trap not armed: robots.txt does not disallow it for every bot, so it could catch a compliant crawler",
-				zap.String("site", site), zap.String("trap", p), zap.String("allowed_for", by))
+				zap.String("site", ent.site), zap.String("trap", p), zap.String("allowed_for", by))
+		case (*since)[i].Load() == 0:
+			(*since)[i].Store(now)
 		}
 	}
+}
+
+// trapReady reports whether trap i of ent has been armed, by every copy
+// since, for at least Config.TrapGrace.
+func (e *Enforcer) trapReady(ent *siteEntry, i int) bool {
+	since := ent.trapSince.Load()
+	if since == nil || i < 0 || i >= len(*since) {
+		return false
+	}
+	t := (*since)[i].Load()
+	return t != 0 && e.now().UnixNano()-t >= int64(*e.cfg.TrapGrace)
+}
+
+// navigation reports whether req may be a crawler's own fetch of a page:
+// GET or HEAD, and, when the client sends fetch metadata (browsers do), a
+// document fetched from this site or from no page at all. A browser made to
+// load the trap by someone else's page (an <img>, a cross-site link or
+// form) is not banned for it.
+func navigation(req Request) bool {
+	switch req.Method {
+	case "", "GET", "HEAD":
+	default:
+		return false
+	}
+	switch req.SecFetchDest {
+	case "", "document":
+	default:
+		return false
+	}
+	return req.SecFetchSite != "cross-site" && req.SecFetchSite != "same-site"
 }
 
 // denialCounter counts robots.txt denials per client within a window
@@ -132,13 +173,18 @@ func (c *denialCounter) add(client [16]byte, now int64) bool {
 	d, ok := c.m[client]
 	if !ok || now-d.start > c.window {
 		if !ok && len(c.m) >= c.max {
+			// Make room for a tenth at once: windows that are over
+			// first, then arbitrary ones.
 			for k, v := range c.m {
-				if now-v.start > c.window || len(c.m) >= c.max {
+				if now-v.start > c.window {
 					delete(c.m, k)
 				}
+			}
+			for k := range c.m {
 				if len(c.m) < c.max*9/10 {
 					break
 				}
+				delete(c.m, k)
 			}
 		}
 		d = denials{start: now}

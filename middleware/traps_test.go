@@ -27,7 +27,8 @@ Crawl-delay: 1
 func trapEnforcer(t testing.TB, robots string, clk *clock, mod func(*Config), opts ...Option) (*Enforcer, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
-	cfg := Config{Traps: []string{"/no-robots/"}, BanFor: Duration(time.Hour), BanMax: Duration(2 * time.Hour)}
+	zero := Duration(0)
+	cfg := Config{Traps: []string{"/no-robots/"}, BanFor: Duration(time.Hour), BanMax: Duration(2 * time.Hour), TrapGrace: &zero}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -284,5 +285,62 @@ func TestReportFloodBound(t *testing.T) {
 	}
 	if rep.Sites[0].Lines[0].Count != int64(n) {
 		t.Fatalf("line count %d", rep.Sites[0].Lines[0].Count)
+	}
+}
+
+// A trap arms only after the site's robots.txt has disallowed it for
+// trap_grace without a break (crawlers may hold a copy for 24 h); a copy
+// that does not arm it restarts the clock. Browsers made to load it by
+// another page (fetch metadata) are not banned.
+func TestTrapGraceAndFetchMetadata(t *testing.T) {
+	clk := newClock()
+	src := newEditableSite(trapRobots)
+	e := mustNew(t, Config{Traps: []string{"/no-robots/"}, Refresh: Duration(time.Minute)}, WithClock(clk.Now))
+	defer e.Close()
+	at := func(e *Enforcer, ua, target, ip string) Verdict {
+		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})
+	}
+	at(e, "WarmupBot/1.0", "/", "192.0.2.250:1")
+	if v := at(e, uaChrome, "/no-robots/x", "198.51.100.1:1"); v.Reason == ReasonTrap {
+		t.Fatal("armed before the grace")
+	}
+	clk.Add(24 * time.Hour)
+	refresh := func() { e.Invalidate(""); at(e, "WarmupBot/1.0", "/", "192.0.2.250:1") }
+	refresh() // same copy (304): the clock runs on
+	if v := at(e, uaChrome, "/no-robots/x", "198.51.100.2:1"); v.Reason != ReasonTrap {
+		t.Fatalf("after 24 h: %v", v.Reason)
+	}
+	// The Disallow goes away for a while: the clock starts again.
+	src.set("User-agent: *\nDisallow: /private/\n")
+	clk.Add(2 * time.Minute)
+	refresh()
+	src.set(trapRobots)
+	clk.Add(2 * time.Minute)
+	refresh()
+	if v := at(e, uaChrome, "/no-robots/x", "198.51.100.3:1"); v.Reason == ReasonTrap {
+		t.Fatal("armed right after the Disallow came back")
+	}
+	clk.Add(24 * time.Hour)
+	refresh()
+	for _, tc := range []struct {
+		method, site, dest string
+		ban                bool
+	}{
+		{"GET", "", "", true},                    // a scraper: no fetch metadata
+		{"GET", "none", "document", true},        // typed or scripted navigation
+		{"GET", "same-origin", "document", true}, // the hidden link followed
+		{"GET", "cross-site", "document", false}, // a link on someone else's page
+		{"GET", "same-site", "document", false},
+		{"GET", "cross-site", "image", false}, // <img src=/no-robots/> elsewhere
+		{"GET", "same-origin", "image", false},
+		{"POST", "", "", false},
+	} {
+		ip := fmt.Sprintf("198.51.100.%d:1", 50+len(tc.site)+len(tc.dest)+len(tc.method))
+		v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/no-robots/x", UserAgent: uaChrome, ClientIP: ip,
+			Method: tc.method, SecFetchSite: tc.site, SecFetchDest: tc.dest, Origin: src})
+		if got := v.Reason == ReasonTrap; got != tc.ban {
+			t.Errorf("%+v: trap %v, want %v", tc, got, tc.ban)
+		}
+		e.Unban(ip[:strings.IndexByte(ip, ':')])
 	}
 }

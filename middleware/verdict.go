@@ -34,9 +34,18 @@ type Request struct {
 	// UserAgent is the User-Agent header.
 	UserAgent string
 	// ClientIP is the client's address, "ip" or "ip:port", as resolved by a
-	// trusted-proxy aware layer. It is parsed only when a Crawl-delay
-	// applies.
+	// trusted-proxy aware layer. It is parsed when a Crawl-delay applies,
+	// a claim is verified, or bans are in use.
 	ClientIP string
+	// Method is the request method; "" means GET. Only GET and HEAD
+	// requests can spring a trap.
+	Method string
+	// SecFetchSite and SecFetchDest are the request's Sec-Fetch-Site and
+	// Sec-Fetch-Dest headers. A browser that fetches a trap as a
+	// sub-resource (an <img> someone put on a page) or from another site
+	// says so in them, and is not banned for it: only a document fetch
+	// from the site itself, or from no page at all, is.
+	SecFetchSite, SecFetchDest string
 	// Origin is the handler that serves the site. The default robots.txt
 	// source sends it a virtual GET /robots.txt. It may be nil when another
 	// source is configured.
@@ -232,7 +241,11 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
 		case ReasonTrap, ReasonBanned:
 			if v.Reason == ReasonTrap {
-				b = append(b, "Disallowed: robots.txt disallows this path for every bot. "...)
+				b = append(b, "Disallowed: robots.txt disallows this path for every bot"...)
+				if v.BanUntil == 0 {
+					return b
+				}
+				b = append(b, ". "...)
 			}
 			b = append(b, "This address is banned until "...)
 			b = time.Unix(0, v.BanUntil).UTC().AppendFormat(b, time.RFC3339)
