@@ -283,7 +283,12 @@ const MaxUserAgent = 1024
 // the decoded view, and either one disallowing it denies it; an allowed path
 // is then subject to the group's Crawl-delay.
 func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
-	return e.done(req, e.decide(ctx, req, nil))
+	// Pointers: Request and Verdict are copied once, not at every call.
+	v := e.decide(ctx, &req, nil)
+	if v.Action != Allow || e.obs != nil {
+		e.done(&req, &v)
+	}
+	return v
 }
 
 // trace collects what Explain shows beside the verdict. When it is given,
@@ -297,7 +302,7 @@ type trace struct {
 	verify  *identity.Explanation
 }
 
-func (e *Enforcer) decide(ctx context.Context, req Request, tr *trace) Verdict {
+func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if ctx.Value(internalKey{}) != nil {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
@@ -570,12 +575,12 @@ func isRobotsTxt(target string) bool {
 }
 
 // done reports a verdict to the observer and the log, and returns it.
-func (e *Enforcer) done(req Request, v Verdict) Verdict {
+func (e *Enforcer) done(req *Request, v *Verdict) {
 	if e.obs != nil {
-		e.obs.ObserveDecision(v)
+		e.obs.ObserveDecision(*v)
 	}
 	if v.Action == Allow {
-		return v
+		return
 	}
 	e.report.record(req, v)
 	msg := "robots_guard: denied"
@@ -607,7 +612,6 @@ func (e *Enforcer) done(req Request, v Verdict) Verdict {
 			zap.Bool("dry_run", v.DryRun),
 		)
 	}
-	return v
 }
 
 // logTarget is the target as denial lines show it: without its query
@@ -646,18 +650,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if target == "" {
 		target = r.URL.RequestURI()
 	}
-	v := e.Decide(r.Context(), Request{
-		Scheme:       scheme,
-		Host:         r.Host,
-		Port:         LocalPort(r),
-		Target:       target,
-		UserAgent:    userAgent(r.Header),
-		ClientIP:     e.clientIP(r),
-		Origin:       h.next,
-		Method:       r.Method,
-		SecFetchSite: headerValue(r.Header, "Sec-Fetch-Site"),
-		SecFetchDest: headerValue(r.Header, "Sec-Fetch-Dest"),
-	})
+	req := Request{
+		Scheme:    scheme,
+		Host:      r.Host,
+		Port:      LocalPort(r),
+		Target:    target,
+		UserAgent: userAgent(r.Header),
+		ClientIP:  e.clientIP(r),
+		Origin:    h.next,
+		Method:    r.Method,
+	}
+	if e.traps != nil { // only traps read fetch metadata
+		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
+		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
+	}
+	v := e.Decide(r.Context(), req)
 	switch {
 	case !v.Enforced():
 		h.next.ServeHTTP(w, r)

@@ -274,7 +274,7 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 		req.ClientIP = "0.0.0.0"
 		tr.noIP = true
 	}
-	v := e.decide(ctx, req, &tr)
+	v := e.decide(ctx, &req, &tr)
 	x := Explanation{
 		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
 		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group,

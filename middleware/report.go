@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -108,6 +109,7 @@ type whomKey struct {
 
 // siteReport is the report of one site.
 type siteReport struct {
+	site    string
 	mu      sync.Mutex
 	minutes [reportMinutes]bucket
 	hours   [reportHours]bucket
@@ -115,8 +117,31 @@ type siteReport struct {
 	other   int64 // denials of lines over reportLines
 }
 
+// fold adds a five-minute bucket that leaves the ring to the hourly bucket
+// of its start.
+func (sr *siteReport) fold(mb *bucket) {
+	if mb.clients.m == nil {
+		return
+	}
+	hs := mb.start - mb.start%int64(time.Hour)
+	hb := &sr.hours[(hs/int64(time.Hour))%reportHours]
+	if hb.start != hs {
+		*hb = bucket{start: hs, clients: newSpaceSaving[reportKey](reportClients)}
+	}
+	for k, c := range mb.clients.m {
+		hb.clients.add(k, func(t *reportCounts) {
+			t.denials += c.denials
+			t.throttles += c.throttles
+			t.traps += c.traps
+			t.banned += c.banned
+			t.err += c.err
+		})
+	}
+}
+
 // reporter keeps the violations report of an Enforcer.
 type reporter struct {
+	last      atomic.Pointer[siteReport] // the site of the latest record: most servers serve one
 	sites     *lru.Cache[string, *siteReport]
 	mu        sync.Mutex // serialises site creation
 	v4, v6    int
@@ -130,7 +155,7 @@ func newReporter(v4, v6 int, now func() time.Time) *reporter {
 }
 
 // record counts one stopped request.
-func (r *reporter) record(req Request, v Verdict) {
+func (r *reporter) record(req *Request, v *Verdict) {
 	if v.Site == "" {
 		return
 	}
@@ -147,29 +172,31 @@ func (r *reporter) record(req Request, v Verdict) {
 	default:
 		return
 	}
-	sr, ok := r.sites.Get(v.Site)
-	if !ok {
-		r.mu.Lock()
+	sr := r.last.Load()
+	if sr == nil || sr.site != v.Site {
+		var ok bool
 		if sr, ok = r.sites.Get(v.Site); !ok {
-			sr = &siteReport{lines: make(map[lineKey]*lineStat)}
-			r.sites.Add(v.Site, sr)
+			r.mu.Lock()
+			if sr, ok = r.sites.Get(v.Site); !ok {
+				sr = &siteReport{site: v.Site, lines: make(map[lineKey]*lineStat)}
+				r.sites.Add(v.Site, sr)
+			}
+			r.mu.Unlock()
 		}
-		r.mu.Unlock()
+		r.last.Store(sr)
 	}
 	k := reportKey{client: ipKey(req.ClientIP, r.v4, r.v6), group: v.Group, verification: v.Verification}
 	now := r.now().UnixNano()
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
+	// One bucket per record: a five-minute bucket is folded into the
+	// hourly bucket of its start when its slot is reused.
 	mb := &sr.minutes[(now/int64(5*time.Minute))%reportMinutes]
 	if start := now - now%int64(5*time.Minute); mb.start != start {
+		sr.fold(mb)
 		*mb = bucket{start: start, clients: newSpaceSaving[reportKey](reportClients)}
 	}
 	mb.clients.add(k, kind)
-	hb := &sr.hours[(now/int64(time.Hour))%reportHours]
-	if start := now - now%int64(time.Hour); hb.start != start {
-		*hb = bucket{start: start, clients: newSpaceSaving[reportKey](reportClients)}
-	}
-	hb.clients.add(k, kind)
 	if v.Rule != nil && v.Action == Deny {
 		lk := lineKey{v.Rule.Line, v.Rule.Pattern}
 		ls, ok := sr.lines[lk]
@@ -247,9 +274,12 @@ func (r *reporter) report() Report {
 			continue
 		}
 		sr.mu.Lock()
+		// The last day: the hourly buckets (folded five-minute ones) and
+		// the five-minute buckets not folded yet.
+		day := append(append([]bucket(nil), sr.hours[:]...), sr.minutes[:]...)
 		rep := SiteReport{Site: site,
-			LastHour: r.merge(sr.minutes[:], now-int64(time.Hour)),
-			LastDay:  r.merge(sr.hours[:], now-int64(24*time.Hour)),
+			LastHour: r.merge(sr.minutes[:], now-int64(time.Hour), int64(5*time.Minute)),
+			LastDay:  r.merge(day, now-int64(24*time.Hour), 0),
 		}
 		for lk, ls := range sr.lines {
 			lr := LineReport{Line: lk.line, Rule: ls.text, Count: ls.count}
@@ -285,11 +315,18 @@ func (r *reporter) report() Report {
 
 // merge sums the buckets that started after since and returns the top
 // rows.
-func (r *reporter) merge(bs []bucket, since int64) []ClientReport {
+func (r *reporter) merge(bs []bucket, since, length int64) []ClientReport {
 	sum := map[reportKey]*reportCounts{}
 	for i := range bs {
 		b := &bs[i]
-		if b.clients.m == nil || b.start+bucketLen(len(bs)) <= since {
+		l := length
+		if l == 0 {
+			l = int64(5 * time.Minute)
+			if i < reportHours {
+				l = int64(time.Hour)
+			}
+		}
+		if b.clients.m == nil || b.start+l <= since {
 			continue
 		}
 		for k, c := range b.clients.m {
@@ -326,14 +363,6 @@ func (r *reporter) merge(bs []bucket, since int64) []ClientReport {
 		rows = rows[:reportTop]
 	}
 	return rows
-}
-
-// bucketLen is the length of the buckets of a ring of n.
-func bucketLen(n int) int64 {
-	if n == reportMinutes {
-		return int64(5 * time.Minute)
-	}
-	return int64(time.Hour)
 }
 
 // prefixString writes a limiter client key as a prefix, "203.0.113.7/32"

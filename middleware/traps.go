@@ -20,6 +20,10 @@ import (
 type trapSet struct {
 	patterns []string
 	match    *policy.Robots
+	// prefixes are the patterns' literal starts (up to a wildcard); a
+	// target that starts with none of them is no trap, which spares
+	// every other request the match. nil when a pattern starts with '*'.
+	prefixes []string
 }
 
 func newTrapSet(patterns []string) *trapSet {
@@ -31,12 +35,43 @@ func newTrapSet(patterns []string) *trapSet {
 	for _, p := range patterns {
 		b.WriteString("Disallow: " + p + "\n")
 	}
-	return &trapSet{patterns: patterns, match: policy.Parse([]byte(b.String()))}
+	t := &trapSet{patterns: patterns, match: policy.Parse([]byte(b.String()))}
+	for _, p := range patterns {
+		lit := p
+		if i := strings.IndexAny(p, "*$%"); i >= 0 {
+			lit = p[:i]
+		}
+		if lit == "" || lit == "/" {
+			t.prefixes = nil
+			break
+		}
+		t.prefixes = append(t.prefixes, lit)
+	}
+	return t
 }
 
 // hit returns the index of the trap target matches, if any: trap i is
 // on line i+2 of the compiled file.
 func (t *trapSet) hit(target string) (int, bool) {
+	if t.prefixes != nil {
+		// Literal prefixes up to '%': a target's escapes are compared
+		// canonically by the match, so only bytes before any '%' in
+		// both are compared here.
+		maybe := false
+		for _, p := range t.prefixes {
+			n := len(p)
+			if i := strings.IndexByte(target, '%'); i >= 0 && i < n {
+				n = i
+			}
+			if len(target) >= n && target[:n] == p[:n] {
+				maybe = true
+				break
+			}
+		}
+		if !maybe {
+			return 0, false
+		}
+	}
 	d := t.match.Decide("", target)
 	if d.Allowed || d.Rule == nil {
 		return 0, false
@@ -135,7 +170,7 @@ func (e *Enforcer) trapReady(ent *siteEntry, i int) bool {
 // document fetched from this site or from no page at all. A browser made to
 // load the trap by someone else's page (an <img>, a cross-site link or
 // form) is not banned for it.
-func navigation(req Request) bool {
+func navigation(req *Request) bool {
 	switch req.Method {
 	case "", "GET", "HEAD":
 	default:

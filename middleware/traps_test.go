@@ -344,3 +344,22 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 		e.Unban(ip[:strings.IndexByte(ip, ':')])
 	}
 }
+
+// BenchmarkTrapsBrowser is a browser request with traps configured and no
+// ban in force: the cost of traps on every visitor (compare BenchmarkBrowser).
+func BenchmarkTrapsBrowser(b *testing.B) {
+	clk := newClock()
+	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	r := benchRequest(uaChrome, "/public/page?id=42")
+	runBench(b, e.Handler(okHandler), r, 200)
+}
+
+// BenchmarkBannedRequest is a request of a banned client, refused.
+func BenchmarkBannedRequest(b *testing.B) {
+	clk := newClock()
+	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	at(e, uaChrome, "/no-robots/x", "192.0.2.1:1234")
+	r := benchRequest(uaChrome, "/public/page?id=42")
+	r.RemoteAddr = "192.0.2.1:1234"
+	runBench(b, e.Handler(okHandler), r, 403)
+}
