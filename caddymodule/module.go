@@ -524,15 +524,17 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	}
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	req := middleware.Request{
-		Scheme:       "http",
-		Host:         r.Host,
-		Port:         middleware.LocalPort(r),
-		Target:       target,
-		UserAgent:    r.Header.Get("User-Agent"),
-		ClientIP:     clientIP,
-		Method:       r.Method,
-		SecFetchSite: r.Header.Get("Sec-Fetch-Site"),
-		SecFetchDest: r.Header.Get("Sec-Fetch-Dest"),
+		Scheme:    "http",
+		Host:      r.Host,
+		Port:      middleware.LocalPort(r),
+		Target:    target,
+		UserAgent: r.Header.Get("User-Agent"),
+		ClientIP:  clientIP,
+		Method:    r.Method,
+	}
+	if len(g.Traps) > 0 { // only traps read fetch metadata
+		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")
+		req.SecFetchDest = r.Header.Get("Sec-Fetch-Dest")
 	}
 	if r.TLS != nil {
 		req.Scheme = "https"
