@@ -73,10 +73,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	if err != nil {
 		return nil, err
 	}
-	o := options{logger: zap.NewNop(), clientIP: remoteAddr}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := collect(opts)
 	injected := o.now
 	if o.now == nil {
 		o.now = time.Now
@@ -234,11 +231,16 @@ func NewVerifier(cfg Config, opts ...Option) (*identity.Verifier, error) {
 	if err != nil || cfg.Verify == nil {
 		return nil, err
 	}
-	o := options{logger: zap.NewNop()}
+	return newVerifier(cfg, collect(opts))
+}
+
+// collect applies opts to the defaults.
+func collect(opts []Option) options {
+	o := options{logger: zap.NewNop(), clientIP: remoteAddr}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return newVerifier(cfg, o)
+	return o
 }
 
 func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
@@ -519,11 +521,7 @@ func NewStoreLimiter(cfg Config, opts ...Option) (*limit.Redis, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("robots_guard: store: not configured")
 	}
-	o := options{logger: zap.NewNop()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return newStoreLimiter(cfg, o)
+	return newStoreLimiter(cfg, collect(opts))
 }
 
 func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
