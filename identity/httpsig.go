@@ -1,0 +1,373 @@
+package identity
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// Web Bot Auth (draft-ietf-webbotauth-httpsig-protocol): a bot signs its
+// requests with HTTP Message Signatures (RFC 9421) under the tag
+// "web-bot-auth", names its key directory in Signature-Agent, and the key
+// id is the RFC 7638 thumbprint of its JWK.
+
+// WebBotAuthTag is the tag of Web Bot Auth signatures.
+const WebBotAuthTag = "web-bot-auth"
+
+// Bounds of a signature's window.
+const (
+	// DefaultMaxWindow bounds expires − created.
+	DefaultMaxWindow = 24 * time.Hour
+	// ClockSkew is how far in the future created may lie.
+	ClockSkew = 60 * time.Second
+)
+
+// PublicKey is a verification key: its algorithm and key, and its RFC 7638
+// thumbprint (the key id bots send).
+type PublicKey struct {
+	// Thumbprint is the base64url RFC 7638 SHA-256 thumbprint.
+	Thumbprint string
+	// Alg is "ed25519", "rsa-pss-sha512" or "ecdsa-p256-sha256".
+	Alg string
+	key crypto.PublicKey
+}
+
+// jwk is the JSON form of a key (public members only are used).
+type jwk struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
+	Y   string `json:"y,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
+	Alg string `json:"alg,omitempty"`
+	Kid string `json:"kid,omitempty"`
+}
+
+// ParseJWK reads a public key from a JWK (private members are ignored):
+// OKP Ed25519, RSA, or EC P-256.
+func ParseJWK(b []byte) (PublicKey, error) {
+	var k jwk
+	if err := json.Unmarshal(b, &k); err != nil {
+		return PublicKey{}, fmt.Errorf("jwk: %w", err)
+	}
+	return k.public()
+}
+
+func b64(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "=")) }
+
+func (k jwk) public() (PublicKey, error) {
+	tp, err := k.thumbprint()
+	if err != nil {
+		return PublicKey{}, err
+	}
+	switch k.Kty {
+	case "OKP":
+		x, err := b64(k.X)
+		if k.Crv != "Ed25519" || err != nil || len(x) != ed25519.PublicKeySize {
+			return PublicKey{}, errors.New("jwk: OKP keys must be Ed25519 with a 32-byte x")
+		}
+		return PublicKey{Thumbprint: tp, Alg: "ed25519", key: ed25519.PublicKey(x)}, nil
+	case "RSA":
+		n, err1 := b64(k.N)
+		e, err2 := b64(k.E)
+		if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
+			return PublicKey{}, errors.New("jwk: RSA keys need n (at least 2048 bits) and e")
+		}
+		ei := 0
+		for _, c := range e {
+			ei = ei<<8 | int(c)
+		}
+		return PublicKey{Thumbprint: tp, Alg: "rsa-pss-sha512", key: &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: ei}}, nil
+	case "EC":
+		x, err1 := b64(k.X)
+		y, err2 := b64(k.Y)
+		if k.Crv != "P-256" || err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
+			return PublicKey{}, errors.New("jwk: EC keys must be P-256")
+		}
+		pk := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		if !pk.Curve.IsOnCurve(pk.X, pk.Y) { //nolint:staticcheck // the point check of a parsed key
+			return PublicKey{}, errors.New("jwk: EC point is not on P-256")
+		}
+		return PublicKey{Thumbprint: tp, Alg: "ecdsa-p256-sha256", key: pk}, nil
+	}
+	return PublicKey{}, fmt.Errorf("jwk: key type %q is not supported", k.Kty)
+}
+
+// thumbprint is the RFC 7638 SHA-256 thumbprint: the required members in
+// lexicographic order, no white space.
+func (k jwk) thumbprint() (string, error) {
+	var s string
+	switch k.Kty {
+	case "OKP":
+		s = `{"crv":` + jsonString(k.Crv) + `,"kty":"OKP","x":` + jsonString(k.X) + `}`
+	case "RSA":
+		s = `{"e":` + jsonString(k.E) + `,"kty":"RSA","n":` + jsonString(k.N) + `}`
+	case "EC":
+		s = `{"crv":` + jsonString(k.Crv) + `,"kty":"EC","x":` + jsonString(k.X) + `,"y":` + jsonString(k.Y) + `}`
+	default:
+		return "", fmt.Errorf("jwk: key type %q is not supported", k.Kty)
+	}
+	sum := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+}
+
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// Thumbprint returns the RFC 7638 thumbprint of a JWK.
+func Thumbprint(b []byte) (string, error) {
+	var k jwk
+	if err := json.Unmarshal(b, &k); err != nil {
+		return "", fmt.Errorf("jwk: %w", err)
+	}
+	return k.thumbprint()
+}
+
+// SignedRequest is what a signature covers: the request's method, target
+// URI and headers.
+type SignedRequest struct {
+	Method    string
+	Scheme    string // "https" or "http"
+	Authority string // host[:port], as the client sent it
+	Path      string // escaped path
+	Query     string // raw query, without '?'
+	Header    http.Header
+}
+
+// Signature is a verified (or not) Web Bot Auth signature.
+type Signature struct {
+	Label   string
+	KeyID   string
+	Alg     string
+	Created time.Time
+	Expires time.Time
+	Nonce   string
+	// Agent is the Signature-Agent URI the signature names (its key
+	// directory's origin), "" when none.
+	Agent string
+}
+
+// Errors of VerifySignature.
+var (
+	ErrNoSignature  = errors.New("no Signature-Input with tag web-bot-auth")
+	ErrUnknownKey   = errors.New("unknown key id")
+	ErrBadSignature = errors.New("signature does not verify")
+)
+
+// KeyLookup finds the key of a key id, for the agent the signature names
+// ("" when it names none).
+type KeyLookup func(agent, keyid string) (PublicKey, bool)
+
+// VerifySignature checks the Web Bot Auth signature of r at now: the first
+// Signature-Input member tagged web-bot-auth, its window (created not in
+// the future beyond ClockSkew, expires not past, expires − created at most
+// maxWindow), its covered components (@authority required), its key (from
+// keys) and its signature. It returns the signature's parameters.
+func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, keys KeyLookup) (Signature, error) {
+	var sig Signature
+	inputs := r.Header.Values("Signature-Input")
+	if len(inputs) == 0 {
+		return sig, ErrNoSignature
+	}
+	in, err := httpsfv.UnmarshalDictionary(inputs)
+	if err != nil {
+		return sig, fmt.Errorf("Signature-Input: %w", err)
+	}
+	var il httpsfv.InnerList
+	found := false
+	for _, label := range in.Names() {
+		m, _ := in.Get(label)
+		l, ok := m.(httpsfv.InnerList)
+		if !ok {
+			continue
+		}
+		if tag, _ := l.Params.Get("tag"); tag == WebBotAuthTag {
+			sig.Label, il, found = label, l, true
+			break
+		}
+	}
+	if !found {
+		return sig, ErrNoSignature
+	}
+	str := func(name string) string { v, _ := il.Params.Get(name); s, _ := v.(string); return s }
+	num := func(name string) (int64, bool) { v, ok := il.Params.Get(name); n, ok2 := v.(int64); return n, ok && ok2 }
+	sig.KeyID, sig.Alg, sig.Nonce = str("keyid"), str("alg"), str("nonce")
+	created, okc := num("created")
+	expires, oke := num("expires")
+	switch {
+	case !okc || !oke:
+		return sig, errors.New("created and expires are required")
+	case sig.KeyID == "":
+		return sig, errors.New("keyid is required")
+	}
+	sig.Created, sig.Expires = time.Unix(created, 0), time.Unix(expires, 0)
+	switch {
+	case sig.Created.After(now.Add(ClockSkew)):
+		return sig, fmt.Errorf("created %s is in the future", sig.Created.UTC().Format(time.RFC3339))
+	case !sig.Expires.After(now):
+		return sig, fmt.Errorf("expired at %s", sig.Expires.UTC().Format(time.RFC3339))
+	case sig.Expires.Sub(sig.Created) > maxWindow:
+		return sig, fmt.Errorf("window of %s is longer than %s", sig.Expires.Sub(sig.Created), maxWindow)
+	case !sig.Expires.After(sig.Created):
+		return sig, errors.New("expires is not after created")
+	}
+	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
+	if err != nil {
+		return sig, fmt.Errorf("Signature: %w", err)
+	}
+	sm, ok := sigs.Get(sig.Label)
+	if !ok {
+		return sig, fmt.Errorf("no Signature member %q", sig.Label)
+	}
+	si, ok := sm.(httpsfv.Item)
+	raw, ok2 := si.Value.([]byte)
+	if !ok || !ok2 {
+		return sig, fmt.Errorf("Signature member %q is not a byte sequence", sig.Label)
+	}
+	base, agent, err := signatureBase(r, il)
+	if err != nil {
+		return sig, err
+	}
+	sig.Agent = agent
+	key, ok := keys(agent, sig.KeyID)
+	if !ok {
+		return sig, ErrUnknownKey
+	}
+	if sig.Alg != "" && sig.Alg != key.Alg {
+		return sig, fmt.Errorf("alg %q does not match the key's %q", sig.Alg, key.Alg)
+	}
+	if !verifyWith(key, base, raw) {
+		return sig, ErrBadSignature
+	}
+	return sig, nil
+}
+
+// verifyWith checks raw over base with key.
+func verifyWith(key PublicKey, base []byte, raw []byte) bool {
+	switch k := key.key.(type) {
+	case ed25519.PublicKey:
+		return ed25519.Verify(k, base, raw)
+	case *rsa.PublicKey:
+		h := sha512.Sum512(base)
+		return rsa.VerifyPSS(k, crypto.SHA512, h[:], raw, &rsa.PSSOptions{SaltLength: 64, Hash: crypto.SHA512}) == nil
+	case *ecdsa.PublicKey:
+		if len(raw) != 64 {
+			return false
+		}
+		h := sha256.Sum256(base)
+		return ecdsa.Verify(k, h[:], new(big.Int).SetBytes(raw[:32]), new(big.Int).SetBytes(raw[32:]))
+	}
+	return false
+}
+
+// signatureBase builds the RFC 9421 §2.5 signature base of r for the
+// covered components of il, and returns the Signature-Agent URI it names.
+func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, error) {
+	var b []byte
+	agent := ""
+	authority := false
+	for _, it := range il.Items {
+		name, ok := it.Value.(string)
+		if !ok {
+			return nil, "", errors.New("a covered component is not a string")
+		}
+		id, err := httpsfv.Marshal(it)
+		if err != nil {
+			return nil, "", err
+		}
+		var v string
+		switch name {
+		case "@authority":
+			v, authority = strings.ToLower(r.Authority), true
+		case "@method":
+			v = strings.ToUpper(r.Method)
+		case "@scheme":
+			v = strings.ToLower(r.Scheme)
+		case "@path":
+			v = r.Path
+			if v == "" {
+				v = "/"
+			}
+		case "@query":
+			v = "?" + r.Query
+		case "@target-uri":
+			path := r.Path
+			if path == "" {
+				path = "/"
+			}
+			v = strings.ToLower(r.Scheme) + "://" + strings.ToLower(r.Authority) + path
+			if r.Query != "" {
+				v += "?" + r.Query
+			}
+		case "signature-agent":
+			vals := r.Header.Values("Signature-Agent")
+			if len(vals) == 0 {
+				return nil, "", errors.New("signature-agent is covered but absent")
+			}
+			key, hasKey := it.Params.Get("key")
+			if hasKey {
+				d, err := httpsfv.UnmarshalDictionary(vals)
+				if err != nil {
+					return nil, "", fmt.Errorf("Signature-Agent: %w", err)
+				}
+				ks, _ := key.(string)
+				m, ok := d.Get(ks)
+				mi, ok2 := m.(httpsfv.Item)
+				if !ok || !ok2 {
+					return nil, "", fmt.Errorf("Signature-Agent has no member %q", ks)
+				}
+				if v, err = httpsfv.Marshal(mi); err != nil {
+					return nil, "", err
+				}
+				agent, _ = mi.Value.(string)
+			} else {
+				v = strings.TrimSpace(strings.Join(vals, ", "))
+				if item, err := httpsfv.UnmarshalItem(vals); err == nil {
+					agent, _ = item.Value.(string)
+				}
+			}
+		default:
+			if strings.HasPrefix(name, "@") || it.Params != nil && len(it.Params.Names()) > 0 {
+				return nil, "", fmt.Errorf("covered component %s is not supported", id)
+			}
+			vals := r.Header.Values(name)
+			if len(vals) == 0 {
+				return nil, "", fmt.Errorf("covered header %s is absent", name)
+			}
+			for i, hv := range vals {
+				if i > 0 {
+					v += ", "
+				}
+				v += strings.TrimSpace(hv)
+			}
+		}
+		b = append(b, id...)
+		b = append(b, ": "...)
+		b = append(b, v...)
+		b = append(b, '\n')
+	}
+	if !authority {
+		return nil, "", errors.New("@authority is not covered")
+	}
+	params, err := httpsfv.Marshal(il)
+	if err != nil {
+		return nil, "", err
+	}
+	b = append(b, `"@signature-params": `...)
+	b = append(b, params...)
+	return b, agent, nil
+}

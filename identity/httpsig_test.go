@@ -1,0 +1,173 @@
+package identity
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vector is one signed request of testdata/webbotauth (see its SOURCES.md).
+type vector struct {
+	Key            json.RawMessage `json:"key"`
+	TargetURL      string          `json:"target_url"`
+	CreatedMS      int64           `json:"created_ms"`
+	ExpiresMS      int64           `json:"expires_ms"`
+	Label          string          `json:"label"`
+	Signature      string          `json:"signature"`
+	SignatureInput string          `json:"signature_input"`
+	SignatureAgent string          `json:"signature_agent"`
+}
+
+func loadVectors(t testing.TB) []vector {
+	var all []vector
+	for _, f := range []string{"web_bot_auth_architecture_v1.json", "web_bot_auth_architecture_v2.json"} {
+		b, err := os.ReadFile("testdata/webbotauth/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []vector
+		if err := json.Unmarshal(b, &vs); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, vs...)
+	}
+	return all
+}
+
+func (v vector) request(t testing.TB) *SignedRequest {
+	u, err := url.Parse(v.TargetURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set("Signature", v.Signature)
+	h.Set("Signature-Input", v.SignatureInput)
+	if v.SignatureAgent != "" {
+		h.Set("Signature-Agent", v.SignatureAgent)
+	}
+	return &SignedRequest{Method: "GET", Scheme: u.Scheme, Authority: u.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: h}
+}
+
+func keysOf(k PublicKey) KeyLookup {
+	return func(_, keyid string) (PublicKey, bool) { return k, keyid == k.Thumbprint }
+}
+
+func TestWebBotAuthVectors(t *testing.T) {
+	for i, v := range loadVectors(t) {
+		key, err := ParseJWK(v.Key)
+		if err != nil {
+			t.Fatalf("vector %d: %v", i, err)
+		}
+		now := time.UnixMilli(v.CreatedMS).Add(time.Minute)
+		window := time.Duration(v.ExpiresMS-v.CreatedMS) * time.Millisecond
+		sig, err := VerifySignature(v.request(t), now, window, keysOf(key))
+		if err != nil {
+			t.Fatalf("vector %d (%s, %s): %v", i, key.Alg, v.SignatureInput[:40], err)
+		}
+		if sig.Label != v.Label || sig.KeyID != key.Thumbprint {
+			t.Fatalf("vector %d: %+v", i, sig)
+		}
+		if v.SignatureAgent != "" && sig.Agent != "https://signature-agent.test" {
+			t.Fatalf("vector %d: agent %q", i, sig.Agent)
+		}
+		// Each change fails.
+		for _, mut := range []struct {
+			name string
+			f    func(r *SignedRequest) (time.Time, time.Duration)
+			want string
+		}{
+			{"authority", func(r *SignedRequest) (time.Time, time.Duration) { r.Authority = "example.org"; return now, window }, "does not verify"},
+			{"signature-agent", func(r *SignedRequest) (time.Time, time.Duration) {
+				if v.SignatureAgent == "" {
+					r.Authority = "EXAMPLE.com:444"
+					return now, window
+				}
+				r.Header.Set("Signature-Agent", strings.Replace(v.SignatureAgent, "signature-agent.test", "evil.test", 1))
+				return now, window
+			}, "does not verify"},
+			{"expired", func(r *SignedRequest) (time.Time, time.Duration) { return time.UnixMilli(v.ExpiresMS).Add(time.Second), window }, "expired"},
+			{"created in the future", func(r *SignedRequest) (time.Time, time.Duration) {
+				return time.UnixMilli(v.CreatedMS).Add(-2 * ClockSkew), window
+			}, "in the future"},
+			{"window too long", func(r *SignedRequest) (time.Time, time.Duration) { return now, window - time.Second }, "window"},
+			{"tag", func(r *SignedRequest) (time.Time, time.Duration) {
+				r.Header.Set("Signature-Input", strings.Replace(v.SignatureInput, `tag="web-bot-auth"`, `tag="other"`, 1))
+				return now, window
+			}, "no Signature-Input with tag"},
+			{"key id", func(r *SignedRequest) (time.Time, time.Duration) {
+				r.Header.Set("Signature-Input", strings.Replace(v.SignatureInput, key.Thumbprint, "AAAA", 1))
+				return now, window
+			}, "unknown key id"},
+			{"one byte", func(r *SignedRequest) (time.Time, time.Duration) {
+				s := []byte(v.Signature)
+				j := strings.Index(v.Signature, ":") + 5
+				if s[j] == 'A' {
+					s[j] = 'B'
+				} else {
+					s[j] = 'A'
+				}
+				r.Header.Set("Signature", string(s))
+				return now, window
+			}, "does not verify"},
+		} {
+			r := v.request(t)
+			at, w := mut.f(r)
+			if _, err := VerifySignature(r, at, w, keysOf(key)); err == nil || !strings.Contains(err.Error(), mut.want) {
+				t.Errorf("vector %d, changed %s: %v, want %q", i, mut.name, err, mut.want)
+			}
+		}
+	}
+}
+
+func TestJWKThumbprints(t *testing.T) {
+	b, err := os.ReadFile("testdata/webbotauth/jwk-thumbprint-vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []struct{ Name, JWK, Thumbprint string }
+	if err := json.Unmarshal(b, &vs); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		got, err := Thumbprint([]byte(v.JWK))
+		if err != nil || got != v.Thumbprint {
+			t.Errorf("%s: %q %v, want %q", v.Name, got, err, v.Thumbprint)
+		}
+	}
+	k, err := os.ReadFile("testdata/webbotauth/rfc9421-test-key-ed25519.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk, err := ParseJWK(k); err != nil || pk.Alg != "ed25519" || pk.Thumbprint != "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U" {
+		t.Fatalf("%+v %v", pk, err)
+	}
+}
+
+// BenchmarkVerifySignature is one Ed25519 verification, signature base
+// construction and header parsing included.
+func BenchmarkVerifySignature(b *testing.B) {
+	var v vector
+	for _, x := range loadVectors(b) {
+		if strings.Contains(x.SignatureInput, "ed25519") && x.SignatureAgent != "" && strings.Contains(x.SignatureInput, "key=") {
+			v = x
+		}
+	}
+	key, err := ParseJWK(v.Key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := v.request(b)
+	now := time.UnixMilli(v.CreatedMS).Add(time.Minute)
+	window := time.Duration(v.ExpiresMS-v.CreatedMS) * time.Millisecond
+	keys := keysOf(key)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := VerifySignature(r, now, window, keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
