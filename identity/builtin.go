@@ -132,6 +132,9 @@ func builtinOperators() []Operator {
 				"ChatGPT-User",
 				"OAI-AdsBot",
 			},
+			// The ChatGPT agent signs its requests (Web Bot Auth) with
+			// Signature-Agent "https://chatgpt.com".
+			SignatureAgents: []string{"https://chatgpt.com"},
 			IPRanges: []string{
 				"https://openai.com/gptbot.json",
 				"https://openai.com/searchbot.json",

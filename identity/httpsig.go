@@ -68,7 +68,9 @@ func ParseJWK(b []byte) (PublicKey, error) {
 	return k.public()
 }
 
-func b64(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "=")) }
+func b64(s string) ([]byte, error) {
+	return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+}
 
 func (k jwk) public() (PublicKey, error) {
 	tp, err := k.thumbprint()
@@ -99,9 +101,9 @@ func (k jwk) public() (PublicKey, error) {
 		if k.Crv != "P-256" || err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
 			return PublicKey{}, errors.New("jwk: EC keys must be P-256")
 		}
-		pk := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
-		if !pk.Curve.IsOnCurve(pk.X, pk.Y) { //nolint:staticcheck // the point check of a parsed key
-			return PublicKey{}, errors.New("jwk: EC point is not on P-256")
+		pk, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			return PublicKey{}, fmt.Errorf("jwk: EC point: %w", err)
 		}
 		return PublicKey{Thumbprint: tp, Alg: "ecdsa-p256-sha256", key: pk}, nil
 	}
@@ -204,7 +206,11 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 		return sig, ErrNoSignature
 	}
 	str := func(name string) string { v, _ := il.Params.Get(name); s, _ := v.(string); return s }
-	num := func(name string) (int64, bool) { v, ok := il.Params.Get(name); n, ok2 := v.(int64); return n, ok && ok2 }
+	num := func(name string) (int64, bool) {
+		v, ok := il.Params.Get(name)
+		n, ok2 := v.(int64)
+		return n, ok && ok2
+	}
 	sig.KeyID, sig.Alg, sig.Nonce = str("keyid"), str("alg"), str("nonce")
 	created, okc := num("created")
 	expires, oke := num("expires")
@@ -370,4 +376,52 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, erro
 	b = append(b, `"@signature-params": `...)
 	b = append(b, params...)
 	return b, agent, nil
+}
+
+// Sign signs sr the way Web Bot Auth bots do, with an Ed25519 key: it sets
+// Signature-Agent (the draft's dictionary form, when agent is not empty),
+// Signature-Input covering @authority (and signature-agent) with created,
+// expires, keyid, alg, nonce and tag, and Signature. It is what tests and
+// Go clients that want to be verified need; robots_guard never signs.
+func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, created, expires time.Time, nonce string) error {
+	const label = "sig1"
+	covered := `("@authority")`
+	if agent != "" {
+		sr.Header.Set("Signature-Agent", label+"="+strconvQuote(agent))
+		covered = `("@authority" "signature-agent";key="` + label + `")`
+	}
+	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid=%s;alg="ed25519";nonce=%s;tag="%s"`,
+		covered, created.Unix(), expires.Unix(), strconvQuote(keyid), strconvQuote(nonce), WebBotAuthTag)
+	d, err := httpsfv.UnmarshalDictionary([]string{label + "=" + in})
+	if err != nil {
+		return err
+	}
+	m, _ := d.Get(label)
+	base, _, err := signatureBase(sr, m.(httpsfv.InnerList))
+	if err != nil {
+		return err
+	}
+	sr.Header.Set("Signature-Input", label+"="+in)
+	sr.Header.Set("Signature", label+"=:"+base64.StdEncoding.EncodeToString(ed25519.Sign(key, base))+":")
+	return nil
+}
+
+// strconvQuote writes s as a structured-field string.
+func strconvQuote(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
+
+// PrivateJWK reads an Ed25519 private key (its "d") from a JWK, for Sign.
+func PrivateJWK(b []byte) (ed25519.PrivateKey, error) {
+	var k struct {
+		Kty, Crv, D string
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return nil, err
+	}
+	d, err := b64(k.D)
+	if k.Kty != "OKP" || k.Crv != "Ed25519" || err != nil || len(d) != ed25519.SeedSize {
+		return nil, errors.New("jwk: not an Ed25519 private key")
+	}
+	return ed25519.NewKeyFromSeed(d), nil
 }

@@ -89,7 +89,9 @@ func TestWebBotAuthVectors(t *testing.T) {
 				r.Header.Set("Signature-Agent", strings.Replace(v.SignatureAgent, "signature-agent.test", "evil.test", 1))
 				return now, window
 			}, "does not verify"},
-			{"expired", func(r *SignedRequest) (time.Time, time.Duration) { return time.UnixMilli(v.ExpiresMS).Add(time.Second), window }, "expired"},
+			{"expired", func(r *SignedRequest) (time.Time, time.Duration) {
+				return time.UnixMilli(v.ExpiresMS).Add(time.Second), window
+			}, "expired"},
 			{"created in the future", func(r *SignedRequest) (time.Time, time.Duration) {
 				return time.UnixMilli(v.CreatedMS).Add(-2 * ClockSkew), window
 			}, "in the future"},

@@ -35,6 +35,11 @@ type Operator struct {
 	// boundary: "crawl-1.googlebot.com" is under googlebot.com,
 	// "evilgooglebot.com" is not.
 	RDNS []string `json:"rdns,omitempty"`
+	// SignatureAgents are the origins of the operator's Web Bot Auth
+	// signature agents (the Signature-Agent its bots send), e.g.
+	// ["https://chatgpt.com"]: a request signed by one of them is the
+	// operator's, whatever its address.
+	SignatureAgents []string `json:"signature_agents,omitempty"`
 	// Source is the documentation page the entry comes from.
 	Source string `json:"source,omitempty"`
 }
@@ -90,8 +95,8 @@ func Validate(ops []Operator) error {
 		errf := func(field, format string, args ...any) error {
 			return fmt.Errorf("operator %q: %s: "+format, append([]any{op.Name, field}, args...)...)
 		}
-		if len(op.Tokens) == 0 {
-			return errf("tokens", "at least one product token is required")
+		if len(op.Tokens) == 0 && len(op.SignatureAgents) == 0 {
+			return errf("tokens", "at least one product token (or signature agent) is required")
 		}
 		for _, t := range op.Tokens {
 			if !tokenRE.MatchString(t) || len(t) < 2 {
@@ -109,6 +114,11 @@ func Validate(ops []Operator) error {
 		for _, d := range op.RDNS {
 			if !domainRE.MatchString(normDomain(d)) || !strings.Contains(normDomain(d), ".") {
 				return errf("rdns", "%q is not a domain name such as googlebot.com", d)
+			}
+		}
+		for _, a := range op.SignatureAgents {
+			if _, err := NormalizeOrigin(a); err != nil {
+				return errf("signature_agents", "%v", err)
 			}
 		}
 		for _, f := range op.IPRanges {

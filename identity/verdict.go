@@ -56,11 +56,14 @@ const (
 	// MethodRDNS: forward-confirmed reverse DNS under one of the
 	// operator's domains.
 	MethodRDNS
+	// MethodSignature: a valid Web Bot Auth signature by one of the
+	// operator's signature agents.
+	MethodSignature
 )
 
-var methodNames = [...]string{MethodNone: "", MethodIPRange: "ip_range", MethodRDNS: "rdns"}
+var methodNames = [...]string{MethodNone: "", MethodIPRange: "ip_range", MethodRDNS: "rdns", MethodSignature: "signature"}
 
-// String returns "ip_range", "rdns" or "" for none.
+// String returns "ip_range", "rdns", "signature" or "" for none.
 func (m Method) String() string {
 	if int(m) < len(methodNames) {
 		return methodNames[m]

@@ -47,6 +47,8 @@ type Config struct {
 	Observer Observer
 	// Now tells the time, for tests. Default time.Now.
 	Now func() time.Time
+	// WebBotAuth turns on Web Bot Auth signature verification; nil: off.
+	WebBotAuth *WebBotAuthConfig
 	// NoBackground leaves feeds unloaded until RefreshFeeds is called (for
 	// one-shot tools such as "caddy robots test"): no goroutine, no
 	// storage.
@@ -92,6 +94,8 @@ type Verifier struct {
 	now        func() time.Time
 	minRefresh time.Duration
 	retryFirst time.Duration
+
+	signers *signers // nil: Web Bot Auth off
 
 	idxMu  sync.Mutex // serialises index rebuilds
 	ctx    context.Context
@@ -152,6 +156,13 @@ func New(cfg Config) (*Verifier, error) {
 		retryFirst: retryFirst,
 	}
 	v.dnsCache, _ = lru.New[dnsKey, dnsAnswer](cfg.CacheSize)
+	if cfg.WebBotAuth != nil {
+		s, err := newSigners(*cfg.WebBotAuth, v.ops, cfg.Logger, cfg.Now)
+		if err != nil {
+			return nil, err
+		}
+		v.signers = s
+	}
 	bySrc := make(map[string]*feed)
 	for _, op := range v.ops {
 		for _, src := range op.IPRanges {
@@ -217,8 +228,65 @@ func (v *Verifier) Claims(ua string) Claims {
 // client's address is unknown (the claim is then Unverifiable). With a warm
 // cache it does not allocate.
 func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) Result {
+	return v.verify(ctx, claims, addr, Result{})
+}
+
+// WebBotAuth reports whether signature verification is on, so that front
+// ends collect the signature headers only then.
+func (v *Verifier) WebBotAuth() bool { return v.signers != nil }
+
+// VerifyRequest is Verify for a request that may carry a Web Bot Auth
+// signature (sr may be nil): a valid signature by an operator's signature
+// agent verifies that operator's claim whatever the address, and verifies
+// the operator even when the User-Agent names none. It also returns why a
+// signature that is present did not verify (nil when none is present or it
+// verified).
+func (v *Verifier) VerifyRequest(ctx context.Context, claims Claims, addr netip.Addr, sr *SignedRequest) (Result, error) {
+	signed, err := v.verifySignature(ctx, sr, nil)
 	if claims == 0 {
-		return Result{}
+		return signed, err
+	}
+	return v.verify(ctx, claims, addr, signed), err
+}
+
+// verifySignature checks sr's signature; the zero Result when there is
+// none, or it does not verify (err says why).
+func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *[]string) (Result, error) {
+	if v.signers == nil || sr == nil || len(sr.Header["Signature-Input"]) == 0 {
+		return Result{}, nil
+	}
+	sig, err := VerifySignature(sr, v.now(), v.signers.cfg.MaxWindow, v.signers.lookup(ctx))
+	if err != nil {
+		if how != nil {
+			*how = append(*how, "signature: not verified: "+err.Error())
+		}
+		return Result{}, err
+	}
+	origin, _ := NormalizeOrigin(sig.Agent)
+	if origin == "" {
+		// No Signature-Agent: the key was pinned; find its agent.
+		for o, m := range v.signers.pinned {
+			if _, ok := m[sig.KeyID]; ok {
+				origin = o
+			}
+		}
+	}
+	res := Result{Verdict: Verified, Method: MethodSignature}
+	if op, ok := v.signers.opOf[origin]; ok {
+		res.Operator, res.key = op.Name, op.key
+	} else {
+		res.Operator, res.key = "agent "+origin, agentKey(origin)
+	}
+	if how != nil {
+		*how = append(*how, fmt.Sprintf("signature: verified: key %s of %s (%s), signed %s, valid until %s", sig.KeyID, origin, sig.Alg,
+			sig.Created.UTC().Format(time.RFC3339), sig.Expires.UTC().Format(time.RFC3339)))
+	}
+	return res, nil
+}
+
+func (v *Verifier) verify(ctx context.Context, claims Claims, addr netip.Addr, signed Result) Result {
+	if claims == 0 {
+		return signed
 	}
 	addr = addr.Unmap().WithZone("")
 	b := budget{parent: ctx, d: v.cfg.DNSTimeout}
@@ -227,7 +295,12 @@ func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) R
 		if claims&op.bit == 0 {
 			continue
 		}
-		r := v.verifyOne(&b, op, i, addr, nil)
+		var r Result
+		if signed.Verdict == Verified && signed.Operator == op.Name {
+			r = signed
+		} else {
+			r = v.verifyOne(&b, op, i, addr, nil)
+		}
 		if res.Verdict == None || r.Verdict.severity() > res.Verdict.severity() {
 			res = r
 		}
@@ -350,7 +423,21 @@ type Explanation struct {
 // Explain is Verify with the steps that reached the verdict. It uses and
 // fills the same caches.
 func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) Explanation {
+	return v.ExplainRequest(ctx, claims, addr, nil)
+}
+
+// ExplainRequest is Explain for a request that may carry a Web Bot Auth
+// signature (see VerifyRequest).
+func (v *Verifier) ExplainRequest(ctx context.Context, claims Claims, addr netip.Addr, sr *SignedRequest) Explanation {
 	var x Explanation
+	signed, _ := v.verifySignature(ctx, sr, &x.Steps)
+	if claims == 0 {
+		x.Result = signed
+		if signed.Verdict == Verified {
+			x.Claimed = []string{signed.Operator}
+		}
+		return x
+	}
 	addr = addr.Unmap().WithZone("")
 	b := budget{parent: ctx, d: v.cfg.DNSTimeout}
 	defer b.release()
@@ -360,7 +447,12 @@ func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) 
 		}
 		x.Claimed = append(x.Claimed, op.Name)
 		var how []string
-		r := v.verifyOne(&b, op, i, addr, &how)
+		var r Result
+		if signed.Verdict == Verified && signed.Operator == op.Name {
+			r = signed
+		} else {
+			r = v.verifyOne(&b, op, i, addr, &how)
+		}
 		for _, s := range how {
 			x.Steps = append(x.Steps, op.Name+": "+s)
 		}

@@ -1,0 +1,316 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Bounds of key directories.
+const (
+	// DirectoryPath is where an agent serves its keys (the webbotauth
+	// draft's well-known URI).
+	DirectoryPath = "/.well-known/http-message-signatures-directory"
+	// MaxDirectoryBytes caps a key directory.
+	MaxDirectoryBytes = 64 << 10
+	// DirectoryTimeout bounds one directory fetch.
+	DirectoryTimeout = 5 * time.Second
+	// Directory TTLs: the Cache-Control max-age, within these bounds.
+	MinDirectoryTTL     = 5 * time.Minute
+	DefaultDirectoryTTL = time.Hour
+	MaxDirectoryTTL     = 24 * time.Hour
+	// failedDirectoryTTL is how long a failed fetch is not retried.
+	failedDirectoryTTL = time.Minute
+)
+
+// WebBotAuthConfig configures signature verification (Config.WebBotAuth).
+type WebBotAuthConfig struct {
+	// Agents pins agents: an origin ("https://chatgpt.com"), the operator
+	// of the registry it stands for, and its keys. An agent without keys
+	// has its directory fetched.
+	Agents []Agent
+	// Discover fetches the directories of agents that neither the
+	// registry nor Agents name. Default false: only known agents are
+	// trusted.
+	Discover bool
+	// MaxWindow bounds expires − created of a signature. Default 24h.
+	MaxWindow time.Duration
+	// AllowPrivate lets key directories be fetched from private, loopback
+	// and link-local addresses (for tests and private deployments).
+	// Default false: such addresses are refused at connection time, so a
+	// Signature-Agent cannot point the guard into the private network.
+	AllowPrivate bool
+	// TLS replaces the TLS configuration of directory fetches (a private
+	// CA).
+	TLS *tls.Config
+}
+
+// Agent is a pinned signature agent.
+type Agent struct {
+	// Origin is the agent's origin, "https://host[:port]".
+	Origin string
+	// Operator names the registry operator the agent stands for.
+	Operator string
+	// Keys are its keys; empty: fetched from its directory.
+	Keys []PublicKey
+}
+
+// NormalizeOrigin returns the origin of u ("https://host[:port]", lower
+// case, no default port, no path), or an error.
+func NormalizeOrigin(u string) (string, error) {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Host == "" || (p.Scheme != "https" && p.Scheme != "http") {
+		return "", fmt.Errorf("%q is not an https:// origin", u)
+	}
+	host := strings.ToLower(p.Hostname())
+	port := p.Port()
+	if port == "443" && p.Scheme == "https" || port == "80" && p.Scheme == "http" {
+		port = ""
+	}
+	o := p.Scheme + "://" + host
+	if strings.Contains(host, ":") {
+		o = p.Scheme + "://[" + host + "]"
+	}
+	if port != "" {
+		o += ":" + port
+	}
+	return o, nil
+}
+
+// directory is a cached key directory.
+type directory struct {
+	mu      sync.Mutex
+	keys    map[string]PublicKey
+	expires time.Time
+	err     error
+	fetched time.Time
+}
+
+// signers holds what signature verification needs: pinned keys, known
+// agents and the directory cache.
+type signers struct {
+	cfg    WebBotAuthConfig
+	pinned map[string]map[string]PublicKey // origin → thumbprint → key
+	opOf   map[string]*opEntry             // origin → operator
+	client *http.Client
+	mu     sync.Mutex
+	dirs   map[string]*directory // at most maxDirectories
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+const maxDirectories = 1000
+
+// guardedDial refuses private, loopback, link-local and unspecified
+// addresses at connection time (after DNS), unless allowed.
+func guardedDial(allow bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: DirectoryTimeout}
+	if !allow {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return err
+			}
+			a := ap.Addr().Unmap()
+			if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() {
+				return fmt.Errorf("refusing to fetch a key directory from %s (a private, loopback or link-local address)", a)
+			}
+			return nil
+		}
+	}
+	return d.DialContext
+}
+
+func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func() time.Time) (*signers, error) {
+	if cfg.MaxWindow <= 0 {
+		cfg.MaxWindow = DefaultMaxWindow
+	}
+	s := &signers{cfg: cfg, pinned: map[string]map[string]PublicKey{}, opOf: map[string]*opEntry{}, dirs: map[string]*directory{}, log: log, now: now}
+	for _, op := range ops {
+		for _, a := range op.SignatureAgents {
+			o, err := NormalizeOrigin(a)
+			if err != nil {
+				return nil, fmt.Errorf("operator %q: signature_agents: %w", op.Name, err)
+			}
+			s.opOf[o] = op
+		}
+	}
+	for _, a := range cfg.Agents {
+		o, err := NormalizeOrigin(a.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("web_bot_auth: agent: %w", err)
+		}
+		if a.Operator != "" {
+			found := false
+			for _, op := range ops {
+				if op.Name == a.Operator {
+					s.opOf[o], found = op, true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("web_bot_auth: agent %s: operator %q is not in the registry", o, a.Operator)
+			}
+		}
+		if len(a.Keys) > 0 {
+			m := map[string]PublicKey{}
+			for _, k := range a.Keys {
+				m[k.Thumbprint] = k
+			}
+			s.pinned[o] = m
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = guardedDial(cfg.AllowPrivate)
+	tr.Proxy = nil
+	if cfg.TLS != nil {
+		tr.TLSClientConfig = cfg.TLS
+	}
+	s.client = &http.Client{Transport: tr, Timeout: DirectoryTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return errors.New("key directories are not followed through redirects")
+	}}
+	return s, nil
+}
+
+// known reports whether keys of origin may be trusted: pinned, named by
+// the registry, or Discover.
+func (s *signers) known(origin string) bool {
+	_, p := s.pinned[origin]
+	_, r := s.opOf[origin]
+	return p || r || s.cfg.Discover
+}
+
+// lookup is the KeyLookup of verification: pinned keys first, then the
+// agent's directory (fetched when needed, if the agent is known).
+func (s *signers) lookup(ctx context.Context) KeyLookup {
+	return func(agent, keyid string) (PublicKey, bool) {
+		if agent == "" {
+			for _, m := range s.pinned {
+				if k, ok := m[keyid]; ok {
+					return k, true
+				}
+			}
+			return PublicKey{}, false
+		}
+		o, err := NormalizeOrigin(agent)
+		if err != nil || !s.known(o) {
+			return PublicKey{}, false
+		}
+		if m, ok := s.pinned[o]; ok {
+			k, ok := m[keyid]
+			return k, ok
+		}
+		keys := s.directoryKeys(ctx, o)
+		k, ok := keys[keyid]
+		return k, ok
+	}
+}
+
+// directoryKeys returns the keys of origin's directory, fetching it when it
+// is missing or expired (one fetch at a time per origin).
+func (s *signers) directoryKeys(ctx context.Context, origin string) map[string]PublicKey {
+	s.mu.Lock()
+	d, ok := s.dirs[origin]
+	if !ok {
+		if len(s.dirs) >= maxDirectories {
+			for k := range s.dirs { // drop an arbitrary one
+				delete(s.dirs, k)
+				break
+			}
+		}
+		d = &directory{}
+		s.dirs[origin] = d
+	}
+	s.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := s.now()
+	if d.keys != nil && now.Before(d.expires) || d.keys == nil && d.err != nil && now.Before(d.expires) {
+		return d.keys
+	}
+	keys, ttl, err := s.fetch(ctx, origin)
+	if err != nil {
+		s.log.Warn("robots_guard: web bot auth: key directory not loaded", zap.String("agent", origin), zap.Error(err))
+		d.err = err
+		if d.keys == nil {
+			d.expires = now.Add(failedDirectoryTTL)
+		} else {
+			d.expires = now.Add(min(failedDirectoryTTL*5, MinDirectoryTTL)) // keep the last good keys a while
+		}
+		return d.keys
+	}
+	d.keys, d.err, d.expires, d.fetched = keys, nil, now.Add(ttl), now
+	return keys
+}
+
+// fetch gets and parses origin's key directory.
+func (s *signers) fetch(ctx context.Context, origin string) (map[string]PublicKey, time.Duration, error) {
+	if !strings.HasPrefix(origin, "https://") {
+		return nil, 0, fmt.Errorf("%s: key directories are fetched over https only", origin)
+	}
+	ctx, cancel := context.WithTimeout(ctx, DirectoryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+DirectoryPath, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Accept", "application/http-message-signatures-directory+json, application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("%s%s answered %s", origin, DirectoryPath, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDirectoryBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(body) > MaxDirectoryBytes {
+		return nil, 0, fmt.Errorf("key directory larger than %d bytes", MaxDirectoryBytes)
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, 0, fmt.Errorf("key directory: %w", err)
+	}
+	keys := map[string]PublicKey{}
+	for _, raw := range set.Keys {
+		if k, err := ParseJWK(raw); err == nil {
+			keys[k.Thumbprint] = k
+		}
+	}
+	if len(keys) == 0 {
+		return nil, 0, errors.New("key directory holds no usable key")
+	}
+	ttl := DefaultDirectoryTTL
+	if ma := parseMaxAge(resp.Header.Get("Cache-Control")); ma > 0 {
+		ttl = min(max(ma, MinDirectoryTTL), MaxDirectoryTTL)
+	}
+	return keys, ttl, nil
+}
+
+// agentKey is the limiter key of a verified agent that no operator
+// stands for (Discover).
+func agentKey(origin string) [16]byte {
+	sum := sha256.Sum256([]byte("robots_guard agent " + origin))
+	var k [16]byte
+	k[0] = 0xff
+	copy(k[1:], sum[:15])
+	return k
+}

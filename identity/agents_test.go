@@ -1,0 +1,149 @@
+package identity
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// directoryServer serves the RFC 9421 test key as a key directory over TLS
+// on loopback.
+func directoryServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	k, err := os.ReadFile("testdata/webbotauth/rfc9421-test-key-ed25519.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.Replace(string(k), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
+	var n atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != DirectoryPath {
+			http.NotFound(w, r)
+			return
+		}
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/http-message-signatures-directory+json")
+		w.Header().Set("Cache-Control", "max-age=600")
+		fmt.Fprintf(w, `{"keys":[%s]}`, pub)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func testKey(t testing.TB) ([]byte, string) {
+	k, err := os.ReadFile("testdata/webbotauth/rfc9421-test-key-ed25519.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := Thumbprint(k)
+	return k, tp
+}
+
+// signed returns a request for https://example.com/page signed by the
+// test key for agent, created at created.
+func signed(t testing.TB, agent string, created time.Time) *SignedRequest {
+	k, tp := testKey(t)
+	priv, err := PrivateJWK(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/page", Header: http.Header{}}
+	if err := Sign(sr, priv, tp, agent, created, created.Add(time.Minute), "n0nce"); err != nil {
+		t.Fatal(err)
+	}
+	return sr
+}
+
+func TestWebBotAuthDirectories(t *testing.T) {
+	srv, fetches := directoryServer(t)
+	tlsCfg := &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	ops := []Operator{{Name: "openai", Tokens: []string{"GPTBot"}, IPRanges: []string{"/nonexistent"}, SignatureAgents: []string{srv.URL}}}
+	v, _ := newTestVerifier(t, ops, func(c *Config) {
+		c.WebBotAuth = &WebBotAuthConfig{AllowPrivate: true, TLS: tlsCfg}
+	})
+	ctx := context.Background()
+	addr := netip.MustParseAddr("203.0.113.5")
+	now := time.Now()
+	// A signed request with a browser header (no claim): verified openai.
+	r, err := v.VerifyRequest(ctx, 0, addr, signed(t, srv.URL, now))
+	if err != nil || r.Verdict != Verified || r.Operator != "openai" || r.Method != MethodSignature {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Claiming GPTBot from any address: verified by the signature.
+	r, _ = v.VerifyRequest(ctx, v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now))
+	if r.Verdict != Verified || r.Method != MethodSignature {
+		t.Fatalf("%+v", r)
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Fatalf("%d directory fetches, want 1 (cached)", n)
+	}
+	// Replayed outside its window: not verified, and the claim falls back
+	// to the address checks (the feed is missing: unverifiable).
+	r, err = v.VerifyRequest(ctx, v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now.Add(-time.Hour)))
+	if err == nil || !strings.Contains(err.Error(), "expired") || r.Verdict == Verified {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+	// An agent nobody named: not trusted (discover off).
+	r, err = v.VerifyRequest(ctx, 0, addr, signed(t, "https://unknown.example", now))
+	if err == nil || r.Verdict != None {
+		t.Fatalf("unknown agent: %+v %v", r, err)
+	}
+	x := v.ExplainRequest(ctx, 0, addr, signed(t, srv.URL, now))
+	if x.Verdict != Verified || !strings.Contains(strings.Join(x.Steps, " "), "signature: verified: key") {
+		t.Fatalf("explain %+v", x)
+	}
+}
+
+// Without the allowance, a directory at a loopback address is refused at
+// connection time, whatever the Signature-Agent says.
+func TestWebBotAuthSSRFGuard(t *testing.T) {
+	srv, fetches := directoryServer(t)
+	tlsCfg := &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	ops := []Operator{{Name: "openai", Tokens: []string{"GPTBot"}, SignatureAgents: []string{srv.URL}}}
+	v, logs := newTestVerifier(t, ops, func(c *Config) { c.WebBotAuth = &WebBotAuthConfig{TLS: tlsCfg, Discover: true} })
+	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("203.0.113.5"), signed(t, srv.URL, time.Now()))
+	if r.Verdict == Verified || err == nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if fetches.Load() != 0 {
+		t.Fatal("the directory was fetched from loopback")
+	}
+	if w := logs.FilterMessageSnippet("key directory not loaded").All(); len(w) != 1 || !strings.Contains(fmt.Sprint(w[0].ContextMap()["error"]), "private, loopback or link-local") {
+		t.Fatalf("logs %v", logs.All())
+	}
+	// http:// agents are refused too.
+	r, _ = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("203.0.113.5"), signed(t, "http://agent.example", time.Now()))
+	if r.Verdict == Verified {
+		t.Fatal("an http:// directory")
+	}
+}
+
+// Pinned keys need no directory.
+func TestWebBotAuthPinned(t *testing.T) {
+	k, _ := testKey(t)
+	pk, err := ParseJWK(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}}}
+	v, _ := newTestVerifier(t, ops, func(c *Config) {
+		c.WebBotAuth = &WebBotAuthConfig{Agents: []Agent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []PublicKey{pk}}}}
+	})
+	r, err := v.VerifyRequest(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("198.51.100.1"), signed(t, "https://bot.acme.example", time.Now()))
+	if err != nil || r.Verdict != Verified || r.Operator != "acme" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Without Signature-Agent, the pinned key still names its agent.
+	r, err = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, "", time.Now()))
+	if err != nil || r.Operator != "acme" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
