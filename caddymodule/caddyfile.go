@@ -68,6 +68,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        dns_cache_size <n>
 //	        builtin on|off
 //	        cache_dir <directory>
+//	        web_bot_auth {
+//	            agent <origin> [<operator>] [{ key <jwk file...> }]
+//	            discover
+//	            max_window <duration>
+//	            allow_private_directories
+//	            accept_signature
+//	        }
 //	        operator <name> {
 //	            tokens <token...>
 //	            ip_ranges <url or file...>
@@ -261,6 +268,54 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 	return sc, nil
 }
 
+// parseWebBotAuth reads the web_bot_auth block of verify.
+func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, error) {
+	w := &middleware.WebBotAuthSettings{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		args := d.RemainingArgs()
+		switch name {
+		case "agent":
+			if len(args) < 1 || len(args) > 2 {
+				return nil, d.Errf("web_bot_auth: agent <origin> [<operator>] [{ key <jwk file> }]")
+			}
+			a := middleware.SignatureAgent{Origin: args[0]}
+			if len(args) == 2 {
+				a.Operator = args[1]
+			}
+			for n2 := d.Nesting(); d.NextBlock(n2); {
+				if d.Val() != "key" {
+					return nil, d.Errf("web_bot_auth: agent %s: unknown field %q (want key)", a.Origin, d.Val())
+				}
+				keys := d.RemainingArgs()
+				if len(keys) == 0 {
+					return nil, d.Errf("web_bot_auth: agent %s: key: want a JWK file", a.Origin)
+				}
+				a.Keys = append(a.Keys, keys...)
+			}
+			w.Agents = append(w.Agents, a)
+		case "discover":
+			w.Discover = true
+		case "allow_private_directories":
+			w.AllowPrivateDirectories = true
+		case "accept_signature":
+			w.AcceptSignature = true
+		case "max_window":
+			if len(args) != 1 {
+				return nil, d.Errf("web_bot_auth: max_window: want one duration")
+			}
+			t, err := caddy.ParseDuration(args[0])
+			if err != nil {
+				return nil, d.Errf("web_bot_auth: max_window: %q is not a duration: %v", args[0], err)
+			}
+			w.MaxWindow = middleware.Duration(t)
+		default:
+			return nil, d.Errf("web_bot_auth: unknown subdirective %q", name)
+		}
+	}
+	return w, nil
+}
+
 // parseVerify reads the block of the verify subdirective, if any.
 func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 	vc := &middleware.VerifyConfig{}
@@ -319,6 +374,13 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 					return nil, d.Errf("verify: builtin: want on or off, got %q", v)
 				}
 			}
+		case "web_bot_auth":
+			if len(args) != 0 {
+				return nil, d.Errf("verify: web_bot_auth takes a block, not %q", args[0])
+			}
+			if vc.WebBotAuth, err = parseWebBotAuth(d); err != nil {
+				return nil, err
+			}
 		case "operator":
 			var op identity.Operator
 			if op.Name, err = one(); err != nil {
@@ -339,8 +401,10 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 					op.RDNS = append(op.RDNS, vals...)
 				case "source":
 					op.Source = vals[0]
+				case "signature_agents":
+					op.SignatureAgents = append(op.SignatureAgents, vals...)
 				default:
-					return nil, d.Errf("verify: operator %s: unknown field %q (want tokens, ip_ranges, rdns or source)", op.Name, field)
+					return nil, d.Errf("verify: operator %s: unknown field %q (want tokens, ip_ranges, rdns, signature_agents or source)", op.Name, field)
 				}
 			}
 			vc.Operators = append(vc.Operators, op)

@@ -31,6 +31,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
 		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
 		{"store", "robots_guard {\n store redis redis://127.0.0.1:6379\n}", `{"store":{"redis":"redis://127.0.0.1:6379"}}`},
+		{"web_bot_auth", "robots_guard {\n verify {\n web_bot_auth {\n agent https://bot.acme.example acme {\n key /etc/acme.jwk\n }\n agent https://chatgpt.com\n discover\n max_window 1h\n allow_private_directories\n accept_signature\n }\n operator acme {\n tokens AcmeBot\n signature_agents https://bot.acme.example\n }\n }\n}",
+			`{"verify":{"operators":[{"name":"acme","tokens":["AcmeBot"],"signature_agents":["https://bot.acme.example"]}],"web_bot_auth":{"agents":[{"origin":"https://bot.acme.example","operator":"acme","keys":["/etc/acme.jwk"]},{"origin":"https://chatgpt.com"}],"discover":true,"max_window":"1h0m0s","allow_private_directories":true,"accept_signature":true}}}`},
 		{"traps and bans", "robots_guard {\n trap /no-robots/ /*/print-all$\n trap /honeypot\n ban_for 30m\n ban_max 48h\n ban_after 20 1m\n max_bans 5000\n}", `{"traps":["/no-robots/","/*/print-all$","/honeypot"],"ban_for":1800000000000,"ban_max":172800000000000,"ban_after":{"denials":20,"window":"1m0s"},"max_bans":5000}`},
 		{"store block", "robots_guard {\n store redis rediss://:pw@redis.internal:6380/2 {\n key_prefix site1:\n timeout 100ms\n on_store_error deny\n }\n}", `{"store":{"redis":"rediss://:pw@redis.internal:6380/2","key_prefix":"site1:","timeout":"100ms","on_store_error":"deny"}}`},
 		{"verify block", `robots_guard {
@@ -123,6 +125,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"store unknown", "robots_guard {\n store redis redis://x:1 {\n prefix a\n }\n}", `store: unknown subdirective "prefix"`},
 		{"store on_store_error", "robots_guard {\n store redis redis://x:1 {\n on_store_error maybe\n }\n}", `store: on_store_error: must be "allow" or "deny"`},
 		{"store timeout", "robots_guard {\n store redis redis://x:1 {\n timeout 1m\n }\n}", `store: timeout: must be between 0 and 5s`},
+		{"web_bot_auth bad origin", "robots_guard {\n verify {\n web_bot_auth {\n agent chatgpt.com\n }\n }\n}", `web_bot_auth: agents[0]: "chatgpt.com" is not an https:// origin`},
+		{"web_bot_auth unknown", "robots_guard {\n verify {\n web_bot_auth {\n discovery\n }\n }\n}", `web_bot_auth: unknown subdirective "discovery"`},
 		{"verify argument", "robots_guard {\n verify on\n}", `verify takes no value`},
 		{"verify unknown", "robots_guard {\n verify {\n on_spoof deny\n }\n}", `verify: unknown subdirective "on_spoof"`},
 		{"verify on_spoofed", "robots_guard {\n verify {\n on_spoofed block\n }\n}", `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
@@ -132,7 +136,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"verify builtin", "robots_guard {\n verify {\n builtin no\n }\n}", `verify: builtin: want on or off, got "no"`},
 		{"verify empty registry", "robots_guard {\n verify {\n builtin off\n }\n}", `verify: operators: the registry is empty`},
 		{"verify operator field", "robots_guard {\n verify {\n operator acme {\n token AcmeBot\n }\n }\n}", `verify: operator acme: unknown field "token"`},
-		{"verify operator no tokens", "robots_guard {\n verify {\n operator acme {\n rdns acme.example\n }\n }\n}", `operator "acme": tokens: at least one product token is required`},
+		{"verify operator no tokens", "robots_guard {\n verify {\n operator acme {\n rdns acme.example\n }\n }\n}", `operator "acme": tokens: at least one product token (or signature agent) is required`},
 		{"verify token clash", "robots_guard {\n verify {\n operator acme {\n tokens GPTBot\n }\n }\n}", `operator "acme": tokens: "GPTBot" is also a token of "openai"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

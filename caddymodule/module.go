@@ -532,6 +532,13 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		ClientIP:  clientIP,
 		Method:    r.Method,
 	}
+	if g.Verify != nil && g.Verify.WebBotAuth != nil && len(r.Header["Signature-Input"]) > 0 {
+		orig := r // the signature covers the request as the client sent it
+		if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
+			orig = &o
+		}
+		req.Signed = middleware.SignedRequest(orig, req.Scheme)
+	}
 	if len(g.Traps) > 0 { // only traps read fetch metadata
 		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")
 		req.SecFetchDest = r.Header.Get("Sec-Fetch-Dest")

@@ -274,10 +274,48 @@ type VerifyConfig struct {
 	// built-in operator replaces it whole.
 	Operators []identity.Operator `json:"operators,omitempty"`
 
+	// WebBotAuth turns on Web Bot Auth: requests signed with HTTP Message
+	// Signatures (RFC 9421, tag "web-bot-auth") by a known signature agent
+	// are verified as its operator's, whatever their address. nil: off.
+	WebBotAuth *WebBotAuthSettings `json:"web_bot_auth,omitempty"`
+
 	// CacheDir is a directory where the last good copy of each feed is
 	// kept, so that a restart without network still verifies. The Caddy
 	// module uses Caddy's storage instead when it is empty. Default: none.
 	CacheDir string `json:"cache_dir,omitempty"`
+}
+
+// WebBotAuthSettings configures Web Bot Auth (VerifyConfig.WebBotAuth).
+type WebBotAuthSettings struct {
+	// Agents pins signature agents: their origin, the registry operator
+	// they stand for, and optionally their keys (JWK files); an agent
+	// without keys has its key directory fetched. The registry's own
+	// agents (e.g. https://chatgpt.com for openai) need no entry.
+	Agents []SignatureAgent `json:"agents,omitempty"`
+	// Discover fetches the key directories of agents that neither the
+	// registry nor Agents name, and verifies them as "agent <origin>".
+	// Default false: only known agents are trusted.
+	Discover bool `json:"discover,omitempty"`
+	// MaxWindow bounds expires − created of a signature. Default 24h.
+	MaxWindow Duration `json:"max_window,omitempty"`
+	// AllowPrivateDirectories lets key directories be fetched from
+	// private, loopback and link-local addresses. Default false.
+	AllowPrivateDirectories bool `json:"allow_private_directories,omitempty"`
+	// AcceptSignature adds, to a 403 or 429 for a request that claims an
+	// operator with signature agents but carries no valid signature, the
+	// Accept-Signature header that says what to sign (the draft's hint).
+	// Default false.
+	AcceptSignature bool `json:"accept_signature,omitempty"`
+}
+
+// SignatureAgent is a pinned Web Bot Auth agent.
+type SignatureAgent struct {
+	// Origin is the agent's origin, e.g. "https://bot.example.com".
+	Origin string `json:"origin"`
+	// Operator names the registry operator it stands for.
+	Operator string `json:"operator,omitempty"`
+	// Keys are JWK files of its public keys.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Registry returns the operators in force: the built-in ones (unless
@@ -327,6 +365,21 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	}
 	if err := orDefault(&c.DNSCacheSize, identity.DefaultCacheSize, "verify: dns_cache_size"); err != nil {
 		return nil, err
+	}
+	if w := c.WebBotAuth; w != nil {
+		for i, a := range w.Agents {
+			if _, err := identity.NormalizeOrigin(a.Origin); err != nil {
+				return nil, errf(fmt.Sprintf("web_bot_auth: agents[%d]", i), "%v", err)
+			}
+		}
+		switch d := time.Duration(w.MaxWindow); {
+		case d == 0:
+			w2 := *w
+			w2.MaxWindow = Duration(identity.DefaultMaxWindow)
+			c.WebBotAuth = &w2
+		case d < time.Minute || d > 7*24*time.Hour:
+			return nil, errf("web_bot_auth: max_window", "must be between 1m and 168h, got %s", d)
+		}
 	}
 	ops := c.Registry()
 	if err := identity.Validate(ops); err != nil {

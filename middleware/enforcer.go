@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Enforcer struct {
 	ownLimits  io.Closer          // the store limiter New built; Close closes it
 	denySpoof  bool
 	starOnDNS  bool
+	acceptSig  bool           // verify.web_bot_auth.accept_signature
 	traps      *trapSet       // nil: none
 	bans       limit.Bans     // nil when neither traps nor ban_after is set
 	ownBans    io.Closer      // the shared ban list New built; Close closes it
@@ -101,6 +103,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		ownVerify:  own,
 		denySpoof:  cfg.Verify != nil && cfg.Verify.OnSpoofed == SpoofedDeny,
 		starOnDNS:  cfg.Verify != nil && cfg.Verify.OnDNSError == DNSErrorStar,
+		acceptSig:  cfg.Verify != nil && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,
 		obs:        o.observer,
 		deny:       o.deny,
@@ -255,6 +258,25 @@ func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
 		Logger:     o.logger,
 		Now:        o.now,
 	}
+	if w := vc.WebBotAuth; w != nil {
+		wc := &identity.WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: o.storeTLSForAgents}
+		for _, a := range w.Agents {
+			ag := identity.Agent{Origin: a.Origin, Operator: a.Operator}
+			for _, f := range a.Keys {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key: %w", a.Origin, err)
+				}
+				k, err := identity.ParseJWK(b)
+				if err != nil {
+					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key %s: %w", a.Origin, f, err)
+				}
+				ag.Keys = append(ag.Keys, k)
+			}
+			wc.Agents = append(wc.Agents, ag)
+		}
+		ic.WebBotAuth = wc
+	}
 	if ic.Storage == nil && vc.CacheDir != "" {
 		ic.Storage = identity.DirStorage(vc.CacheDir)
 	}
@@ -329,8 +351,8 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
 	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
 	var ver identity.Result
-	if claims := info.claims | groupClaims; claims != 0 {
-		ver = e.verify(ctx, claims, req.ClientIP, tr)
+	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
+		ver = e.verify(ctx, claims, req, tr)
 		v.Verification, v.Operator, v.Method = ver.Verdict, ver.Operator, ver.Method
 		if ver.Verdict == identity.Spoofed {
 			if e.denySpoof {
@@ -344,7 +366,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 			// Nothing proven, and the client may have made sure of it.
 			agent = st.robots.Agent("")
 		}
-		bot = true
+		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
 	// Bans, and traps that ban: never for a verified crawler.
 	var client [16]byte
@@ -489,22 +511,43 @@ func (e *Enforcer) limitKey(site, group, clientIP string, ver identity.Result) l
 	return k
 }
 
-// verify checks the claims of a request; with tr, it records the steps for
-// Explain (and a request without a client address is not looked up).
-func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, clientIP string, tr *trace) identity.Result {
+// verify checks the claims of a request (and its Web Bot Auth signature);
+// with tr, it records the steps for Explain (and a request without a
+// client address is not looked up).
+func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Request, tr *trace) identity.Result {
 	if e.verifier == nil {
 		return identity.Result{}
 	}
 	var addr netip.Addr
 	if tr == nil || !tr.noIP {
-		addr = clientAddr(clientIP)
+		addr = clientAddr(req.ClientIP)
 	}
 	if tr != nil {
-		x := e.verifier.Explain(ctx, claims, addr)
+		x := e.verifier.ExplainRequest(ctx, claims, addr, req.Signed)
 		tr.verify = &x
 		return x.Result
 	}
+	if req.Signed != nil {
+		r, _ := e.verifier.VerifyRequest(ctx, claims, addr, req.Signed)
+		return r
+	}
 	return e.verifier.Verify(ctx, claims, addr)
+}
+
+// signedRequest returns the parts of r a Web Bot Auth signature covers,
+// or nil when r carries no signature or signatures are not checked.
+func (e *Enforcer) signedRequest(r *http.Request, scheme string) *identity.SignedRequest {
+	if e.verifier == nil || !e.verifier.WebBotAuth() || len(r.Header["Signature-Input"]) == 0 {
+		return nil
+	}
+	return SignedRequest(r, scheme)
+}
+
+// SignedRequest returns what a Web Bot Auth signature of r covers (front
+// ends that fill Request themselves put it in Request.Signed).
+func SignedRequest(r *http.Request, scheme string) *identity.SignedRequest {
+	u := r.URL
+	return &identity.SignedRequest{Method: r.Method, Scheme: scheme, Authority: r.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: r.Header}
 }
 
 // NewStoreLimiter returns the limiter that New builds for cfg.Store: a
@@ -605,6 +648,7 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 			zap.String("client_ip", req.ClientIP),
 			zap.String("verification", v.Verification.String()),
 			zap.String("operator", v.Operator),
+			zap.String("verified_by", v.Method.String()),
 			zap.String("user_agent", req.UserAgent),
 			zap.String("target", e.logTarget(req.Target)),
 			zap.Bool("dry_run", v.DryRun),
@@ -658,6 +702,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Origin:    h.next,
 		Method:    r.Method,
 	}
+	req.Signed = e.signedRequest(r, scheme)
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
@@ -705,6 +750,16 @@ func userAgent(h http.Header) string {
 	return ""
 }
 
+// signsFor reports whether the operator has signature agents.
+func (e *Enforcer) signsFor(operator string) bool {
+	for _, op := range e.verifier.Operators() {
+		if op.Name == operator {
+			return len(op.SignatureAgents) > 0
+		}
+	}
+	return false
+}
+
 // headerValue returns the first value of the canonical header key without
 // allocating.
 func headerValue(h http.Header, key string) string {
@@ -722,6 +777,9 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	h["Content-Type"] = e.hdrText
 	h["Cache-Control"] = e.hdrNoStore
 	h["X-Content-Type-Options"] = e.hdrNosniff
+	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.signsFor(v.Operator) {
+		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`}
+	}
 	switch {
 	case v.Action == Throttle:
 		h["Retry-After"] = []string{strconv.FormatInt(v.RetryAfterSeconds(), 10)}

@@ -28,6 +28,8 @@ type options struct {
 	feedStore identity.Storage
 	storeTLS  *tls.Config
 	bans      limit.Bans
+
+	storeTLSForAgents *tls.Config
 }
 
 // ResponseFunc writes the answer to a request the Enforcer stopped. The
@@ -171,4 +173,11 @@ func WithBans(b limit.Bans) Option {
 // only logs).
 type BanObserver interface {
 	ObserveBan(trigger string, dryRun bool)
+}
+
+// WithKeyDirectoryTLS sets the TLS configuration of Web Bot Auth key
+// directory fetches, for agents whose certificate a private CA signed.
+// Default: the system's roots.
+func WithKeyDirectoryTLS(c *tls.Config) Option {
+	return func(o *options) { o.storeTLSForAgents = c }
 }

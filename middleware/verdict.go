@@ -46,6 +46,10 @@ type Request struct {
 	// says so in them, and is not banned for it: only a document fetch
 	// from the site itself, or from no page at all, is.
 	SecFetchSite, SecFetchDest string
+	// Signed holds what a Web Bot Auth signature covers when the request
+	// carries one and VerifyConfig.WebBotAuth is on (see SignedRequest);
+	// nil otherwise.
+	Signed *identity.SignedRequest
 	// Origin is the handler that serves the site. The default robots.txt
 	// source sends it a virtual GET /robots.txt. It may be nil when another
 	// source is configured.
