@@ -74,6 +74,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            max_window <duration>
 //	            allow_private_directories
 //	            accept_signature
+//	            ca_file <pem file>
 //	        }
 //	        operator <name> {
 //	            tokens <token...>
@@ -300,6 +301,11 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 			w.AllowPrivateDirectories = true
 		case "accept_signature":
 			w.AcceptSignature = true
+		case "ca_file":
+			if len(args) != 1 {
+				return nil, d.Errf("web_bot_auth: ca_file: want one PEM file")
+			}
+			w.CAFile = args[0]
 		case "max_window":
 			if len(args) != 1 {
 				return nil, d.Errf("web_bot_auth: max_window: want one duration")

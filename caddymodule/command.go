@@ -2,12 +2,14 @@ package caddymodule
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -71,6 +73,9 @@ the last hour and day, and the lines that denied whom.
 					vo.operators, _ = c.Flags().GetString("operators")
 					vo.builtin, _ = c.Flags().GetBool("builtin")
 					vo.onSpoofed, _ = c.Flags().GetString("on-spoofed")
+					vo.headers, _ = c.Flags().GetStringArray("header")
+					vo.authority, _ = c.Flags().GetString("authority")
+					vo.allowPrivate, _ = c.Flags().GetBool("allow-private-directories")
 					exit(runTest(os.Stdout, os.Stdin, ua, file, url, args, vo))
 					return nil
 				},
@@ -83,6 +88,9 @@ the last hour and day, and the lines that denied whom.
 			test.Flags().String("operators", "", "with --ip: JSON file of operators to add to the registry (the shape of verify.operators)")
 			test.Flags().Bool("builtin", true, "with --ip: use the built-in registry of operators")
 			test.Flags().String("on-spoofed", "deny", "with --ip: what a spoofed claim gets, deny or star")
+			test.Flags().StringArray("header", nil, "with --ip: a request header 'Name: value' (repeatable), e.g. the Signature, Signature-Input and Signature-Agent of a Web Bot Auth request")
+			test.Flags().String("authority", "", "with --header: the host[:port] the signed request was sent to (default: --url's host)")
+			test.Flags().Bool("allow-private-directories", false, "with --header: fetch key directories from private addresses too")
 			lint := &cobra.Command{
 				Use:   "lint [--trap <path>]... <file|URL>",
 				Short: "Lints a robots.txt",
@@ -148,6 +156,11 @@ const (
 type verifyOpts struct {
 	ip, resolver, operators, onSpoofed string
 	builtin                            bool
+	headers                            []string // "Name: value"
+	authority                          string
+	path                               string // the first path, for a signature's @path
+	allowPrivate                       bool
+	tls                                *tls.Config // tests: trust a loopback directory
 }
 
 // runTest is "caddy robots test"; it returns the exit code.
@@ -175,6 +188,14 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	agent := r.Agent(ua)
 	spoofed := ""
 	if vo.ip != "" {
+		if len(paths) > 0 {
+			vo.path = paths[0]
+		}
+		if vo.authority == "" && url != "" {
+			if u, err := neturl.Parse(url); err == nil {
+				vo.authority = u.Host
+			}
+		}
 		res, err := verifyClaim(out, ua, vo)
 		if err != nil {
 			return exitError, err
@@ -255,10 +276,49 @@ func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, erro
 	if err := identity.Validate(ops); err != nil {
 		return identity.Result{}, fmt.Errorf("--operators: %w", err)
 	}
+	var signed identity.Result
+	if len(vo.headers) > 0 {
+		h := http.Header{}
+		for _, hv := range vo.headers {
+			k, val, ok := strings.Cut(hv, ":")
+			if !ok {
+				return identity.Result{}, fmt.Errorf("--header: %q: want 'Name: value'", hv)
+			}
+			h.Add(strings.TrimSpace(k), strings.TrimSpace(val))
+		}
+		if h.Get("Signature-Input") != "" {
+			if vo.authority == "" {
+				return identity.Result{}, errors.New("--authority (or --url) is needed to check a signature: the host[:port] it was sent to")
+			}
+			sv, err := identity.New(identity.Config{Operators: ops, NoBackground: true, WebBotAuth: &identity.WebBotAuthConfig{AllowPrivate: vo.allowPrivate, TLS: vo.tls}})
+			if err != nil {
+				return identity.Result{}, err
+			}
+			path, query, _ := strings.Cut(vo.path, "?")
+			x := sv.ExplainRequest(context.Background(), 0, addr, &identity.SignedRequest{Method: "GET", Scheme: "https", Authority: vo.authority, Path: path, Query: query, Header: h})
+			sv.Close()
+			for _, st := range x.Steps {
+				fmt.Fprintln(out, "# "+st)
+			}
+			signed = x.Result
+		}
+	}
 	claimed := identity.ClaimedBy(ops, ua)
 	if len(claimed) == 0 {
+		if signed.Verdict == identity.Verified {
+			fmt.Fprintf(out, "# verification: verified (%s, signature)\n", signed.Operator)
+			return signed, nil
+		}
 		fmt.Fprintln(out, "# verification: none (the User-Agent names no registered crawler operator)")
 		return identity.Result{}, nil
+	}
+	if signed.Verdict == identity.Verified {
+		for _, op := range claimed {
+			if op.Name == signed.Operator && len(claimed) == 1 {
+				fmt.Fprintf(out, "# verification: verified (%s, signature)\n", signed.Operator)
+				return signed, nil
+			}
+		}
 	}
 	v, err := identity.New(identity.Config{Operators: claimed, Resolver: vo.resolver, NoBackground: true})
 	if err != nil {

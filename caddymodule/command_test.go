@@ -2,13 +2,17 @@ package caddymodule
 
 import (
 	"bytes"
+	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testdns"
 )
 
@@ -233,5 +237,47 @@ func TestRobotsReport(t *testing.T) {
 	}
 	if code, err := runReport(&out, "127.0.0.1:1"); code != 2 || err == nil || !strings.Contains(err.Error(), "--address") {
 		t.Fatalf("no Caddy: %d %v", code, err)
+	}
+}
+
+func TestRobotsTestSignature(t *testing.T) {
+	keyJSON, err := os.ReadFile("../identity/testdata/webbotauth/rfc9421-test-key-ed25519.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.Replace(string(keyJSON), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
+	dir := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"keys":[%s]}`, pub)
+	}))
+	defer dir.Close()
+	ops := filepath.Join(t.TempDir(), "ops.json")
+	os.WriteFile(ops, []byte(`[{"name":"acme","tokens":["AcmeBot"],"signature_agents":["`+dir.URL+`"]}]`), 0o644)
+	priv, _ := identity.PrivateJWK(keyJSON)
+	tp, _ := identity.Thumbprint(keyJSON)
+	sign := func(created time.Time) []string {
+		sr := &identity.SignedRequest{Method: "GET", Scheme: "https", Authority: "shop.example", Path: "/x", Header: http.Header{}}
+		if err := identity.Sign(sr, priv, tp, dir.URL, created, created.Add(time.Minute), "n"); err != nil {
+			t.Fatal(err)
+		}
+		var hs []string
+		for _, k := range []string{"Signature", "Signature-Input", "Signature-Agent"} {
+			hs = append(hs, k+": "+sr.Header.Get(k))
+		}
+		return hs
+	}
+	robots := writeRobots(t, "User-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n")
+	vo := verifyOpts{ip: "203.0.113.9", operators: ops, onSpoofed: "deny", authority: "shop.example", allowPrivate: true,
+		tls: &tls.Config{RootCAs: dir.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}}
+	var out bytes.Buffer
+	vo.headers = sign(time.Now())
+	code, err := runTest(&out, nil, "AcmeBot/1.0", robots, "", []string{"/x"}, vo)
+	if code != 0 || err != nil || !strings.Contains(out.String(), "# verification: verified (acme, signature)") || !strings.Contains(out.String(), "signature: verified: key") {
+		t.Fatalf("%d %v\n%s", code, err, out.String())
+	}
+	out.Reset()
+	vo.headers = sign(time.Now().Add(-time.Hour))
+	code, _ = runTest(&out, nil, "AcmeBot/1.0", robots, "", []string{"/x"}, vo)
+	if !strings.Contains(out.String(), "signature: not verified: expired") {
+		t.Fatalf("%d\n%s", code, out.String())
 	}
 }

@@ -533,11 +533,12 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		Method:    r.Method,
 	}
 	if g.Verify != nil && g.Verify.WebBotAuth != nil && len(r.Header["Signature-Input"]) > 0 {
-		orig := r // the signature covers the request as the client sent it
-		if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
-			orig = &o
+		// The signature covers the request as the client sent it: the
+		// path before any rewrite.
+		req.Signed = middleware.SignedRequest(r, req.Scheme)
+		if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && o.URL != nil {
+			req.Signed.Path, req.Signed.Query = o.URL.EscapedPath(), o.URL.RawQuery
 		}
-		req.Signed = middleware.SignedRequest(orig, req.Scheme)
 	}
 	if len(g.Traps) > 0 { // only traps read fetch metadata
 		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")

@@ -231,6 +231,21 @@ func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) R
 	return v.verify(ctx, claims, addr, Result{})
 }
 
+// SignsFor reports whether the operator has a Web Bot Auth signature agent
+// (in the registry or pinned), so that a request claiming it could have
+// been signed.
+func (v *Verifier) SignsFor(operator string) bool {
+	if v.signers == nil {
+		return false
+	}
+	for _, op := range v.signers.opOf {
+		if op.Name == operator {
+			return true
+		}
+	}
+	return false
+}
+
 // WebBotAuth reports whether signature verification is on, so that front
 // ends collect the signature headers only then.
 func (v *Verifier) WebBotAuth() bool { return v.signers != nil }

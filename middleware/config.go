@@ -301,6 +301,10 @@ type WebBotAuthSettings struct {
 	// AllowPrivateDirectories lets key directories be fetched from
 	// private, loopback and link-local addresses. Default false.
 	AllowPrivateDirectories bool `json:"allow_private_directories,omitempty"`
+	// CAFile is a PEM file of CA certificates that key directories'
+	// certificates may chain to, for agents under a private CA. Default:
+	// the system's roots.
+	CAFile string `json:"ca_file,omitempty"`
 	// AcceptSignature adds, to a 403 or 429 for a request that claims an
 	// operator with signature agents but carries no valid signature, the
 	// Accept-Signature header that says what to sign (the draft's hint).

@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -260,6 +262,17 @@ func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
 	}
 	if w := vc.WebBotAuth; w != nil {
 		wc := &identity.WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: o.storeTLSForAgents}
+		if w.CAFile != "" && wc.TLS == nil {
+			pem, err := os.ReadFile(w.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %s holds no PEM certificate", w.CAFile)
+			}
+			wc.TLS = &tls.Config{RootCAs: pool}
+		}
 		for _, a := range w.Agents {
 			ag := identity.Agent{Origin: a.Origin, Operator: a.Operator}
 			for _, f := range a.Keys {
@@ -750,16 +763,6 @@ func userAgent(h http.Header) string {
 	return ""
 }
 
-// signsFor reports whether the operator has signature agents.
-func (e *Enforcer) signsFor(operator string) bool {
-	for _, op := range e.verifier.Operators() {
-		if op.Name == operator {
-			return len(op.SignatureAgents) > 0
-		}
-	}
-	return false
-}
-
 // headerValue returns the first value of the canonical header key without
 // allocating.
 func headerValue(h http.Header, key string) string {
@@ -777,7 +780,7 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	h["Content-Type"] = e.hdrText
 	h["Cache-Control"] = e.hdrNoStore
 	h["X-Content-Type-Options"] = e.hdrNosniff
-	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.signsFor(v.Operator) {
+	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
 		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`}
 	}
 	switch {

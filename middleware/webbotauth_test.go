@@ -1,0 +1,128 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robotsguard/robotsguard/identity"
+)
+
+// The RFC 9421 test key (testdata/rfc9421-test-key-ed25519.json, from
+// cloudflare/web-bot-auth; see identity/testdata/webbotauth/SOURCES.md).
+func rfcKey(t testing.TB) (priv []byte, pubFile, thumbprint string) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/rfc9421-test-key-ed25519.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.Replace(string(b), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
+	pubFile = filepath.Join(t.TempDir(), "agent.jwk")
+	os.WriteFile(pubFile, []byte(pub), 0o644)
+	tp, _ := identity.Thumbprint(b)
+	return b, pubFile, tp
+}
+
+const wbaRobots = `User-agent: AcmeBot
+Disallow: /noacme/
+
+User-agent: *
+Disallow: /private/
+`
+
+// signedGet returns a request for http://example.com/path signed for agent
+// (created now), with the User-Agent ua.
+func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Request {
+	t.Helper()
+	priv, _, tp := rfcKey(t)
+	key, err := identity.PrivateJWK(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "http://example.com"+path, nil)
+	r.RequestURI = path
+	r.RemoteAddr = "203.0.113.77:5555"
+	r.Header.Set("User-Agent", ua)
+	if err := identity.Sign(SignedRequest(r, "http"), key, tp, agent, created, created.Add(time.Minute), "nonce-1"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func wbaEnforcer(t testing.TB, accept bool) *Enforcer {
+	_, pubFile, _ := rfcKey(t)
+	off := false
+	cfg := Config{Verify: &VerifyConfig{Builtin: &off,
+		Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent/acme.json"}}},
+		WebBotAuth: &WebBotAuthSettings{AcceptSignature: accept, Agents: []SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
+	}}
+	e := mustNew(t, cfg, WithSource(BytesSource([]byte(wbaRobots))))
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// A request signed by a pinned agent is verified as its operator's from
+// any address; its group applies; an unsigned or replayed one is not.
+func TestWebBotAuthThroughHandler(t *testing.T) {
+	e := wbaEnforcer(t, true)
+	var got Verdict
+	h := e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	obs := func(r *http.Request) Verdict {
+		v := e.Decide(context.Background(), Request{Host: r.Host, Target: r.RequestURI, UserAgent: r.UserAgent(), ClientIP: r.RemoteAddr,
+			Method: r.Method, Signed: SignedRequest(r, "http")})
+		return v
+	}
+	now := time.Now()
+	got = obs(signedGet(t, "/private/x", "AcmeBot/2.0", "https://bot.acme.example", now))
+	if got.Verification != identity.Verified || got.Method != identity.MethodSignature || got.Operator != "acme" || got.Action != Allow || got.Group != "AcmeBot" {
+		t.Fatalf("signed: %+v", got)
+	}
+	// Through Handler: allowed (AcmeBot may fetch /private/).
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, signedGet(t, "/private/x", "AcmeBot/2.0", "https://bot.acme.example", now))
+	if rec.Code != 200 {
+		t.Fatalf("handler: %d", rec.Code)
+	}
+	// Unsigned, same header: the feed is missing, so unverifiable; the
+	// AcmeBot group still applies (judged by the header) and its own
+	// Disallow gives 403 with the hint what to sign.
+	unsigned := httptest.NewRequest("GET", "http://example.com/noacme/x", nil)
+	unsigned.RequestURI = "/noacme/x"
+	unsigned.Header.Set("User-Agent", "AcmeBot/2.0")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, unsigned)
+	if rec.Code != 403 || !strings.Contains(rec.Header().Get("Accept-Signature"), `tag="web-bot-auth"`) {
+		t.Fatalf("unsigned: %d %q", rec.Code, rec.Header().Get("Accept-Signature"))
+	}
+	if v := obs(unsigned); v.Verification == identity.Verified {
+		t.Fatalf("unsigned verified: %+v", v)
+	}
+	// Replayed after its window.
+	if v := obs(signedGet(t, "/x", "AcmeBot/2.0", "https://bot.acme.example", now.Add(-2*time.Minute))); v.Verification == identity.Verified {
+		t.Fatal("a replay outside its window was verified")
+	}
+	// A browser header signed by the agent: verified, judged as a bot of
+	// the group its header earns ("*").
+	if v := obs(signedGet(t, "/private/x", uaChrome, "https://bot.acme.example", now)); v.Verification != identity.Verified || v.Action != Deny || v.Group != "*" {
+		t.Fatalf("signed browser header: %+v", v)
+	}
+	// Explain shows the signature step.
+	r := signedGet(t, "/x", "AcmeBot/2.0", "https://bot.acme.example", now)
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: "203.0.113.77", Signed: SignedRequest(r, "http")})
+	if err != nil || x.Verification == nil || x.Verification.Method != "signature" || !strings.Contains(strings.Join(x.Verification.Steps, " "), "signature: verified") {
+		t.Fatalf("explain %+v %v", x.Verification, err)
+	}
+}
+
+// BenchmarkWebBotAuthVerified is a signed request through Handler, the
+// agent's key pinned (cached).
+func BenchmarkWebBotAuthVerified(b *testing.B) {
+	e := wbaEnforcer(b, false)
+	r := signedGet(b, "/public/x", "AcmeBot/2.0", "https://bot.acme.example", time.Now().Add(-30*time.Second))
+	runBench(b, e.Handler(okHandler), r, 200)
+}
