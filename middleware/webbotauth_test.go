@@ -58,7 +58,7 @@ func wbaEnforcer(t testing.TB, accept bool) *Enforcer {
 	_, pubFile, _ := rfcKey(t)
 	off := false
 	cfg := Config{Verify: &VerifyConfig{Builtin: &off,
-		Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent/acme.json"}}},
+		Operators:  []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent/acme.json"}}},
 		WebBotAuth: &WebBotAuthSettings{AcceptSignature: accept, Agents: []SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
 	}}
 	e := mustNew(t, cfg, WithSource(BytesSource([]byte(wbaRobots))))
