@@ -70,10 +70,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        cache_dir <directory>
 //	        web_bot_auth {
 //	            agent <origin> [<operator>] [{ key <jwk file...> }]
-//	            discover
+//	            discover [on|off]
 //	            max_window <duration>
-//	            allow_private_directories
-//	            accept_signature
+//	            allow_private_directories [on|off]
+//	            accept_signature [on|off]
 //	            ca_file <pem file>
 //	        }
 //	        operator <name> {
@@ -295,12 +295,23 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 				a.Keys = append(a.Keys, keys...)
 			}
 			w.Agents = append(w.Agents, a)
-		case "discover":
-			w.Discover = true
-		case "allow_private_directories":
-			w.AllowPrivateDirectories = true
-		case "accept_signature":
-			w.AcceptSignature = true
+		case "discover", "allow_private_directories", "accept_signature":
+			on := true
+			switch {
+			case len(args) == 0:
+			case len(args) == 1 && (args[0] == "on" || args[0] == "off"):
+				on = args[0] == "on"
+			default:
+				return nil, d.Errf("web_bot_auth: %s: want no value, on or off, got %q", name, strings.Join(args, " "))
+			}
+			switch name {
+			case "discover":
+				w.Discover = on
+			case "allow_private_directories":
+				w.AllowPrivateDirectories = on
+			default:
+				w.AcceptSignature = on
+			}
 		case "ca_file":
 			if len(args) != 1 {
 				return nil, d.Errf("web_bot_auth: ca_file: want one PEM file")

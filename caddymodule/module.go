@@ -532,6 +532,13 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		ClientIP:  clientIP,
 		Method:    r.Method,
 	}
+	if len(g.Traps) > 0 { // only traps read fetch metadata
+		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")
+		req.SecFetchDest = r.Header.Get("Sec-Fetch-Dest")
+	}
+	if r.TLS != nil {
+		req.Scheme = "https"
+	}
 	if g.Verify != nil && g.Verify.WebBotAuth != nil && len(r.Header["Signature-Input"]) > 0 {
 		// The signature covers the request as the client sent it: the
 		// path before any rewrite.
@@ -539,13 +546,6 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && o.URL != nil {
 			req.Signed.Path, req.Signed.Query = o.URL.EscapedPath(), o.URL.RawQuery
 		}
-	}
-	if len(g.Traps) > 0 { // only traps read fetch metadata
-		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")
-		req.SecFetchDest = r.Header.Get("Sec-Fetch-Dest")
-	}
-	if r.TLS != nil {
-		req.Scheme = "https"
 	}
 	if srv != nil {
 		req.Origin = srv

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -93,11 +92,13 @@ func NormalizeOrigin(u string) (string, error) {
 
 // directory is a cached key directory.
 type directory struct {
-	mu      sync.Mutex
-	keys    map[string]PublicKey
-	expires time.Time
-	err     error
-	fetched time.Time
+	mu         sync.Mutex // guards the fields; never held during a fetch
+	fetchMu    sync.Mutex // one fetch at a time
+	refreshing bool
+	keys       map[string]PublicKey
+	expires    time.Time
+	err        error
+	fetched    time.Time
 }
 
 // signers holds what signature verification needs: pinned keys, known
@@ -126,13 +127,35 @@ func guardedDial(allow bool) func(ctx context.Context, network, addr string) (ne
 				return err
 			}
 			a := ap.Addr().Unmap()
-			if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() {
+			if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || inReserved(a) {
 				return fmt.Errorf("refusing to fetch a key directory from %s (a private, loopback or link-local address)", a)
 			}
 			return nil
 		}
 	}
 	return d.DialContext
+}
+
+// reserved are ranges that are not on the public Internet beyond what
+// netip's predicates cover: carrier-grade NAT (cloud metadata services
+// live there), IETF protocol assignments, benchmarking, NAT64 of private
+// IPv4, deprecated site-local IPv6.
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("fec0::/10"),
+}
+
+func inReserved(a netip.Addr) bool {
+	for _, p := range reserved {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func() time.Time) (*signers, error) {
@@ -185,12 +208,21 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 	return s, nil
 }
 
-// known reports whether keys of origin may be trusted: pinned, named by
-// the registry, or Discover.
-func (s *signers) known(origin string) bool {
+// named reports whether origin is pinned or named by the registry.
+func (s *signers) named(origin string) bool {
 	_, p := s.pinned[origin]
 	_, r := s.opOf[origin]
-	return p || r || s.cfg.Discover
+	return p || r
+}
+
+// known reports whether keys of origin may be trusted: named, or
+// discovered (Discover, https on the default port only, so a
+// Signature-Agent cannot choose the guard's outbound ports).
+func (s *signers) known(origin string) bool {
+	if s.named(origin) {
+		return true
+	}
+	return s.cfg.Discover && strings.HasPrefix(origin, "https://") && !strings.Contains(strings.TrimPrefix(origin, "https://"), ":")
 }
 
 // lookup is the KeyLookup of verification: pinned keys first, then the
@@ -219,16 +251,22 @@ func (s *signers) lookup(ctx context.Context) KeyLookup {
 	}
 }
 
-// directoryKeys returns the keys of origin's directory, fetching it when it
-// is missing or expired (one fetch at a time per origin).
+// directoryKeys returns the keys of origin's directory. The first request
+// for an agent fetches it (bounded by DirectoryTimeout, not cancelled with
+// the request, so a client that hangs up cannot leave a failure cached);
+// later ones get the cached keys, and an expired copy is refreshed in the
+// background while it still serves. Registry and pinned agents are never
+// evicted; discovered ones are, at random, beyond maxDirectories.
 func (s *signers) directoryKeys(ctx context.Context, origin string) map[string]PublicKey {
 	s.mu.Lock()
 	d, ok := s.dirs[origin]
 	if !ok {
 		if len(s.dirs) >= maxDirectories {
-			for k := range s.dirs { // drop an arbitrary one
-				delete(s.dirs, k)
-				break
+			for k := range s.dirs {
+				if !s.named(k) {
+					delete(s.dirs, k)
+					break
+				}
 			}
 		}
 		d = &directory{}
@@ -236,19 +274,56 @@ func (s *signers) directoryKeys(ctx context.Context, origin string) map[string]P
 	}
 	s.mu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	now := s.now()
-	if d.keys != nil && now.Before(d.expires) || d.keys == nil && d.err != nil && now.Before(d.expires) {
-		return d.keys
+	switch {
+	case d.keys != nil && now.Before(d.expires):
+		k := d.keys
+		d.mu.Unlock()
+		return k
+	case d.keys != nil:
+		// Expired: serve the copy, refresh it in the background once.
+		k := d.keys
+		if !d.refreshing {
+			d.refreshing = true
+			go func() {
+				s.load(context.Background(), origin, d)
+				d.mu.Lock()
+				d.refreshing = false
+				d.mu.Unlock()
+			}()
+		}
+		d.mu.Unlock()
+		return k
+	case d.err != nil && now.Before(d.expires):
+		d.mu.Unlock()
+		return nil
 	}
+	d.mu.Unlock()
+	return s.load(context.WithoutCancel(ctx), origin, d)
+}
+
+// load fetches origin's directory into d, one fetch at a time.
+func (s *signers) load(ctx context.Context, origin string, d *directory) map[string]PublicKey {
+	d.fetchMu.Lock()
+	defer d.fetchMu.Unlock()
+	d.mu.Lock()
+	if d.keys != nil && s.now().Before(d.expires) { // another caller loaded it
+		k := d.keys
+		d.mu.Unlock()
+		return k
+	}
+	d.mu.Unlock()
 	keys, ttl, err := s.fetch(ctx, origin)
+	now := s.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err != nil {
 		s.log.Warn("robots_guard: web bot auth: key directory not loaded", zap.String("agent", origin), zap.Error(err))
 		d.err = err
 		if d.keys == nil {
 			d.expires = now.Add(failedDirectoryTTL)
 		} else {
-			d.expires = now.Add(min(failedDirectoryTTL*5, MinDirectoryTTL)) // keep the last good keys a while
+			d.expires = now.Add(MinDirectoryTTL) // the last good keys serve a while longer
 		}
 		return d.keys
 	}
@@ -303,14 +378,4 @@ func (s *signers) fetch(ctx context.Context, origin string) (map[string]PublicKe
 		ttl = min(max(ma, MinDirectoryTTL), MaxDirectoryTTL)
 	}
 	return keys, ttl, nil
-}
-
-// agentKey is the limiter key of a verified agent that no operator
-// stands for (Discover).
-func agentKey(origin string) [16]byte {
-	sum := sha256.Sum256([]byte("robots_guard agent " + origin))
-	var k [16]byte
-	k[0] = 0xff
-	copy(k[1:], sum[:15])
-	return k
 }

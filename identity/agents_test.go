@@ -147,3 +147,24 @@ func TestWebBotAuthPinned(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
+
+// A pinned agent that no operator stands for is verified as "agent
+// <origin>" with no privilege; discovery never contacts a non-default
+// port.
+func TestWebBotAuthAgentOnly(t *testing.T) {
+	k, _ := testKey(t)
+	pk, _ := ParseJWK(k)
+	srv, fetches := directoryServer(t)
+	tlsCfg := &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	v, _ := newTestVerifier(t, []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}}}, func(c *Config) {
+		c.WebBotAuth = &WebBotAuthConfig{Discover: true, AllowPrivate: true, TLS: tlsCfg, Agents: []Agent{{Origin: "https://solo.example", Keys: []PublicKey{pk}}}}
+	})
+	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, "https://solo.example", time.Now()))
+	if err != nil || r.Verdict != Verified || !r.AgentOnly || r.Operator != "agent https://solo.example" || r.ClientKey() != ([16]byte{}) {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Discovery of an agent on a non-default port: not contacted.
+	if r, _ := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, srv.URL, time.Now())); r.Verdict == Verified || fetches.Load() != 0 {
+		t.Fatalf("%+v, %d fetches", r, fetches.Load())
+	}
+}

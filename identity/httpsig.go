@@ -87,8 +87,10 @@ func (k jwk) public() (PublicKey, error) {
 	case "RSA":
 		n, err1 := b64(k.N)
 		e, err2 := b64(k.E)
-		if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 {
-			return PublicKey{}, errors.New("jwk: RSA keys need n (at least 2048 bits) and e")
+		// 2048 to 8192 bits and e = 65537: a huge modulus or exponent
+		// would make each verification cost seconds.
+		if err1 != nil || err2 != nil || len(n) < 256 || len(n) > 1024 || string(e) != "\x01\x00\x01" {
+			return PublicKey{}, errors.New("jwk: RSA keys need n of 2048 to 8192 bits and e = 65537")
 		}
 		ei := 0
 		for _, c := range e {
@@ -262,6 +264,17 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	return sig, nil
 }
 
+// agentURI returns the key directory origin a Signature-Agent member names:
+// its URI when it has no "type" parameter or type=directory; "" for the
+// other types (jwks_uri, cimd), which robots_guard does not read.
+func agentURI(mi httpsfv.Item) string {
+	if t, ok := mi.Params.Get("type"); ok && t != httpsfv.Token("directory") && t != "directory" {
+		return ""
+	}
+	u, _ := mi.Value.(string)
+	return u
+}
+
 // verifyWith checks raw over base with key.
 func verifyWith(key PublicKey, base []byte, raw []byte) bool {
 	switch k := key.key.(type) {
@@ -339,7 +352,7 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, erro
 				if v, err = httpsfv.Marshal(mi); err != nil {
 					return nil, "", err
 				}
-				agent, _ = mi.Value.(string)
+				agent = agentURI(mi)
 			} else {
 				v = strings.TrimSpace(strings.Join(vals, ", "))
 				if item, err := httpsfv.UnmarshalItem(vals); err == nil {

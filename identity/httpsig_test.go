@@ -1,13 +1,21 @@
 package identity
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // vector is one signed request of testdata/webbotauth (see its SOURCES.md).
@@ -170,6 +178,92 @@ func BenchmarkVerifySignature(b *testing.B) {
 	for b.Loop() {
 		if _, err := VerifySignature(r, now, window, keys); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The Signature-Agent forms of testdata/webbotauth/web_bot_auth_signature_agent_v1.json:
+// a directory is an origin whose well-known directory is read; the other
+// types are not read (no agent).
+func TestSignatureAgentForms(t *testing.T) {
+	b, err := os.ReadFile("testdata/webbotauth/web_bot_auth_signature_agent_v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []struct {
+		Name, Header string
+		Entries      []struct{ Label, URI, Type string }
+	}
+	if err := json.Unmarshal(b, &vs); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		d, err := httpsfv.UnmarshalDictionary([]string{v.Header})
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		m, _ := d.Get(v.Entries[0].Label)
+		got := agentURI(m.(httpsfv.Item))
+		want := ""
+		if v.Entries[0].Type == "directory" {
+			want = v.Entries[0].URI
+		}
+		if got != want {
+			t.Errorf("%s: agent %q, want %q", v.Name, got, want)
+		}
+	}
+}
+
+// ECDSA P-256 keys verify (a key made here: no published vector uses one).
+func TestECDSASignature(t *testing.T) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := priv.PublicKey.Bytes()
+	jwkJSON := fmt.Sprintf(`{"kty":"EC","crv":"P-256","x":%q,"y":%q}`, base64.RawURLEncoding.EncodeToString(raw[1:33]), base64.RawURLEncoding.EncodeToString(raw[33:]))
+	pk, err := ParseJWK([]byte(jwkJSON))
+	if err != nil || pk.Alg != "ecdsa-p256-sha256" {
+		t.Fatalf("%+v %v", pk, err)
+	}
+	sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: http.Header{}}
+	created := time.Now()
+	in := fmt.Sprintf(`sig1=("@authority" "@method");created=%d;expires=%d;keyid=%q;alg="ecdsa-p256-sha256";tag="web-bot-auth"`, created.Unix(), created.Add(time.Minute).Unix(), pk.Thumbprint)
+	d, _ := httpsfv.UnmarshalDictionary([]string{in})
+	m, _ := d.Get("sig1")
+	base, _, err := signatureBase(sr, m.(httpsfv.InnerList))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(base)
+	r, s, err := ecdsa.Sign(rand.Reader, priv, h[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	sr.Header.Set("Signature-Input", in)
+	sr.Header.Set("Signature", "sig1=:"+base64.StdEncoding.EncodeToString(sig)+":")
+	if _, err := VerifySignature(sr, created, time.Hour, keysOf(pk)); err != nil {
+		t.Fatal(err)
+	}
+	sr.Method = "POST"
+	if _, err := VerifySignature(sr, created, time.Hour, keysOf(pk)); err == nil {
+		t.Fatal("a changed @method verified")
+	}
+}
+
+// RSA keys outside 2048–8192 bits or with another exponent are refused:
+// a huge key would cost seconds per verification.
+func TestRSAKeyBounds(t *testing.T) {
+	big := base64.RawURLEncoding.EncodeToString(make([]byte, 2048)) // 16384 bits
+	for _, j := range []string{
+		`{"kty":"RSA","n":"` + big + `","e":"AQAB"}`,
+		`{"kty":"RSA","n":"` + base64.RawURLEncoding.EncodeToString(make([]byte, 300)) + `","e":"Aw"}`,
+	} {
+		if _, err := ParseJWK([]byte(j)); err == nil || !strings.Contains(err.Error(), "2048 to 8192 bits") {
+			t.Errorf("err = %v", err)
 		}
 	}
 }

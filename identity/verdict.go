@@ -86,6 +86,11 @@ type Result struct {
 	// reverse zone of its own, so it should not earn the claimed
 	// operator's allowances either.
 	DNSFailed bool
+	// AgentOnly marks a Verified signature by a discovered agent that no
+	// operator stands for (WebBotAuthConfig.Discover): it proves who
+	// signed, not that the signer is a crawler anyone vouches for, so it
+	// earns no privilege (no shared budget, no exemption from bans).
+	AgentOnly bool
 
 	key [16]byte
 }
@@ -94,9 +99,9 @@ type Result struct {
 // in a rate limiter's client key, so that one crawler spread over many
 // addresses shares one budget. Its first byte is 0xff: IPv6 multicast, a
 // prefix no client address carries, so it never equals an address key. It
-// is the zero value for a Result that is not Verified.
+// is the zero value for a Result that is not Verified, or AgentOnly.
 func (r Result) ClientKey() [16]byte {
-	if r.Verdict != Verified {
+	if r.Verdict != Verified || r.AgentOnly {
 		return [16]byte{}
 	}
 	return r.key

@@ -290,7 +290,7 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *
 	if op, ok := v.signers.opOf[origin]; ok {
 		res.Operator, res.key = op.Name, op.key
 	} else {
-		res.Operator, res.key = "agent "+origin, agentKey(origin)
+		res.Operator, res.AgentOnly = "agent "+origin, true
 	}
 	if how != nil {
 		*how = append(*how, fmt.Sprintf("signature: verified: key %s of %s (%s), signed %s, valid until %s", sig.KeyID, origin, sig.Alg,

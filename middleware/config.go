@@ -293,8 +293,11 @@ type WebBotAuthSettings struct {
 	// agents (e.g. https://chatgpt.com for openai) need no entry.
 	Agents []SignatureAgent `json:"agents,omitempty"`
 	// Discover fetches the key directories of agents that neither the
-	// registry nor Agents name, and verifies them as "agent <origin>".
-	// Default false: only known agents are trusted.
+	// registry nor Agents name (on port 443 only), and reports them
+	// verified as "agent <origin>": that proves who signed, not that the
+	// signer is a crawler anyone vouches for, so such requests keep
+	// per-address budgets and stay subject to traps and bans. Default
+	// false: only known agents are trusted.
 	Discover bool `json:"discover,omitempty"`
 	// MaxWindow bounds expires − created of a signature. Default 24h.
 	MaxWindow Duration `json:"max_window,omitempty"`
@@ -372,8 +375,15 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	}
 	if w := c.WebBotAuth; w != nil {
 		for i, a := range w.Agents {
-			if _, err := identity.NormalizeOrigin(a.Origin); err != nil {
-				return nil, errf(fmt.Sprintf("web_bot_auth: agents[%d]", i), "%v", err)
+			field := fmt.Sprintf("web_bot_auth: agents[%d]", i)
+			o, err := identity.NormalizeOrigin(a.Origin)
+			switch {
+			case err != nil:
+				return nil, errf(field, "%v", err)
+			case a.Operator == "" && len(a.Keys) == 0:
+				return nil, errf(field, "%s: give the operator it stands for, its keys, or both", o)
+			case strings.HasPrefix(o, "http://") && len(a.Keys) == 0:
+				return nil, errf(field, "%s: key directories are fetched over https only; pin its keys", o)
 			}
 		}
 		switch d := time.Duration(w.MaxWindow); {

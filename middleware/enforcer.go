@@ -383,7 +383,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	// Bans, and traps that ban: never for a verified crawler.
 	var client [16]byte
-	if e.bans != nil && ver.Verdict != identity.Verified {
+	if e.bans != nil && !vouched(ver) {
 		if a, ok := e.bans.(interface{ Active() bool }); !ok || a.Active() {
 			client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
 			if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
@@ -494,7 +494,7 @@ func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 // decoded view can refuse what an RFC crawler may fetch) for ban_after, and
 // bans the client when it reaches the count (a verified crawler never).
 func (e *Enforcer) countDenial(v *Verdict, client [16]byte, clientIP string, tr *trace) {
-	if e.banAfter == nil || tr != nil || v.Verification == identity.Verified {
+	if e.banAfter == nil || tr != nil || v.Verification == identity.Verified && !strings.HasPrefix(v.Operator, "agent ") {
 		return
 	}
 	if client == ([16]byte{}) {
@@ -507,6 +507,11 @@ func (e *Enforcer) countDenial(v *Verdict, client [16]byte, clientIP string, tr 
 	}
 }
 
+// vouched reports whether a verification earns a crawler's privileges
+// (a shared budget, no bans): Verified for a registry operator, not only a
+// discovered agent.
+func vouched(r identity.Result) bool { return r.Verdict == identity.Verified && !r.AgentOnly }
+
 // limitKey is the Crawl-delay budget of a client of a group of a site: per
 // client-IP prefix; with crawl_delay_key "group", one per group, or, when
 // verification is on, one per verified operator and group (unverified
@@ -516,7 +521,7 @@ func (e *Enforcer) limitKey(site, group, clientIP string, ver identity.Result) l
 	k := limit.Key{Site: site, Group: group}
 	switch {
 	case e.byGroup && e.verifier == nil:
-	case e.byGroup && ver.Verdict == identity.Verified:
+	case e.byGroup && vouched(ver):
 		k.Client = ver.ClientKey()
 	default:
 		k.Client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
