@@ -168,3 +168,15 @@ func TestWebBotAuthAgentOnly(t *testing.T) {
 		t.Fatalf("%+v, %d fetches", r, fetches.Load())
 	}
 }
+
+// The guard refuses every non-public address before connecting.
+func TestDirectoryGuard(t *testing.T) {
+	dial := guardedDial(false)
+	for _, addr := range []string{"10.1.2.3:443", "192.168.1.1:443", "172.16.0.1:443", "127.0.0.1:443", "169.254.169.254:443",
+		"100.100.100.200:443", "[::1]:443", "[fe80::1%lo]:443", "[fc00::1]:443", "[64:ff9b::a01:203]:443", "0.0.0.0:443"} {
+		_, err := dial(context.Background(), "tcp", addr)
+		if err == nil || !strings.Contains(err.Error(), "refusing to fetch a key directory") {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+}
