@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -90,11 +91,10 @@ type siteEntry struct {
 	state      atomic.Pointer[siteState]
 	due        atomic.Int64 // unix nanoseconds when a refresh is due
 	refreshing atomic.Bool  // a background refresh was started
-	hits       atomic.Uint32
-	stale      atomic.Bool // set by a timer when a refresh is due
-	evicted    atomic.Bool // dropped from the LRU: siteCache.last must not return it
-	moving     atomic.Bool // between LRU segments: not evicted
-	protected  atomic.Bool // in the protected LRU segment
+	stale      atomic.Bool  // set by a timer when a refresh is due
+	evicted    atomic.Bool  // dropped from the LRU: siteCache.last must not return it
+	moving     atomic.Bool  // between LRU segments: not evicted
+	protected  atomic.Bool  // in the protected LRU segment
 	// Revalidation (Enforcer.Invalidate): a fetch that starts when the
 	// wanted generation, max(siteCache.all, want), is g stores g in have
 	// when it ends; have < wanted means the copy must be fetched again
@@ -309,16 +309,21 @@ func (c *siteCache) entry(k siteKey) *siteEntry { return c.entryFor(k, "", 0) }
 // proxy may not expect.
 func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
-		if e.hits.Add(1)%promoteEvery == 0 {
+		// The hot path of a server with one site: reads only.
+		if rand.Uint32()%promoteEvery == 0 {
 			c.touch(k, e)
 		}
 		return e
 	}
 	if e, ok := c.lru.Peek(k); ok {
-		if n := e.hits.Add(1); n%promoteEvery == 0 || n < promoteEvery && !e.protected.Load() {
+		// Sampled, as above; a site still in probation is touched more
+		// often, so that a busy new site earns its place.
+		if r := rand.Uint32(); r%promoteEvery == 0 || r%4 == 0 && !e.protected.Load() {
 			c.touch(k, e)
 		}
-		c.last.Store(e)
+		if rand.Uint32()%8 == 0 { // sampled: alternating sites would write it every time
+			c.last.Store(e)
+		}
 		return e
 	}
 	c.mu.Lock()
@@ -331,7 +336,6 @@ func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 		scheme = "https"
 	}
 	e := &siteEntry{key: k, site: scheme + "://" + k.hostport(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}}
-	e.hits.Store(1)
 	if c.lru.add(k, e) {
 		e.protected.Store(true)
 	}

@@ -2,7 +2,9 @@ package middleware
 
 import (
 	_ "embed"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -137,6 +139,7 @@ type classifier struct {
 	emptyBot  bool
 	toolsBots bool
 	cache     *lru.Cache[string, *uaInfo]
+	fast      *sync.Map          // string → *uaInfo: the LRU's entries, for lock-free reads
 	verifier  *identity.Verifier // nil when verification is off
 }
 
@@ -154,7 +157,6 @@ type uaInfo struct {
 	// claims: the crawler operators the header names (verification on).
 	// A header that claims one is a bot.
 	claims identity.Claims
-	hits   atomic.Uint32
 	spec   atomic.Pointer[specMemo]
 }
 
@@ -169,9 +171,9 @@ type specMemo struct {
 	groupClaims identity.Claims
 }
 
-// promoteEvery is how often (in hits) a cache hit refreshes the entry's LRU
-// position. Other hits only read under a shared lock, which keeps the hot
-// path cheap and still keeps busy entries from being evicted.
+// promoteEvery is how often (in hits, on average) a cache hit refreshes the
+// entry's LRU position. Other hits only read, which keeps the hot path
+// free of shared writes and still keeps busy entries from being evicted.
 const promoteEvery = 64
 
 func newClassifier(cfg Config, v *identity.Verifier) *classifier {
@@ -180,8 +182,10 @@ func newClassifier(cfg Config, v *identity.Verifier) *classifier {
 	for _, b := range cfg.Bots {
 		s.add(b, kindCrawler)
 	}
-	cache, _ := lru.New[string, *uaInfo](cfg.UACacheSize) // size > 0 is checked by Config
-	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, verifier: v}
+	fast := &sync.Map{}
+	// size > 0 is checked by Config; evicted entries leave the mirror too.
+	cache, _ := lru.NewWithEvict[string, *uaInfo](cfg.UACacheSize, func(k string, _ *uaInfo) { fast.Delete(k) })
+	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, fast: fast, verifier: v}
 }
 
 // isBot reports whether ua is classified as a bot.
@@ -192,14 +196,20 @@ func (c *classifier) lookup(ua string) *uaInfo {
 	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
 		return c.info(ua)
 	}
-	if v, ok := c.cache.Peek(ua); ok {
-		if v.hits.Add(1)%promoteEvery == 0 {
+	// Reads go to a lock-free mirror of the LRU: no write to memory shared
+	// across requests (a lock's reader count, a hit counter) on a hit. One
+	// hit in promoteEvery, chosen by a per-thread random number, refreshes
+	// the entry's LRU position.
+	if v, ok := c.fast.Load(ua); ok {
+		if rand.Uint32()%promoteEvery == 0 {
 			c.cache.Get(ua)
 		}
-		return v
+		return v.(*uaInfo)
 	}
 	v := c.info(ua)
-	c.cache.Add(strings.Clone(ua), v)
+	key := strings.Clone(ua)
+	c.cache.Add(key, v)
+	c.fast.Store(key, v)
 	return v
 }
 

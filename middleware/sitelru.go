@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"hash/maphash"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -30,6 +31,10 @@ import (
 // Lookups take the LRUs' read locks only (Peek); the caller serialises
 // adds and promotions.
 type siteLRU struct {
+	// fast mirrors both segments for lock-free reads (Peek): entries
+	// are stored when added and deleted when evicted (not when they
+	// move between segments).
+	fast      sync.Map // siteKey → *siteEntry
 	probation *lru.Cache[siteKey, *siteEntry]
 	protected *lru.Cache[siteKey, *siteEntry]
 	protSize  int
@@ -81,21 +86,29 @@ func (s *sketch) add(k siteKey) uint8 {
 func newSiteLRU(size int, dropped func(*siteEntry)) *siteLRU {
 	prob := max(1, size/4)
 	prot := max(1, size-prob)
-	evict := func(_ siteKey, e *siteEntry) {
+	l := &siteLRU{protSize: prot, seen: sketch{seed: maphash.MakeSeed(), reset: 10 * max(size, 100)}}
+	evict := func(k siteKey, e *siteEntry) {
 		if !e.moving.Load() {
 			e.evicted.Store(true)
+			l.fast.CompareAndDelete(k, e)
 			if dropped != nil {
 				dropped(e)
 			}
 		}
 	}
-	p, _ := lru.NewWithEvict(prob, evict)
-	q, _ := lru.NewWithEvict(prot, evict)
-	return &siteLRU{probation: p, protected: q, protSize: prot, seen: sketch{seed: maphash.MakeSeed(), reset: 10 * max(size, 100)}}
+	l.probation, _ = lru.NewWithEvict(prob, evict)
+	l.protected, _ = lru.NewWithEvict(prot, evict)
+	return l
 }
 
-// Peek returns the entry of k without changing recency.
+// Peek returns the entry of k without changing recency, and without a
+// write to shared memory (the mirror; a lock's reader count would be one).
 func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
+	if v, ok := l.fast.Load(k); ok {
+		if e := v.(*siteEntry); !e.evicted.Load() {
+			return e, true
+		}
+	}
 	if e, ok := l.protected.Peek(k); ok {
 		return e, true
 	}
@@ -115,6 +128,7 @@ func (l *siteLRU) touch(k siteKey) {
 // admission test. It reports whether e went to protected.
 func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
 	f := l.seen.add(k)
+	defer l.fast.Store(k, e) // after the Add: its evictions leave the mirror first
 	if f >= 2 && l.admit(f) {
 		l.protected.Add(k, e)
 		return true
