@@ -316,12 +316,12 @@ func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 		return e
 	}
 	if e, ok := c.lru.Peek(k); ok {
-		// Sampled, as above; a site still in probation is touched more
-		// often, so that a busy new site earns its place.
-		if r := rand.Uint32(); r%promoteEvery == 0 || r%4 == 0 && !e.protected.Load() {
+		// Sampled, as above; a site still in probation is touched at
+		// every hit, so that a busy new site earns its place at once.
+		if !e.protected.Load() || rand.Uint32()%promoteEvery == 0 {
 			c.touch(k, e)
 		}
-		if rand.Uint32()%8 == 0 { // sampled: alternating sites would write it every time
+		if rand.Uint32()%promoteEvery == 0 { // sampled: alternating sites would write it every time
 			c.last.Store(e)
 		}
 		return e
