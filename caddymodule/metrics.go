@@ -127,8 +127,32 @@ var (
 type metricsObserver struct{}
 
 func (metricsObserver) ObserveDecision(v middleware.Verdict) {
-	requestsTotal.WithLabelValues(v.ActionName(), v.Reason.String(), groupLabel(v.Group), v.Verification.String()).Inc()
+	// The counter of each label tuple is looked up once and kept: a
+	// lock-free map read per request instead of WithLabelValues' hashing
+	// and locking (the tuples are bounded: see maxGroupLabels).
+	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group}
+	if c, ok := decisionCounters.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := requestsTotal.WithLabelValues(v.ActionName(), v.Reason.String(), groupLabel(v.Group), v.Verification.String())
+	if groupLabel(v.Group) == v.Group || v.Group == "" {
+		decisionCounters.Store(k, c) // "_other" groups are not kept, so the map stays bounded
+	}
+	c.Inc()
 }
+
+// counterKey identifies a counter of requestsTotal.
+type counterKey struct {
+	action       middleware.Action
+	dryRun       bool
+	reason       middleware.Reason
+	verification identity.Verdict
+	group        string
+}
+
+// decisionCounters caches the counters of requestsTotal by counterKey.
+var decisionCounters sync.Map
 
 // ObserveFeed counts a feed fetch; the feed label takes the configured
 // feed sources only.

@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -498,6 +500,53 @@ const (
 	phOperator     = "http.robots_guard.operator"
 )
 
+// boxes holds the placeholder values of the fixed sets (actions,
+// verification verdicts) as interface values made once: setting a
+// placeholder then does not allocate.
+var boxes = func() map[string]any {
+	m := map[string]any{}
+	for _, s := range []string{"allow", "deny", "throttle", "dry_run_deny", "dry_run_throttle", "none", "verified", "spoofed", "unverifiable"} {
+		m[s] = s
+	}
+	return m
+}()
+
+// boxed returns s as an interface value, without allocating for the
+// values of boxes.
+func boxed(s string) any {
+	if b, ok := boxes[s]; ok {
+		return b
+	}
+	return s
+}
+
+// groupBoxes holds group names boxed once (at most maxGroupBoxes of them:
+// group names come from the sites' robots.txt files).
+var (
+	groupBoxes    sync.Map // string → any
+	groupBoxCount atomic.Int32
+)
+
+const maxGroupBoxes = 1000
+
+// boxedGroup returns the group name as an interface value, made once per
+// name.
+func boxedGroup(g string) any {
+	if g == "" {
+		return ""
+	}
+	if b, ok := groupBoxes.Load(g); ok {
+		return b
+	}
+	var b any = strings.Clone(g)
+	if groupBoxCount.Load() < maxGroupBoxes {
+		if _, loaded := groupBoxes.LoadOrStore(g, b); !loaded {
+			groupBoxCount.Add(1)
+		}
+	}
+	return b
+}
+
 // ServeHTTP decides the request with the Enforcer and passes it on, or
 // stops it.
 func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
@@ -553,15 +602,15 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	v := g.state.enforcer.Decide(ctx, req)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set(phGroup, v.Group)
+		repl.Set(phGroup, boxedGroup(v.Group))
 		if v.Rule != nil {
 			repl.Set(phRule, strconv.Itoa(v.Rule.Line)+": "+v.Rule.String())
 		} else {
 			repl.Set(phRule, "")
 		}
-		repl.Set(phAction, v.ActionName())
+		repl.Set(phAction, boxed(v.ActionName()))
 		if g.Verify != nil {
-			repl.Set(phVerification, v.Verification.String())
+			repl.Set(phVerification, boxed(v.Verification.String()))
 			repl.Set(phOperator, v.Operator)
 		}
 	}
