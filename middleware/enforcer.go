@@ -768,6 +768,24 @@ func userAgent(h http.Header) string {
 	return ""
 }
 
+// retryAfterValues are the Retry-After header values of 1 to 3600 seconds,
+// made once and never modified, so that a 429 does not allocate for them.
+var retryAfterValues = func() [][]string {
+	t := make([][]string, 3601)
+	for i := 1; i < len(t); i++ {
+		t[i] = []string{strconv.Itoa(i)}
+	}
+	return t
+}()
+
+// retryAfterValue returns the header value of secs seconds.
+func retryAfterValue(secs int64) []string {
+	if secs >= 1 && secs < int64(len(retryAfterValues)) {
+		return retryAfterValues[secs]
+	}
+	return []string{strconv.FormatInt(secs, 10)}
+}
+
 // headerValue returns the first value of the canonical header key without
 // allocating.
 func headerValue(h http.Header, key string) string {
@@ -790,10 +808,10 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	}
 	switch {
 	case v.Action == Throttle:
-		h["Retry-After"] = []string{strconv.FormatInt(v.RetryAfterSeconds(), 10)}
+		h["Retry-After"] = retryAfterValue(v.RetryAfterSeconds())
 	case v.BanUntil != 0:
 		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
-		h["Retry-After"] = []string{strconv.FormatInt(max(secs, 1), 10)}
+		h["Retry-After"] = retryAfterValue(max(secs, 1))
 	}
 	w.WriteHeader(v.StatusCode())
 	bp := e.bufs.Get().(*[]byte)

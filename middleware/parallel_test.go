@@ -50,9 +50,15 @@ func BenchmarkParallelBotAllowed(b *testing.B) {
 	runParallel(b, h, func(int) *http.Request { return benchRequest(uaGPTBot, "/public/page?id=42") })
 }
 
+// BenchmarkParallelBotDenied: denials from 250 addresses (each counted in
+// the violations report).
 func BenchmarkParallelBotDenied(b *testing.B) {
 	h := guarded(b)
-	runParallel(b, h, func(int) *http.Request { return benchRequest(uaGPTBot, "/private/page?id=42") })
+	runParallel(b, h, func(i int) *http.Request {
+		r := benchRequest(uaGPTBot, "/private/page?id=42")
+		r.RemoteAddr = "192.0.2." + strconv.Itoa(i%250) + ":1234"
+		return r
+	})
 }
 
 // BenchmarkParallelBotThrottled: bingbot has a Crawl-delay of 10 s; every

@@ -15,15 +15,17 @@ import (
 )
 
 // Bounds of the violations report. Memory: at most reportSites sites, each
-// with reportMinutes + reportHours buckets of at most reportClients
-// entries (about 100 bytes each) and at most reportLines lines of at most
-// reportWhom entries: about 160 KB a site, 16 MB in all.
+// in reportShards shards of reportMinutes + reportHours buckets of at most
+// reportClients/reportShards entries (about 100 bytes each), and at most
+// reportLines lines of at most reportWhom entries: about 200 KB a site,
+// 20 MB in all.
 const (
 	reportSites   = 100
 	reportMinutes = 12 // five-minute buckets: the last hour
 	reportHours   = 24 // hourly buckets: the last day
 	reportClients = 32 // space-saving counters per bucket
 	reportLines   = 256
+	reportShards  = 4
 	reportWhom    = 8
 	reportTop     = 20 // rows per list in a Report
 )
@@ -85,6 +87,7 @@ func (s *spaceSaving[K]) add(k K, f func(*reportCounts)) {
 // bucket is one time slice of a site's report.
 type bucket struct {
 	start   int64 // Unix ns
+	len     int64 // ns
 	clients spaceSaving[reportKey]
 }
 
@@ -107,26 +110,34 @@ type whomKey struct {
 	verification identity.Verdict
 }
 
-// siteReport is the report of one site.
+// siteReport is the report of one site, in shards by client, so that
+// requests of different clients rarely wait for one another (the denied
+// path's only shared write).
 type siteReport struct {
-	site    string
+	site   string
+	shards [reportShards]reportShard
+}
+
+// reportShard is the part of a site's report of some of its clients.
+type reportShard struct {
 	mu      sync.Mutex
 	minutes [reportMinutes]bucket
 	hours   [reportHours]bucket
 	lines   map[lineKey]*lineStat
-	other   int64 // denials of lines over reportLines
+	other   int64    // denials of lines over the shard's share of reportLines
+	_       [64]byte // keep shards' locks on separate cache lines
 }
 
 // fold adds a five-minute bucket that leaves the ring to the hourly bucket
 // of its start.
-func (sr *siteReport) fold(mb *bucket) {
+func (sr *reportShard) fold(mb *bucket) {
 	if mb.clients.m == nil {
 		return
 	}
 	hs := mb.start - mb.start%int64(time.Hour)
 	hb := &sr.hours[(hs/int64(time.Hour))%reportHours]
 	if hb.start != hs {
-		*hb = bucket{start: hs, clients: newSpaceSaving[reportKey](reportClients)}
+		*hb = bucket{start: hs, len: int64(time.Hour), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
 	}
 	for k, c := range mb.clients.m {
 		hb.clients.add(k, func(t *reportCounts) {
@@ -178,7 +189,10 @@ func (r *reporter) record(req *Request, v *Verdict) {
 		if sr, ok = r.sites.Get(v.Site); !ok {
 			r.mu.Lock()
 			if sr, ok = r.sites.Get(v.Site); !ok {
-				sr = &siteReport{site: v.Site, lines: make(map[lineKey]*lineStat)}
+				sr = &siteReport{site: v.Site}
+				for i := range sr.shards {
+					sr.shards[i].lines = make(map[lineKey]*lineStat)
+				}
 				r.sites.Add(v.Site, sr)
 			}
 			r.mu.Unlock()
@@ -187,26 +201,27 @@ func (r *reporter) record(req *Request, v *Verdict) {
 	}
 	k := reportKey{client: ipKey(req.ClientIP, r.v4, r.v6), group: v.Group, verification: v.Verification}
 	now := r.now().UnixNano()
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
+	sh := &sr.shards[int(k.client[15]^k.client[13]^k.client[11])%reportShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	// One bucket per record: a five-minute bucket is folded into the
 	// hourly bucket of its start when its slot is reused.
-	mb := &sr.minutes[(now/int64(5*time.Minute))%reportMinutes]
+	mb := &sh.minutes[(now/int64(5*time.Minute))%reportMinutes]
 	if start := now - now%int64(5*time.Minute); mb.start != start {
-		sr.fold(mb)
-		*mb = bucket{start: start, clients: newSpaceSaving[reportKey](reportClients)}
+		sh.fold(mb)
+		*mb = bucket{start: start, len: int64(5 * time.Minute), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
 	}
 	mb.clients.add(k, kind)
 	if v.Rule != nil && v.Action == Deny {
 		lk := lineKey{v.Rule.Line, v.Rule.Pattern}
-		ls, ok := sr.lines[lk]
+		ls, ok := sh.lines[lk]
 		if !ok {
-			if len(sr.lines) >= reportLines {
-				sr.other++
+			if len(sh.lines) >= reportLines/reportShards {
+				sh.other++
 				return
 			}
 			ls = &lineStat{text: v.Rule.String(), whom: newSpaceSaving[whomKey](reportWhom)}
-			sr.lines[lk] = ls
+			sh.lines[lk] = ls
 		}
 		ls.count++
 		ls.whom.add(whomKey{v.Group, v.Verification}, func(c *reportCounts) { c.denials++ })
@@ -273,23 +288,36 @@ func (r *reporter) report() Report {
 		if !ok {
 			continue
 		}
-		sr.mu.Lock()
-		// The last day: the hourly buckets (folded five-minute ones) and
-		// the five-minute buckets not folded yet.
-		day := append(append([]bucket(nil), sr.hours[:]...), sr.minutes[:]...)
-		rep := SiteReport{Site: site,
-			LastHour: r.merge(sr.minutes[:], now-int64(time.Hour), int64(5*time.Minute)),
-			LastDay:  r.merge(day, now-int64(24*time.Hour), 0),
-		}
-		for lk, ls := range sr.lines {
-			lr := LineReport{Line: lk.line, Rule: ls.text, Count: ls.count}
-			for k, c := range ls.whom.m {
-				lr.Whom = append(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.denials - c.err})
+		var hour, day []bucket
+		lines := map[lineKey]*LineReport{}
+		for i := range sr.shards {
+			sh := &sr.shards[i]
+			sh.mu.Lock()
+			// The last day: the hourly buckets (folded five-minute
+			// ones) and the five-minute buckets not folded yet.
+			hour = append(hour, sh.minutes[:]...)
+			day = append(append(day, sh.hours[:]...), sh.minutes[:]...)
+			for lk, ls := range sh.lines {
+				lr := lines[lk]
+				if lr == nil {
+					lr = &LineReport{Line: lk.line, Rule: ls.text}
+					lines[lk] = lr
+				}
+				lr.Count += ls.count
+				for k, c := range ls.whom.m {
+					lr.Whom = addWhom(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.denials - c.err})
+				}
 			}
-			slices.SortFunc(lr.Whom, func(a, b WhomCount) int { return int(b.Count - a.Count) })
-			rep.Lines = append(rep.Lines, lr)
+			sh.mu.Unlock()
 		}
-		sr.mu.Unlock()
+		rep := SiteReport{Site: site,
+			LastHour: r.merge(hour, now-int64(time.Hour)),
+			LastDay:  r.merge(day, now-int64(24*time.Hour)),
+		}
+		for _, lr := range lines {
+			slices.SortFunc(lr.Whom, func(a, b WhomCount) int { return int(b.Count - a.Count) })
+			rep.Lines = append(rep.Lines, *lr)
+		}
 		slices.SortFunc(rep.Lines, func(a, b LineReport) int {
 			if a.Count != b.Count {
 				return int(b.Count - a.Count)
@@ -315,18 +343,11 @@ func (r *reporter) report() Report {
 
 // merge sums the buckets that started after since and returns the top
 // rows.
-func (r *reporter) merge(bs []bucket, since, length int64) []ClientReport {
+func (r *reporter) merge(bs []bucket, since int64) []ClientReport {
 	sum := map[reportKey]*reportCounts{}
 	for i := range bs {
 		b := &bs[i]
-		l := length
-		if l == 0 {
-			l = int64(5 * time.Minute)
-			if i < reportHours {
-				l = int64(time.Hour)
-			}
-		}
-		if b.clients.m == nil || b.start+l <= since {
+		if b.clients.m == nil || b.start+b.len <= since {
 			continue
 		}
 		for k, c := range b.clients.m {
@@ -363,6 +384,17 @@ func (r *reporter) merge(bs []bucket, since, length int64) []ClientReport {
 		rows = rows[:reportTop]
 	}
 	return rows
+}
+
+// addWhom adds w to ws, summing the counts of the same group and verdict.
+func addWhom(ws []WhomCount, w WhomCount) []WhomCount {
+	for i := range ws {
+		if ws[i].Group == w.Group && ws[i].Verification == w.Verification {
+			ws[i].Count += w.Count
+			return ws
+		}
+	}
+	return append(ws, w)
 }
 
 // prefixString writes a limiter client key as a prefix, "203.0.113.7/32"
