@@ -2,12 +2,16 @@ package caddymodule
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -48,3 +52,60 @@ func BenchmarkServeHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParallelServeHTTP is BenchmarkServeHTTP from GOMAXPROCS
+// goroutines, each with its own request and replacer (as Caddy has); run it
+// with -cpu 1,2. "logged" writes the denial lines through a real zap core
+// (JSON to io.Discard) behind the module's sampler.
+func BenchmarkParallelServeHTTP(b *testing.B) {
+	file := writeRobots(b, testRobots)
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	g := &RobotsGuard{RobotsTxt: file}
+	if err := g.Provision(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer g.Cleanup()
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	for _, bc := range []struct {
+		name, ua, target string
+		logged           bool
+		throttle         bool
+	}{
+		{"browser", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36", "/private/x?y=1", false, false},
+		{"bot allowed", "Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7", false, false},
+		{"bot denied", gptUA, "/blog/post", false, false},
+		{"bot denied logged", gptUA, "/blog/post", true, false},
+		{"bot throttled", "SlowBot/1.0", "/blog/post", false, true},
+	} {
+		if bc.logged {
+			g.state.log.set(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.InfoLevel))
+		} else {
+			g.state.log.set(zapcore.NewNopCore())
+		}
+		var n atomic.Int64
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := n.Add(1)
+				r := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
+				r.RequestURI = bc.target
+				r.Header.Set("User-Agent", bc.ua)
+				r.RemoteAddr = "192.0.2." + strconv.Itoa(int(i%250)) + ":1234"
+				repl := caddy.NewReplacer()
+				r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+				w := &nopWriter{h: http.Header{}}
+				for pb.Next() {
+					clear(w.h)
+					_ = g.ServeHTTP(w, r, next)
+				}
+			})
+		})
+	}
+}
+
+type nopWriter struct{ h http.Header }
+
+func (w *nopWriter) Header() http.Header         { return w.h }
+func (w *nopWriter) WriteHeader(int)             {}
+func (w *nopWriter) Write(p []byte) (int, error) { return len(p), nil }
