@@ -2,8 +2,10 @@ package caddymodule
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,12 +23,9 @@ const maxGroupLabels = 50
 // The collectors are built once and registered on every config's registry
 // (Caddy makes a new one per load), so counts survive reloads.
 var (
-	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "requests_total",
-		Help:      "Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
-	}, []string{"action", "reason", "group", "verification"})
+	requestsTotal = &decisionCollector{desc: prometheus.NewDesc("caddy_robots_guard_requests_total",
+		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
+		[]string{"action", "reason", "group", "verification"}, nil)}
 	fetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy",
 		Subsystem: "robots_guard",
@@ -127,19 +126,7 @@ var (
 type metricsObserver struct{}
 
 func (metricsObserver) ObserveDecision(v middleware.Verdict) {
-	// The counter of each label tuple is looked up once and kept: a
-	// lock-free map read per request instead of WithLabelValues' hashing
-	// and locking (the tuples are bounded: see maxGroupLabels).
-	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group}
-	if c, ok := decisionCounters.Load(k); ok {
-		c.(prometheus.Counter).Inc()
-		return
-	}
-	c := requestsTotal.WithLabelValues(v.ActionName(), v.Reason.String(), groupLabel(v.Group), v.Verification.String())
-	if groupLabel(v.Group) == v.Group || v.Group == "" {
-		decisionCounters.Store(k, c) // "_other" groups are not kept, so the map stays bounded
-	}
-	c.Inc()
+	requestsTotal.inc(v)
 }
 
 // counterKey identifies a counter of requestsTotal.
@@ -151,8 +138,57 @@ type counterKey struct {
 	group        string
 }
 
-// decisionCounters caches the counters of requestsTotal by counterKey.
-var decisionCounters sync.Map
+// decisionCollector is requests_total: one counter per label tuple, kept in
+// cells that a request picks at random and summed when scraped, so that
+// concurrent requests (every browser increments the same tuple) do not all
+// write one shared word. Tuples are bounded by maxGroupLabels.
+type decisionCollector struct {
+	desc     *prometheus.Desc
+	counters sync.Map // counterKey → *cellCounter
+}
+
+const counterCells = 8
+
+type cellCounter struct {
+	labels [4]string
+	cells  [counterCells]struct {
+		n atomic.Uint64
+		_ [56]byte // one cache line each
+	}
+}
+
+func (c *decisionCollector) inc(v middleware.Verdict) {
+	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group}
+	cc, ok := c.counters.Load(k)
+	if !ok {
+		g := groupLabel(v.Group)
+		if g != v.Group && v.Group != "" {
+			k.group = g // "_other": one tuple for every group over the cap
+		}
+		cc, _ = c.counters.LoadOrStore(k, &cellCounter{labels: [4]string{v.ActionName(), v.Reason.String(), g, v.Verification.String()}})
+	}
+	cc.(*cellCounter).cells[rand.Uint32()%counterCells].n.Add(1)
+}
+
+// Describe implements prometheus.Collector.
+func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector: the sum of each tuple's cells.
+func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
+	sums := map[[4]string]uint64{}
+	c.counters.Range(func(_, v any) bool {
+		cc := v.(*cellCounter)
+		var n uint64
+		for i := range cc.cells {
+			n += cc.cells[i].n.Load()
+		}
+		sums[cc.labels] += n // "_other" tuples of several groups add up
+		return true
+	})
+	for l, n := range sums {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), l[0], l[1], l[2], l[3])
+	}
+}
 
 // ObserveFeed counts a feed fetch; the feed label takes the configured
 // feed sources only.
