@@ -21,14 +21,7 @@ import (
 // machines this was measured on; see bench/loadtest for the end-to-end
 // comparison.
 func BenchmarkServeHTTP(b *testing.B) {
-	file := writeRobots(b, testRobots)
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	defer cancel()
-	g := &RobotsGuard{RobotsTxt: file}
-	if err := g.Provision(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer g.Cleanup()
+	g := benchGuard(b)
 	g.state.log.set(zapcore.NewNopCore()) // keep denial lines out of the output
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	for _, bc := range []struct{ name, ua, target string }{
@@ -58,14 +51,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 // with -cpu 1,2. "logged" writes the denial lines through a real zap core
 // (JSON to io.Discard) behind the module's sampler.
 func BenchmarkParallelServeHTTP(b *testing.B) {
-	file := writeRobots(b, testRobots)
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	defer cancel()
-	g := &RobotsGuard{RobotsTxt: file}
-	if err := g.Provision(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer g.Cleanup()
+	g := benchGuard(b)
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
 	for _, bc := range []struct {
 		name, ua, target string
@@ -109,3 +95,17 @@ type nopWriter struct{ h http.Header }
 func (w *nopWriter) Header() http.Header         { return w.h }
 func (w *nopWriter) WriteHeader(int)             {}
 func (w *nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// benchGuard provisions a robots_guard for testRobots, cleaned up when the
+// benchmark ends.
+func benchGuard(b *testing.B) *RobotsGuard {
+	file := writeRobots(b, testRobots)
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	b.Cleanup(cancel)
+	g := &RobotsGuard{RobotsTxt: file}
+	if err := g.Provision(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Cleanup() })
+	return g
+}
