@@ -208,8 +208,10 @@ func (c *classifier) lookup(ua string) *uaInfo {
 	}
 	v := c.info(ua)
 	key := strings.Clone(ua)
-	c.cache.Add(key, v)
+	// The mirror first: an entry the LRU evicts leaves the mirror in its
+	// eviction callback, so the mirror never holds one the LRU does not.
 	c.fast.Store(key, v)
+	c.cache.Add(key, v)
 	return v
 }
 
