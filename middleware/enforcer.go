@@ -59,6 +59,7 @@ type Enforcer struct {
 	acceptSig  bool           // verify.web_bot_auth.accept_signature
 	traps      *trapSet       // nil: none
 	bans       limit.Bans     // nil when neither traps nor ban_after is set
+	bansActive func() bool    // whether any ban may be held
 	ownBans    io.Closer      // the shared ban list New built; Close closes it
 	banAfter   *denialCounter // nil: off
 	report     *reporter
@@ -136,6 +137,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	if cfg.BanAfter != nil {
 		e.banAfter = &denialCounter{m: make(map[[16]byte]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
 	}
+	e.bansActive = func() bool { return true }
 	if e.traps != nil || e.banAfter != nil {
 		e.bans = o.bans
 		if e.bans == nil {
@@ -146,6 +148,9 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 				e.bans = limit.NewMemoryBans(cfg.MaxBans)
 			}
 		}
+	}
+	if a, ok := e.bans.(interface{ Active() bool }); ok {
+		e.bansActive = a.Active // skips the address parse while no ban exists
 	}
 	e.report = newReporter(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
 	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
@@ -382,10 +387,9 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
 	// Bans, and traps that ban: never for a verified crawler.
-	var client [16]byte
 	if e.bans != nil && !vouched(ver) {
-		if a, ok := e.bans.(interface{ Active() bool }); !ok || a.Active() {
-			client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+		if e.bansActive() {
+			client := e.clientKey(req)
 			if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
 				v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 				v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
@@ -395,12 +399,9 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		if e.traps != nil && targetOK && !st.unreachable {
 			if i, ok := e.traps.hit(target); ok && e.trapReady(ent, i) && navigation(req) {
 				if armed, _ := trapArmed(st.robots, agentsOf(st), target); armed {
-					if client == ([16]byte{}) {
-						client = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
-					}
 					v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 					v.Action, v.Reason = Deny, ReasonTrap
-					v.BanUntil = e.ban(client, tr, "trap "+e.traps.patterns[i])
+					v.BanUntil = e.ban(e.clientKey(req), tr, "trap "+e.traps.patterns[i])
 					return v
 				}
 			}
@@ -435,7 +436,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
-		e.countDenial(&v, client, req.ClientIP, tr)
+		e.countDenial(req, ver, tr)
 		return v
 	}
 	for _, view := range [...]func(string, string) (string, bool){decodedTarget, decodedTargetKeepBackslash} {
@@ -451,7 +452,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		k, now := e.limitKey(ent.site, v.Group, req.ClientIP, ver), e.now().UnixNano()
+		k, now := e.limitKey(ent.site, v.Group, req, ver), e.now().UnixNano()
 		var ok bool
 		var wait time.Duration
 		if tr == nil {
@@ -493,14 +494,13 @@ func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 // countDenial counts a robots.txt denial (in the RFC 9309 view only: the
 // decoded view can refuse what an RFC crawler may fetch) for ban_after, and
 // bans the client when it reaches the count (a verified crawler never).
-func (e *Enforcer) countDenial(v *Verdict, client [16]byte, clientIP string, tr *trace) {
-	if e.banAfter == nil || tr != nil || v.Verification == identity.Verified && !strings.HasPrefix(v.Operator, "agent ") {
+func (e *Enforcer) countDenial(req *Request, ver identity.Result, tr *trace) {
+	if e.banAfter == nil || tr != nil || vouched(ver) {
 		return
 	}
+	client := e.clientKey(req)
 	if client == ([16]byte{}) {
-		if client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix); client == ([16]byte{}) {
-			return
-		}
+		return
 	}
 	if e.banAfter.add(client, e.now().UnixNano()) {
 		e.ban(client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
@@ -517,16 +517,26 @@ func vouched(r identity.Result) bool { return r.Verdict == identity.Verified && 
 // verification is on, one per verified operator and group (unverified
 // clients keep per-address budgets, so nobody can spend a verified
 // crawler's).
-func (e *Enforcer) limitKey(site, group, clientIP string, ver identity.Result) limit.Key {
+func (e *Enforcer) limitKey(site, group string, req *Request, ver identity.Result) limit.Key {
 	k := limit.Key{Site: site, Group: group}
 	switch {
 	case e.byGroup && e.verifier == nil:
 	case e.byGroup && vouched(ver):
 		k.Client = ver.ClientKey()
 	default:
-		k.Client = ipKey(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+		k.Client = e.clientKey(req)
 	}
 	return k
+}
+
+// clientKey is the client's address prefix as a limiter, ban and report
+// key, parsed once per request (all zeros when the address does not
+// parse).
+func (e *Enforcer) clientKey(req *Request) [16]byte {
+	if !req.keyDone {
+		req.key, req.keyDone = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
+	}
+	return req.key
 }
 
 // verify checks the claims of a request (and its Web Bot Auth signature);
@@ -641,7 +651,7 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 	if v.Action == Allow {
 		return
 	}
-	e.report.record(req, v)
+	e.report.record(v, e.clientKey(req))
 	msg := "robots_guard: denied"
 	switch {
 	case v.Action == Throttle && v.DryRun:

@@ -166,7 +166,7 @@ func newReporter(v4, v6 int, now func() time.Time) *reporter {
 }
 
 // record counts one stopped request.
-func (r *reporter) record(req *Request, v *Verdict) {
+func (r *reporter) record(v *Verdict, client [16]byte) {
 	if v.Site == "" {
 		return
 	}
@@ -199,7 +199,7 @@ func (r *reporter) record(req *Request, v *Verdict) {
 		}
 		r.last.Store(sr)
 	}
-	k := reportKey{client: ipKey(req.ClientIP, r.v4, r.v6), group: v.Group, verification: v.Verification}
+	k := reportKey{client: client, group: v.Group, verification: v.Verification}
 	now := r.now().UnixNano()
 	sh := &sr.shards[int(k.client[15]^k.client[13]^k.client[11])%reportShards]
 	sh.mu.Lock()

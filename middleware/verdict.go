@@ -46,6 +46,9 @@ type Request struct {
 	// says so in them, and is not banned for it: only a document fetch
 	// from the site itself, or from no page at all, is.
 	SecFetchSite, SecFetchDest string
+
+	key     [16]byte // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
+	keyDone bool
 	// Signed holds what a Web Bot Auth signature covers when the request
 	// carries one and VerifyConfig.WebBotAuth is on (see SignedRequest);
 	// nil otherwise.
