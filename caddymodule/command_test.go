@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"bytes"
 	"crypto/tls"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testdns"
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 )
 
 const testRobots = `User-agent: GPTBot
@@ -241,15 +241,8 @@ func TestRobotsReport(t *testing.T) {
 }
 
 func TestRobotsTestSignature(t *testing.T) {
-	keyJSON, err := os.ReadFile("../identity/testdata/webbotauth/rfc9421-test-key-ed25519.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := strings.Replace(string(keyJSON), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
-	dir := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"keys":[%s]}`, pub)
-	}))
-	defer dir.Close()
+	keyJSON := testkeys.PrivateJWK
+	dir, _ := testkeys.DirectoryServer(t)
 	ops := filepath.Join(t.TempDir(), "ops.json")
 	os.WriteFile(ops, []byte(`[{"name":"acme","tokens":["AcmeBot"],"signature_agents":["`+dir.URL+`"]}]`), 0o644)
 	priv, _ := identity.PrivateJWK(keyJSON)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,35 +17,13 @@ import (
 // directoryServer serves the RFC 9421 test key as a key directory over TLS
 // on loopback.
 func directoryServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	k, err := os.ReadFile("testdata/webbotauth/rfc9421-test-key-ed25519.json")
-	if err != nil {
-		t.Fatal(err)
+	if DirectoryPath != "/.well-known/http-message-signatures-directory" {
+		t.Fatal("testkeys serves another path")
 	}
-	pub := strings.Replace(string(k), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
-	var n atomic.Int64
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != DirectoryPath {
-			http.NotFound(w, r)
-			return
-		}
-		n.Add(1)
-		w.Header().Set("Content-Type", "application/http-message-signatures-directory+json")
-		w.Header().Set("Cache-Control", "max-age=600")
-		fmt.Fprintf(w, `{"keys":[%s]}`, pub)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
+	return testkeys.DirectoryServer(t)
 }
 
-func testKey(t testing.TB) ([]byte, string) {
-	k, err := os.ReadFile("testdata/webbotauth/rfc9421-test-key-ed25519.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, _ := Thumbprint(k)
-	return k, tp
-}
+func testKey(testing.TB) ([]byte, string) { return testkeys.PrivateJWK, testkeys.Thumbprint }
 
 // signed returns a request for https://example.com/page signed by the
 // test key for agent, created at created.

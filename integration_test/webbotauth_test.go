@@ -5,37 +5,23 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 )
 
 // TestWebBotAuthThroughCaddy: a Go client that signs with the RFC 9421 test
-// key (testdata/rfc9421-test-key-ed25519.json; source:
-// identity/testdata/webbotauth/SOURCES.md) is verified from any address;
+// key (internal/testkeys) is verified from any address;
 // an unsigned request with the same header is not, nor a replayed one; the
 // key directory is served by a loopback server, fetched with the SSRF
 // allowance on and refused without it.
 func TestWebBotAuthThroughCaddy(t *testing.T) {
-	keyJSON, err := os.ReadFile("testdata/rfc9421-test-key-ed25519.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := strings.Replace(string(keyJSON), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
-	dir := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != identity.DirectoryPath {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/http-message-signatures-directory+json")
-		fmt.Fprintf(w, `{"keys":[%s]}`, pub)
-	}))
-	defer dir.Close()
+	keyJSON := testkeys.PrivateJWK
+	dir, _ := testkeys.DirectoryServer(t)
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: dir.Certificate().Raw}), 0o644)
 

@@ -11,21 +11,18 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 )
 
-// The RFC 9421 test key (testdata/rfc9421-test-key-ed25519.json, from
-// cloudflare/web-bot-auth; see identity/testdata/webbotauth/SOURCES.md).
+// rfcKey returns the RFC 9421 test key (internal/testkeys), its public part
+// written to a JWK file, and its thumbprint.
 func rfcKey(t testing.TB) (priv []byte, pubFile, thumbprint string) {
 	t.Helper()
-	b, err := os.ReadFile("testdata/rfc9421-test-key-ed25519.json")
-	if err != nil {
+	pubFile = filepath.Join(t.TempDir(), "agent.jwk")
+	if err := os.WriteFile(pubFile, testkeys.PublicJWK, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pub := strings.Replace(string(b), `"d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",`, "", 1)
-	pubFile = filepath.Join(t.TempDir(), "agent.jwk")
-	os.WriteFile(pubFile, []byte(pub), 0o644)
-	tp, _ := identity.Thumbprint(b)
-	return b, pubFile, tp
+	return testkeys.PrivateJWK, pubFile, testkeys.Thumbprint
 }
 
 const wbaRobots = `User-agent: AcmeBot
