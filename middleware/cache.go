@@ -95,6 +95,7 @@ type siteEntry struct {
 	evicted    atomic.Bool  // dropped from the LRU: siteCache.last must not return it
 	moving     atomic.Bool  // between LRU segments: not evicted
 	protected  atomic.Bool  // in the protected LRU segment
+	referenced atomic.Bool  // hit since siteLRU.admit last passed it over (see there)
 	// Revalidation (Enforcer.Invalidate): a fetch that starts when the
 	// wanted generation, max(siteCache.all, want), is g stores g in have
 	// when it ends; have < wanted means the copy must be fetched again
@@ -310,17 +311,11 @@ func (c *siteCache) entry(k siteKey) *siteEntry { return c.entryFor(k, "", 0) }
 func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
 		// The hot path of a server with one site: reads only.
-		if rand.Uint32()%promoteEvery == 0 {
-			c.touch(k, e)
-		}
+		c.hit(k, e)
 		return e
 	}
 	if e, ok := c.lru.Peek(k); ok {
-		// Sampled, as above; a site still in probation is touched at
-		// every hit, so that a busy new site earns its place at once.
-		if !e.protected.Load() || rand.Uint32()%promoteEvery == 0 {
-			c.touch(k, e)
-		}
+		c.hit(k, e)
 		if rand.Uint32()%promoteEvery == 0 { // sampled: alternating sites would write it every time
 			c.last.Store(e)
 		}
@@ -343,12 +338,33 @@ func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 	return e
 }
 
-// touch refreshes the recency of e, and offers it to the protected segment
-// while it is in probation.
-func (c *siteCache) touch(k siteKey, e *siteEntry) {
+// hit records a cache hit of e without a write to shared memory in the
+// steady state. A site in probation is touched at every hit, so that a
+// busy new site earns its place at once (it leaves probation soon, and
+// the writes stop). A protected site sets its reference bit when it is
+// clear (a read otherwise), and one hit in promoteEvery, chosen at random,
+// refreshes its recency and counts for the promoteEvery hits it stands
+// for in the admission sketch; sampling alone would leave a busy site's
+// count too uneven to hold its place (see siteLRU.admit).
+func (c *siteCache) hit(k siteKey, e *siteEntry) {
+	if !e.protected.Load() {
+		c.touch(k, e, 1)
+		return
+	}
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+	if rand.Uint32()%promoteEvery == 0 {
+		c.touch(k, e, promoteEvery)
+	}
+}
+
+// touch refreshes the recency of e, counts weight hits of it, and offers
+// it to the protected segment while it is in probation.
+func (c *siteCache) touch(k siteKey, e *siteEntry, weight uint8) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lru.touch(k) // counts the hit, refreshes recency
+	c.lru.touch(k, weight) // counts the hits, refreshes recency
 	if !e.protected.Load() && c.lru.promote(k, e) {
 		e.protected.Store(true)
 	}

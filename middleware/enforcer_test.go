@@ -659,13 +659,17 @@ func TestDecodedTarget(t *testing.T) {
 // TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
 // the latest site, and never an entry the LRU has dropped.
 func TestSiteCacheLastEntry(t *testing.T) {
-	c := newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false, DefaultNewSitesPerSecond, DefaultMaxRobotsBytes)
-	a := c.entry(makeKey("http", "a.example", 0))
-	if c.entry(makeKey("http", "A.example", 0)) != a {
+	newCache := func() *siteCache {
+		return newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false, DefaultNewSitesPerSecond, DefaultMaxRobotsBytes)
+	}
+	if c := newCache(); c.entry(makeKey("http", "a.example", 0)) != c.entry(makeKey("http", "A.example", 0)) {
 		t.Fatal("the same site (host case aside) got a second entry")
 	}
-	c.entry(makeKey("http", "b.example", 0))
-	c.entry(makeKey("http", "c.example", 0)) // evicts a (size 2)
+	// A site looked up once stays in probation (one slot of two) and
+	// the next new site pushes it out.
+	c := newCache()
+	a := c.entry(makeKey("http", "a.example", 0))
+	c.entry(makeKey("http", "b.example", 0)) // evicts a
 	if !a.evicted.Load() {
 		t.Fatal("the LRU dropped a.example without marking it")
 	}

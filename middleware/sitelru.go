@@ -61,18 +61,20 @@ func (s *sketch) estimate(k siteKey) uint8 {
 	return est
 }
 
-// add counts k and returns its estimated count.
-func (s *sketch) add(k siteKey) uint8 {
+// add counts k once and returns its estimated count.
+func (s *sketch) add(k siteKey) uint8 { return s.addN(k, 1) }
+
+// addN counts k n times (a sampled hit stands for n hits), saturating at
+// 255, and returns its estimated count.
+func (s *sketch) addN(k siteKey, n uint8) uint8 {
 	h := maphash.Comparable(s.seed, k)
 	est := uint8(255)
 	for i := range s.rows {
 		c := &s.rows[i][(h>>(16*i))&4095]
-		if *c < 255 {
-			*c++
-		}
+		*c = uint8(min(255, int(*c)+int(n)))
 		est = min(est, *c)
 	}
-	if s.n++; s.n >= s.reset {
+	if s.n += int(n); s.n >= s.reset {
 		s.n = 0
 		for i := range s.rows {
 			for j := range s.rows[i] {
@@ -115,9 +117,10 @@ func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
 	return l.probation.Peek(k)
 }
 
-// touch counts a hit of k and refreshes its recency in its segment.
-func (l *siteLRU) touch(k siteKey) {
-	l.seen.add(k)
+// touch counts weight hits of k (a sampled hit stands for the ones not
+// sampled) and refreshes its recency in its segment.
+func (l *siteLRU) touch(k siteKey, weight uint8) {
+	l.seen.addN(k, weight)
 	if _, ok := l.protected.Get(k); !ok {
 		l.probation.Get(k)
 	}
@@ -138,10 +141,28 @@ func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
 }
 
 // admit is the admission test of a candidate counted f times: protected
-// has room, or the sketch counts its least recently used site lower.
+// has room, or the sketch counts its victim lower. The victim is the least
+// recently used protected site whose reference bit is clear: one hit since
+// it was last passed over (CLOCK's second chance) sends a site to the front
+// with its bit cleared. Recency and the sketch see a protected site's hits
+// only by sampling (siteCache.hit), which leaves a site that gets one
+// request in fifty short of a second request's count now and then; the bit
+// is set at every hit without a write once set. Each site passed over needed
+// a hit to set its bit, so the loop costs O(1) per hit, amortised.
 func (l *siteLRU) admit(f uint8) bool {
 	if l.protected.Len() < l.protSize {
 		return true
+	}
+	for range l.protected.Len() {
+		vk, ve, ok := l.protected.GetOldest()
+		if !ok {
+			return true
+		}
+		if !ve.referenced.Load() {
+			return f > l.seen.estimate(vk)
+		}
+		ve.referenced.Store(false)
+		l.protected.Get(vk) // to the front
 	}
 	vk, _, ok := l.protected.GetOldest()
 	return !ok || f > l.seen.estimate(vk)
