@@ -89,3 +89,17 @@ func BenchmarkParallelManySites(b *testing.B) {
 		return r
 	})
 }
+
+// BenchmarkParallelBare is the yardstick of a run: a handler with no
+// shared state, which shows how much faster two cores of this machine are
+// than one just then (about 2× on a quiet machine). Compare the other
+// ratios with it.
+func BenchmarkParallelBare(b *testing.B) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Get("User-Agent")) > 0 {
+			w.Header().Set("X-Seen", "1")
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	runParallel(b, h, func(int) *http.Request { return benchRequest(uaChrome, "/page") })
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/policy"
 )
 
 // Bounds of the violations report. Memory: at most reportSites sites, each
@@ -111,8 +113,7 @@ type whomKey struct {
 }
 
 // siteReport is the report of one site, in shards by client, so that
-// requests of different clients rarely wait for one another (the denied
-// path's only shared write).
+// batches of different clients rarely wait for one another.
 type siteReport struct {
 	site   string
 	shards [reportShards]reportShard
@@ -134,10 +135,9 @@ func (sr *reportShard) fold(mb *bucket) {
 	if mb.clients.m == nil {
 		return
 	}
-	hs := mb.start - mb.start%int64(time.Hour)
-	hb := &sr.hours[(hs/int64(time.Hour))%reportHours]
-	if hb.start != hs {
-		*hb = bucket{start: hs, len: int64(time.Hour), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
+	hb := sr.hour(mb.start)
+	if hb == nil {
+		return
 	}
 	for k, c := range mb.clients.m {
 		hb.clients.add(k, func(t *reportCounts) {
@@ -150,11 +150,87 @@ func (sr *reportShard) fold(mb *bucket) {
 	}
 }
 
+// hour returns the hourly bucket of the time at (Unix ns), starting it if
+// its slot holds an older hour, or nil if the slot has moved past it (at
+// is more than a day older than the latest record).
+func (sr *reportShard) hour(at int64) *bucket {
+	hs := at - at%int64(time.Hour)
+	hb := &sr.hours[(hs/int64(time.Hour))%reportHours]
+	switch {
+	case hb.start > hs:
+		return nil
+	case hb.start < hs:
+		*hb = bucket{start: hs, len: int64(time.Hour), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
+	}
+	return hb
+}
+
+// bucketFor returns the bucket that counts a record made at the time at:
+// its five-minute bucket, started when the slot holds an older one (which
+// goes to its hourly bucket first), or, for a record that waited in a
+// batch while its slot moved on, its hourly bucket; nil when that has
+// moved on too.
+func (sr *reportShard) bucketFor(at int64) *bucket {
+	ms := at - at%int64(5*time.Minute)
+	mb := &sr.minutes[(ms/int64(5*time.Minute))%reportMinutes]
+	switch {
+	case mb.start > ms:
+		return sr.hour(at)
+	case mb.start < ms:
+		sr.fold(mb)
+		*mb = bucket{start: ms, len: int64(5 * time.Minute), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
+	}
+	return mb
+}
+
+// Kinds of reportRecord.
+const (
+	recordDenial uint8 = iota
+	recordThrottle
+	recordTrap
+	recordBanned
+)
+
+// reportRecord is one stopped request, waiting in a reportBatch.
+type reportRecord struct {
+	site string
+	key  reportKey
+	rule *policy.Rule // the denying rule, counted in the site's lines
+	at   int64        // Unix ns
+	kind uint8
+}
+
+// reportBatchSize is how many records a batch holds before it is added to
+// the report: the denied path takes a shared lock once per this many
+// requests of one P.
+const reportBatchSize = 32
+
+// reportBatch is a batch of records kept by one P at a time (it lives in
+// the reporter's sync.Pool, which is per P), so that the denied path
+// writes only memory its own P uses. Its lock is uncontended but for
+// report, which drains every batch before it reads.
+type reportBatch struct {
+	mu   sync.Mutex
+	n    int
+	refs int // live refs that hold it; guarded by reporter.mu
+	recs [reportBatchSize]reportRecord
+}
+
+// reportBatchRef is what the pool holds. The pool drops its contents at
+// garbage collections; the batch of a dropped ref is then flushed and
+// kept for reuse (see reporter.release), so no record is lost, and there
+// are at most reportMaxBatches batches.
+type reportBatchRef struct{ b *reportBatch }
+
 // reporter keeps the violations report of an Enforcer.
 type reporter struct {
-	last      atomic.Pointer[siteReport] // the site of the latest record: most servers serve one
+	pool      sync.Pool // *reportBatchRef
+	mu        sync.Mutex
+	batches   []*reportBatch             // every batch made; guarded by mu
+	idle      []*reportBatch             // flushed batches no ref holds; guarded by mu
+	next      int                        // round robin over batches once at the bound; guarded by mu
+	last      atomic.Pointer[siteReport] // the site of the latest flushed record: most servers serve one
 	sites     *lru.Cache[string, *siteReport]
-	mu        sync.Mutex // serialises site creation
 	v4, v6    int
 	now       func() time.Time
 	startedAt time.Time
@@ -162,70 +238,191 @@ type reporter struct {
 
 func newReporter(v4, v6 int, now func() time.Time) *reporter {
 	c, _ := lru.New[string, *siteReport](reportSites)
-	return &reporter{sites: c, v4: v4, v6: v6, now: now, startedAt: now()}
+	r := &reporter{sites: c, v4: v4, v6: v6, now: now, startedAt: now()}
+	r.pool.New = func() any {
+		r.mu.Lock()
+		var b *reportBatch
+		switch n := len(r.idle); {
+		case n > 0:
+			b, r.idle = r.idle[n-1], r.idle[:n-1]
+		case len(r.batches) < reportMaxBatches():
+			b = new(reportBatch)
+			r.batches = append(r.batches, b)
+		default:
+			// More refs than Ps need (the race detector's pool drops
+			// items at random): share a batch, which its lock allows.
+			b = r.batches[r.next%len(r.batches)]
+			r.next++
+		}
+		b.refs++
+		r.mu.Unlock()
+		ref := &reportBatchRef{b}
+		runtime.AddCleanup(ref, r.release, b)
+		return ref
+	}
+	return r
 }
 
-// record counts one stopped request.
+// release flushes the batch of a ref the pool dropped and keeps it for
+// reuse.
+func (r *reporter) release(b *reportBatch) {
+	b.mu.Lock()
+	r.flush(b)
+	b.mu.Unlock()
+	r.mu.Lock()
+	if b.refs--; b.refs == 0 {
+		r.idle = append(r.idle, b)
+	}
+	r.mu.Unlock()
+}
+
+// reportMaxBatches bounds the batches of a reporter: a pool keeps about
+// two refs per P (its own and its victim cache).
+func reportMaxBatches() int { return 4*runtime.GOMAXPROCS(0) + 4 }
+
+// record counts one stopped request. It writes only the batch of its P;
+// one call in reportBatchSize adds the batch to the shared report.
 func (r *reporter) record(v *Verdict, client [16]byte) {
 	if v.Site == "" {
 		return
 	}
-	var kind func(c *reportCounts)
+	var kind uint8
 	switch {
 	case v.Reason == ReasonTrap:
-		kind = func(c *reportCounts) { c.traps++ }
+		kind = recordTrap
 	case v.Reason == ReasonBanned:
-		kind = func(c *reportCounts) { c.banned++ }
+		kind = recordBanned
 	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
-		kind = func(c *reportCounts) { c.throttles++ }
+		kind = recordThrottle
 	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed):
-		kind = func(c *reportCounts) { c.denials++ }
+		kind = recordDenial
 	default:
 		return
 	}
+	var rule *policy.Rule
+	if v.Action == Deny {
+		rule = v.Rule
+	}
+	ref := r.pool.Get().(*reportBatchRef)
+	b := ref.b
+	b.mu.Lock()
+	b.recs[b.n] = reportRecord{
+		site: v.Site,
+		key:  reportKey{client: client, group: v.Group, verification: v.Verification},
+		rule: rule, at: r.now().UnixNano(), kind: kind,
+	}
+	if b.n++; b.n == len(b.recs) {
+		r.flush(b)
+	}
+	b.mu.Unlock()
+	r.pool.Put(ref)
+}
+
+// flush adds the records of b to the report and empties it; the caller
+// holds b.mu. Records of one client follow one another: a run of equal
+// records (in one five-minute slice) is added once with its count, and a
+// shard's lock is taken once per run of its records.
+func (r *reporter) flush(b *reportBatch) {
+	var sh *reportShard
+	recs := b.recs[:b.n]
+	for i := 0; i < len(recs); {
+		rec := &recs[i]
+		n := 1
+		for i+n < len(recs) && recs[i+n].sameRun(rec) {
+			n++
+		}
+		next := r.shard(rec)
+		if next != sh {
+			if sh != nil {
+				sh.mu.Unlock()
+			}
+			sh = next
+			sh.mu.Lock()
+		}
+		sh.add(rec, int64(n))
+		i += n
+	}
+	if sh != nil {
+		sh.mu.Unlock()
+	}
+	clear(recs) // drop the references
+	b.n = 0
+}
+
+// sameRun reports whether o counts the same as rec, in the same
+// five-minute slice.
+func (o *reportRecord) sameRun(rec *reportRecord) bool {
+	const slice = int64(5 * time.Minute)
+	return o.kind == rec.kind && o.rule == rec.rule && o.key == rec.key && o.site == rec.site &&
+		o.at-o.at%slice == rec.at-rec.at%slice
+}
+
+// drain flushes every batch, so that report sees every record.
+func (r *reporter) drain() {
+	r.mu.Lock()
+	bs := slices.Clone(r.batches)
+	r.mu.Unlock()
+	for _, b := range bs {
+		b.mu.Lock()
+		r.flush(b)
+		b.mu.Unlock()
+	}
+}
+
+// shard returns the report shard of a record's site and client, starting
+// the site's report when needed.
+func (r *reporter) shard(rec *reportRecord) *reportShard {
 	sr := r.last.Load()
-	if sr == nil || sr.site != v.Site {
+	if sr == nil || sr.site != rec.site {
 		var ok bool
-		if sr, ok = r.sites.Get(v.Site); !ok {
+		if sr, ok = r.sites.Get(rec.site); !ok {
 			r.mu.Lock()
-			if sr, ok = r.sites.Get(v.Site); !ok {
-				sr = &siteReport{site: v.Site}
+			if sr, ok = r.sites.Get(rec.site); !ok {
+				sr = &siteReport{site: rec.site}
 				for i := range sr.shards {
 					sr.shards[i].lines = make(map[lineKey]*lineStat)
 				}
-				r.sites.Add(v.Site, sr)
+				r.sites.Add(rec.site, sr)
 			}
 			r.mu.Unlock()
 		}
 		r.last.Store(sr)
 	}
-	k := reportKey{client: client, group: v.Group, verification: v.Verification}
-	now := r.now().UnixNano()
-	sh := &sr.shards[int(k.client[15]^k.client[13]^k.client[11])%reportShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	// One bucket per record: a five-minute bucket is folded into the
-	// hourly bucket of its start when its slot is reused.
-	mb := &sh.minutes[(now/int64(5*time.Minute))%reportMinutes]
-	if start := now - now%int64(5*time.Minute); mb.start != start {
-		sh.fold(mb)
-		*mb = bucket{start: start, len: int64(5 * time.Minute), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
-	}
-	mb.clients.add(k, kind)
-	if v.Rule != nil && v.Action == Deny {
-		lk := lineKey{v.Rule.Line, v.Rule.Pattern}
-		ls, ok := sh.lines[lk]
-		if !ok {
-			if len(sh.lines) >= reportLines/reportShards {
-				sh.other++
-				return
+	c := &rec.key.client
+	return &sr.shards[int(c[15]^c[13]^c[11])%reportShards]
+}
+
+// add counts a record n times; the caller holds sh.mu.
+func (sh *reportShard) add(rec *reportRecord, n int64) {
+	if mb := sh.bucketFor(rec.at); mb != nil {
+		mb.clients.add(rec.key, func(c *reportCounts) {
+			switch rec.kind {
+			case recordDenial:
+				c.denials += n
+			case recordThrottle:
+				c.throttles += n
+			case recordTrap:
+				c.traps += n
+			case recordBanned:
+				c.banned += n
 			}
-			ls = &lineStat{text: v.Rule.String(), whom: newSpaceSaving[whomKey](reportWhom)}
-			sh.lines[lk] = ls
-		}
-		ls.count++
-		ls.whom.add(whomKey{v.Group, v.Verification}, func(c *reportCounts) { c.denials++ })
+		})
 	}
+	if rec.rule == nil {
+		return
+	}
+	lk := lineKey{rec.rule.Line, rec.rule.Pattern}
+	ls, ok := sh.lines[lk]
+	if !ok {
+		if len(sh.lines) >= reportLines/reportShards {
+			sh.other += n
+			return
+		}
+		ls = &lineStat{text: rec.rule.String(), whom: newSpaceSaving[whomKey](reportWhom)}
+		sh.lines[lk] = ls
+	}
+	ls.count += n
+	ls.whom.add(whomKey{rec.key.group, rec.key.verification}, func(c *reportCounts) { c.denials += n })
 }
 
 // Report is the violations report: per site, who broke its robots.txt
@@ -281,6 +478,7 @@ type WhomCount struct {
 
 // report builds the Report.
 func (r *reporter) report() Report {
+	r.drain()
 	now := r.now().UnixNano()
 	out := Report{Since: r.startedAt, Sites: []SiteReport{}}
 	for _, site := range r.sites.Keys() {

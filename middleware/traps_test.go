@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -362,4 +363,79 @@ func BenchmarkBannedRequest(b *testing.B) {
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
 	runBench(b, e.Handler(okHandler), r, 403)
+}
+
+// Requests decided on many goroutines at once, with garbage collections
+// between (which drop the per-P batches' pool entries), are all in the
+// report: none waits unseen in a batch, none is lost with one.
+func TestReportConcurrentBatches(t *testing.T) {
+	clk := newClock()
+	e, _ := trapEnforcer(t, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
+	const workers, each = 8, 1000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				at(e, bot, "/private/x", fmt.Sprintf("203.0.113.%d:1", w))
+				if i%250 == 0 {
+					runtime.GC()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rep := e.Report()
+	if len(rep.Sites) != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	var total int64
+	for _, c := range rep.Sites[0].LastHour {
+		total += c.Denials
+		if c.Denials != each || c.Error != 0 {
+			t.Errorf("%s: %d denials (error %d), want %d", c.Client, c.Denials, c.Error, each)
+		}
+	}
+	if total != workers*each || rep.Sites[0].Lines[0].Count != workers*each {
+		t.Fatalf("%d denials in the last hour, line count %d, want %d", total, rep.Sites[0].Lines[0].Count, workers*each)
+	}
+	if n := len(e.report.batches); n > reportMaxBatches() {
+		t.Fatalf("%d batches, bound %d", n, reportMaxBatches())
+	}
+}
+
+// A record that waited in a batch while its five-minute slot went to a
+// later time is counted in its hourly bucket; one whose hourly slot went to
+// a later hour too is dropped, not counted as new.
+func TestReportLateRecord(t *testing.T) {
+	var sh reportShard
+	sh.lines = map[lineKey]*lineStat{}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	key := reportKey{client: [16]byte{15: 1}, group: "*"}
+	add := func(at time.Duration) {
+		sh.add(&reportRecord{site: "s", key: key, at: base + int64(at), kind: recordDenial}, 1)
+	}
+	count := func(b bucket) int64 {
+		if c := b.clients.m[key]; c != nil {
+			return c.denials
+		}
+		return 0
+	}
+	add(time.Hour + 5*time.Minute) // slot 1 of the five-minute ring
+	add(5 * time.Minute)           // slot 1 too, an hour older: the hourly bucket of 00:00
+	if mb := sh.minutes[1]; mb.start != base+int64(time.Hour+5*time.Minute) || count(mb) != 1 {
+		t.Fatalf("five-minute bucket: start %d, count %d", mb.start, count(mb))
+	}
+	if hb := sh.hours[0]; hb.start != base || count(hb) != 1 {
+		t.Fatalf("hourly bucket 0: start %d, count %d", hb.start, count(hb))
+	}
+	add(25*time.Hour + 5*time.Minute) // slot 1 again: 01:05 goes to hourly bucket 1
+	add(26*time.Hour + 5*time.Minute) // slot 1 again: hourly bucket 1 becomes 25:00
+	add(time.Hour + 7*time.Minute)    // late: both its slots hold later times
+	if hb := sh.hours[1]; hb.start != base+int64(25*time.Hour) || count(hb) != 1 {
+		t.Fatalf("hourly bucket 1: start %d, count %d, want the 25:05 record only", hb.start, count(hb))
+	}
+	if mb := sh.minutes[1]; mb.start != base+int64(26*time.Hour+5*time.Minute) || count(mb) != 1 {
+		t.Fatalf("five-minute bucket: start %d, count %d", mb.start, count(mb))
+	}
 }
