@@ -64,7 +64,7 @@ type Enforcer struct {
 	banAfter   *denialCounter // nil: off
 	report     *reporter
 
-	bufs sync.Pool // *[]byte for response bodies
+	bufs sync.Pool // *respBuf for response bodies
 
 	// Header values shared by every stopped request; never modified.
 	hdrText, hdrNoStore, hdrNosniff []string
@@ -153,7 +153,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		e.bansActive = a.Active // skips the address parse while no ban exists
 	}
 	e.report = newReporter(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
-	e.bufs.New = func() any { b := make([]byte, 0, 128); return &b }
+	e.bufs.New = func() any { return &respBuf{b: make([]byte, 0, 128)} }
 	if e.deny == nil {
 		e.deny = e.writeVerdict
 	}
@@ -824,9 +824,16 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 		h["Retry-After"] = retryAfterValue(max(secs, 1))
 	}
 	w.WriteHeader(v.StatusCode())
-	bp := e.bufs.Get().(*[]byte)
-	b := append(v.AppendMessage((*bp)[:0]), '\n')
-	_, _ = w.Write(b)
-	*bp = b
+	bp := e.bufs.Get().(*respBuf)
+	bp.b = append(v.AppendMessage(bp.b[:0]), '\n')
+	_, _ = w.Write(bp.b)
 	e.bufs.Put(bp)
+}
+
+// respBuf is a pooled response body buffer. Its slice header is written
+// at every stopped request by the P that holds it; the padding keeps
+// buffers of different Ps off one another's cache lines.
+type respBuf struct {
+	b []byte
+	_ [128 - 24]byte
 }

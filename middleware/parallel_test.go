@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -96,8 +97,9 @@ func BenchmarkParallelManySites(b *testing.B) {
 // ratios with it.
 func BenchmarkParallelBare(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Get("User-Agent")) > 0 {
-			w.Header().Set("X-Seen", "1")
+		if strings.Contains(r.Header.Get("User-Agent"), "bot") {
+			w.WriteHeader(http.StatusForbidden)
+			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})
