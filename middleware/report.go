@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -20,7 +21,9 @@ import (
 // in reportShards shards of reportMinutes + reportHours buckets of at most
 // reportClients/reportShards entries (about 100 bytes each), and at most
 // reportLines lines of at most reportWhom entries: about 200 KB a site,
-// 20 MB in all.
+// 20 MB in all; and the batches that records wait in (reporter.record),
+// 4 × GOMAXPROCS + 4 of about 2.6 KB, which keep the robots.txt rules of
+// their records until the next flush.
 const (
 	reportSites   = 100
 	reportMinutes = 12 // five-minute buckets: the last hour
@@ -151,8 +154,8 @@ func (sr *reportShard) fold(mb *bucket) {
 }
 
 // hour returns the hourly bucket of the time at (Unix ns), starting it if
-// its slot holds an older hour, or nil if the slot has moved past it (at
-// is more than a day older than the latest record).
+// its slot holds an older hour, or nil if the slot holds a later hour
+// (one at least a day newer than at).
 func (sr *reportShard) hour(at int64) *bucket {
 	hs := at - at%int64(time.Hour)
 	hb := &sr.hours[(hs/int64(time.Hour))%reportHours]
@@ -205,52 +208,63 @@ type reportRecord struct {
 // requests of one P.
 const reportBatchSize = 32
 
-// reportBatch is a batch of records kept by one P at a time (it lives in
-// the reporter's sync.Pool, which is per P), so that the denied path
-// writes only memory its own P uses. Its lock is uncontended but for
-// report, which drains every batch before it reads.
+// reportBatch is a batch of records, held by one P at a time while the
+// reporter has no more batches than its bound (it lives in the reporter's
+// sync.Pool, which is per P), so that the denied path writes only memory
+// its own P uses. Its lock is uncontended but for drain (every Report)
+// and batches shared past the bound.
 type reportBatch struct {
 	mu   sync.Mutex
 	n    int
-	refs int // live refs that hold it; guarded by reporter.mu
 	recs [reportBatchSize]reportRecord
+	// refs counts the live refs that hold the batch; guarded by
+	// reporter.mu, and last, away from the fields every record writes.
+	refs int
 }
 
-// reportBatchRef is what the pool holds. The pool drops its contents at
-// garbage collections; the batch of a dropped ref is then flushed and
-// kept for reuse (see reporter.release), so no record is lost, and there
-// are at most reportMaxBatches batches.
+// reportBatchRef is what the pool holds. A ref the pool drops (after two
+// garbage collections without use) returns its batch to the idle list for
+// reuse (see reporter.release), records and all: every batch stays
+// reachable from the reporter, which drains them all before each Report,
+// so no record is lost. Records wait in a batch until it fills or the next
+// Report.
 type reportBatchRef struct{ b *reportBatch }
 
 // reporter keeps the violations report of an Enforcer.
 type reporter struct {
-	pool      sync.Pool // *reportBatchRef
-	mu        sync.Mutex
-	batches   []*reportBatch             // every batch made; guarded by mu
-	idle      []*reportBatch             // flushed batches no ref holds; guarded by mu
-	next      int                        // round robin over batches once at the bound; guarded by mu
-	last      atomic.Pointer[siteReport] // the site of the latest flushed record: most servers serve one
-	sites     *lru.Cache[string, *siteReport]
-	v4, v6    int
-	now       func() time.Time
-	startedAt time.Time
+	pool       sync.Pool // *reportBatchRef
+	mu         sync.Mutex
+	batches    []*reportBatch             // every batch made; guarded by mu
+	idle       []*reportBatch             // batches no ref holds; guarded by mu
+	next       int                        // round robin over batches once at the bound; guarded by mu
+	maxBatches int                        // the bound on batches
+	last       atomic.Pointer[siteReport] // the site of the latest flushed record: most servers serve one
+	sites      *lru.Cache[string, *siteReport]
+	v4, v6     int
+	now        func() time.Time
+	startedAt  time.Time
 }
 
 func newReporter(v4, v6 int, now func() time.Time) *reporter {
 	c, _ := lru.New[string, *siteReport](reportSites)
-	r := &reporter{sites: c, v4: v4, v6: v6, now: now, startedAt: now()}
+	r := &reporter{sites: c, v4: v4, v6: v6, now: now, startedAt: now(),
+		// A pool keeps about two refs per P (its own and its victim
+		// cache's); the rest is headroom.
+		maxBatches: 4*runtime.GOMAXPROCS(0) + 4,
+	}
 	r.pool.New = func() any {
 		r.mu.Lock()
 		var b *reportBatch
 		switch n := len(r.idle); {
 		case n > 0:
 			b, r.idle = r.idle[n-1], r.idle[:n-1]
-		case len(r.batches) < reportMaxBatches():
+		case len(r.batches) < r.maxBatches:
 			b = new(reportBatch)
 			r.batches = append(r.batches, b)
 		default:
 			// More refs than Ps need (the race detector's pool drops
-			// items at random): share a batch, which its lock allows.
+			// items at random, GOMAXPROCS grew): share a batch,
+			// which its lock allows.
 			b = r.batches[r.next%len(r.batches)]
 			r.next++
 		}
@@ -263,12 +277,9 @@ func newReporter(v4, v6 int, now func() time.Time) *reporter {
 	return r
 }
 
-// release flushes the batch of a ref the pool dropped and keeps it for
-// reuse.
+// release is the cleanup of a ref: its batch goes to the idle list once
+// no ref holds it. It takes only the reporter's lock, briefly.
 func (r *reporter) release(b *reportBatch) {
-	b.mu.Lock()
-	r.flush(b)
-	b.mu.Unlock()
 	r.mu.Lock()
 	if b.refs--; b.refs == 0 {
 		r.idle = append(r.idle, b)
@@ -276,12 +287,9 @@ func (r *reporter) release(b *reportBatch) {
 	r.mu.Unlock()
 }
 
-// reportMaxBatches bounds the batches of a reporter: a pool keeps about
-// two refs per P (its own and its victim cache).
-func reportMaxBatches() int { return 4*runtime.GOMAXPROCS(0) + 4 }
-
-// record counts one stopped request. It writes only the batch of its P;
-// one call in reportBatchSize adds the batch to the shared report.
+// record counts one stopped request. It writes only its P's batch (past
+// the bound on batches, one it may share); one call in reportBatchSize
+// adds the batch to the shared report.
 func (r *reporter) record(v *Verdict, client [16]byte) {
 	if v.Site == "" {
 		return
@@ -304,35 +312,44 @@ func (r *reporter) record(v *Verdict, client [16]byte) {
 		rule = v.Rule
 	}
 	ref := r.pool.Get().(*reportBatchRef)
-	b := ref.b
-	b.mu.Lock()
-	b.recs[b.n] = reportRecord{
+	r.add(ref.b, reportRecord{
 		site: v.Site,
 		key:  reportKey{client: client, group: v.Group, verification: v.Verification},
 		rule: rule, at: r.now().UnixNano(), kind: kind,
-	}
-	if b.n++; b.n == len(b.recs) {
-		r.flush(b)
-	}
-	b.mu.Unlock()
+	})
 	r.pool.Put(ref)
 }
 
-// flush adds the records of b to the report and empties it; the caller
-// holds b.mu. Records of one client follow one another: a run of equal
-// records (in one five-minute slice) is added once with its count, and a
-// shard's lock is taken once per run of its records.
-func (r *reporter) flush(b *reportBatch) {
+// add puts rec into b, and adds b's records to the report when it is full.
+func (r *reporter) add(b *reportBatch, rec reportRecord) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recs[b.n] = rec
+	if b.n++; b.n == len(b.recs) {
+		recs := b.recs[:b.n]
+		b.n = 0 // first: a panic below loses the records, never counts them twice
+		r.flush(recs)
+		clear(recs) // drop the references
+	}
+}
+
+// flush adds records to the report. Records of one client follow one
+// another: a run of equal records (in one five-minute slice) is added once
+// with its count, and a shard's lock is taken once per change of shard.
+func (r *reporter) flush(recs []reportRecord) {
 	var sh *reportShard
-	recs := b.recs[:b.n]
+	defer func() {
+		if sh != nil {
+			sh.mu.Unlock()
+		}
+	}()
 	for i := 0; i < len(recs); {
 		rec := &recs[i]
 		n := 1
 		for i+n < len(recs) && recs[i+n].sameRun(rec) {
 			n++
 		}
-		next := r.shard(rec)
-		if next != sh {
+		if next := r.shard(rec); next != sh {
 			if sh != nil {
 				sh.mu.Unlock()
 			}
@@ -342,11 +359,6 @@ func (r *reporter) flush(b *reportBatch) {
 		sh.add(rec, int64(n))
 		i += n
 	}
-	if sh != nil {
-		sh.mu.Unlock()
-	}
-	clear(recs) // drop the references
-	b.n = 0
 }
 
 // sameRun reports whether o counts the same as rec, in the same
@@ -357,16 +369,23 @@ func (o *reportRecord) sameRun(rec *reportRecord) bool {
 		o.at-o.at%slice == rec.at-rec.at%slice
 }
 
-// drain flushes every batch, so that report sees every record.
+// drain adds the records waiting in every batch to the report, oldest
+// first (so that a late record is not pushed out of its five-minute
+// bucket by a newer batch's), so that report sees every record.
 func (r *reporter) drain() {
 	r.mu.Lock()
 	bs := slices.Clone(r.batches)
 	r.mu.Unlock()
+	var recs []reportRecord
 	for _, b := range bs {
 		b.mu.Lock()
-		r.flush(b)
+		recs = append(recs, b.recs[:b.n]...)
+		clear(b.recs[:b.n])
+		b.n = 0
 		b.mu.Unlock()
 	}
+	slices.SortStableFunc(recs, func(a, b reportRecord) int { return cmp.Compare(a.at, b.at) })
+	r.flush(recs)
 }
 
 // shard returns the report shard of a record's site and client, starting
@@ -486,15 +505,18 @@ func (r *reporter) report() Report {
 		if !ok {
 			continue
 		}
-		var hour, day []bucket
+		hour, day := map[reportKey]*reportCounts{}, map[reportKey]*reportCounts{}
 		lines := map[lineKey]*LineReport{}
 		for i := range sr.shards {
 			sh := &sr.shards[i]
+			// The buckets' maps are summed under the lock: flushes
+			// write them.
 			sh.mu.Lock()
 			// The last day: the hourly buckets (folded five-minute
 			// ones) and the five-minute buckets not folded yet.
-			hour = append(hour, sh.minutes[:]...)
-			day = append(append(day, sh.hours[:]...), sh.minutes[:]...)
+			sum(hour, sh.minutes[:], now-int64(time.Hour))
+			sum(day, sh.hours[:], now-int64(24*time.Hour))
+			sum(day, sh.minutes[:], now-int64(24*time.Hour))
 			for lk, ls := range sh.lines {
 				lr := lines[lk]
 				if lr == nil {
@@ -509,8 +531,8 @@ func (r *reporter) report() Report {
 			sh.mu.Unlock()
 		}
 		rep := SiteReport{Site: site,
-			LastHour: r.merge(hour, now-int64(time.Hour)),
-			LastDay:  r.merge(day, now-int64(24*time.Hour)),
+			LastHour: r.rows(hour),
+			LastDay:  r.rows(day),
 		}
 		for _, lr := range lines {
 			slices.SortFunc(lr.Whom, func(a, b WhomCount) int { return int(b.Count - a.Count) })
@@ -539,20 +561,18 @@ func (r *reporter) report() Report {
 	return out
 }
 
-// merge sums the buckets that started after since and returns the top
-// rows.
-func (r *reporter) merge(bs []bucket, since int64) []ClientReport {
-	sum := map[reportKey]*reportCounts{}
+// sum adds the counts of the buckets that end after since to to.
+func sum(to map[reportKey]*reportCounts, bs []bucket, since int64) {
 	for i := range bs {
 		b := &bs[i]
 		if b.clients.m == nil || b.start+b.len <= since {
 			continue
 		}
 		for k, c := range b.clients.m {
-			t := sum[k]
+			t := to[k]
 			if t == nil {
 				t = &reportCounts{}
-				sum[k] = t
+				to[k] = t
 			}
 			t.denials += c.denials
 			t.throttles += c.throttles
@@ -561,6 +581,10 @@ func (r *reporter) merge(bs []bucket, since int64) []ClientReport {
 			t.err += c.err
 		}
 	}
+}
+
+// rows returns the top rows of summed counts.
+func (r *reporter) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	rows := make([]ClientReport, 0, len(sum))
 	for k, c := range sum {
 		rows = append(rows, ClientReport{

@@ -366,14 +366,30 @@ func BenchmarkBannedRequest(b *testing.B) {
 }
 
 // Requests decided on many goroutines at once, with garbage collections
-// between (which drop the per-P batches' pool entries), are all in the
-// report: none waits unseen in a batch, none is lost with one.
+// between and reports read meanwhile, are all in the report: none waits
+// unseen in a batch, none is lost with one, and reading does not race
+// with flushing.
 func TestReportConcurrentBatches(t *testing.T) {
 	clk := newClock()
 	e, _ := trapEnforcer(t, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	const workers, each = 8, 1000
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	reads := make(chan int)
+	go func() { // reports read while records are flushed
+		n := 0
+		defer func() { reads <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.Report()
+				n++
+			}
+		}
+	}()
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
@@ -385,6 +401,10 @@ func TestReportConcurrentBatches(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	if n := <-reads; n == 0 {
+		t.Error("no report was read during the run")
+	}
 	rep := e.Report()
 	if len(rep.Sites) != 1 {
 		t.Fatalf("%+v", rep)
@@ -399,8 +419,8 @@ func TestReportConcurrentBatches(t *testing.T) {
 	if total != workers*each || rep.Sites[0].Lines[0].Count != workers*each {
 		t.Fatalf("%d denials in the last hour, line count %d, want %d", total, rep.Sites[0].Lines[0].Count, workers*each)
 	}
-	if n := len(e.report.batches); n > reportMaxBatches() {
-		t.Fatalf("%d batches, bound %d", n, reportMaxBatches())
+	if n := len(e.report.batches); n > e.report.maxBatches {
+		t.Fatalf("%d batches, bound %d", n, e.report.maxBatches)
 	}
 }
 
@@ -437,5 +457,41 @@ func TestReportLateRecord(t *testing.T) {
 	}
 	if mb := sh.minutes[1]; mb.start != base+int64(26*time.Hour+5*time.Minute) || count(mb) != 1 {
 		t.Fatalf("five-minute bucket: start %d, count %d", mb.start, count(mb))
+	}
+}
+
+// A batch whose ref the pool dropped goes back to use with its records,
+// which are counted once; past the bound, new refs share batches.
+func TestReportBatchReuse(t *testing.T) {
+	clk := newClock()
+	r := newReporter(32, 64, clk.Now)
+	ref := r.pool.New().(*reportBatchRef)
+	r.add(ref.b, reportRecord{site: "http://example.com", key: reportKey{client: [16]byte{15: 1}, group: "*"}, at: clk.Now().UnixNano(), kind: recordDenial})
+	r.release(ref.b) // as the cleanup does once the pool dropped ref
+	if len(r.idle) != 1 || r.idle[0] != ref.b || ref.b.refs != 0 {
+		t.Fatalf("idle %d, refs %d", len(r.idle), ref.b.refs)
+	}
+	again := r.pool.New().(*reportBatchRef)
+	if again.b != ref.b || again.b.refs != 1 || len(r.idle) != 0 || len(r.batches) != 1 {
+		t.Fatalf("a new ref got batch %p (refs %d), want the idle %p; %d batches", again.b, again.b.refs, ref.b, len(r.batches))
+	}
+	for range 2 {
+		rep := r.report()
+		if len(rep.Sites) != 1 || len(rep.Sites[0].LastHour) != 1 || rep.Sites[0].LastHour[0].Denials != 1 {
+			t.Fatalf("%+v", rep)
+		}
+	}
+	for range r.maxBatches + 3 {
+		r.pool.New()
+	}
+	if len(r.batches) != r.maxBatches {
+		t.Fatalf("%d batches, bound %d", len(r.batches), r.maxBatches)
+	}
+	refs := 0
+	for _, b := range r.batches {
+		refs += b.refs
+	}
+	if refs != r.maxBatches+4 {
+		t.Fatalf("%d refs counted, want %d", refs, r.maxBatches+4)
 	}
 }
