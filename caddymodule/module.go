@@ -23,6 +23,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/policy"
 )
 
 func init() {
@@ -529,8 +530,8 @@ var (
 
 const maxGroupBoxes = 1000
 
-// boxedGroup returns the group name as an interface value, made once per
-// name.
+// boxedGroup returns a group or operator name as an interface value, made
+// once per name.
 func boxedGroup(g string) any {
 	if g == "" {
 		return ""
@@ -545,6 +546,16 @@ func boxedGroup(g string) any {
 		}
 	}
 	return b
+}
+
+// ruleText is the value of the rule placeholder: "3: Disallow: /private/",
+// written only when a log or a directive reads it (Caddy's replacer calls
+// String), and set without an allocation (a pointer boxes as itself).
+type ruleText policy.Rule
+
+// String returns the rule's line number and text.
+func (r *ruleText) String() string {
+	return strconv.Itoa(r.Line) + ": " + (*policy.Rule)(r).String()
 }
 
 // ServeHTTP decides the request with the Enforcer and passes it on, or
@@ -604,14 +615,14 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set(phGroup, boxedGroup(v.Group))
 		if v.Rule != nil {
-			repl.Set(phRule, strconv.Itoa(v.Rule.Line)+": "+v.Rule.String())
+			repl.Set(phRule, (*ruleText)(v.Rule))
 		} else {
 			repl.Set(phRule, "")
 		}
 		repl.Set(phAction, boxed(v.ActionName()))
 		if g.Verify != nil {
 			repl.Set(phVerification, boxed(v.Verification.String()))
-			repl.Set(phOperator, v.Operator)
+			repl.Set(phOperator, boxedGroup(v.Operator))
 		}
 	}
 	if !v.Enforced() {
