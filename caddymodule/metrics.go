@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -139,12 +138,17 @@ type counterKey struct {
 }
 
 // decisionCollector is requests_total: one counter per label tuple, kept in
-// cells that a request picks at random and summed when scraped, so that
-// concurrent requests (every browser increments the same tuple) do not all
-// write one shared word. Tuples are bounded by maxGroupLabels.
+// cells summed when scraped. A request increments the cell of its P's
+// stripe (a token kept in a sync.Pool, which is per P), so that concurrent
+// requests (every browser increments the same tuple) write different cache
+// lines; Ps share a stripe only beyond counterCells of them, or for a
+// moment after a garbage collection empties the pool. Tuples are bounded
+// by maxGroupLabels.
 type decisionCollector struct {
-	desc     *prometheus.Desc
-	counters sync.Map // counterKey → *cellCounter
+	desc       *prometheus.Desc
+	counters   sync.Map  // counterKey → *cellCounter
+	stripes    sync.Pool // *uint32, a cell index
+	nextStripe atomic.Uint32
 }
 
 const counterCells = 8
@@ -167,7 +171,13 @@ func (c *decisionCollector) inc(v middleware.Verdict) {
 		}
 		cc, _ = c.counters.LoadOrStore(k, &cellCounter{labels: [4]string{v.ActionName(), v.Reason.String(), g, v.Verification.String()}})
 	}
-	cc.(*cellCounter).cells[rand.Uint32()%counterCells].n.Add(1)
+	sp, _ := c.stripes.Get().(*uint32)
+	if sp == nil {
+		sp = new(uint32)
+		*sp = c.nextStripe.Add(1) % counterCells
+	}
+	cc.(*cellCounter).cells[*sp].n.Add(1)
+	c.stripes.Put(sp)
 }
 
 // Describe implements prometheus.Collector.
