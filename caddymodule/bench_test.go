@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -47,22 +48,34 @@ func BenchmarkServeHTTP(b *testing.B) {
 }
 
 // BenchmarkParallelServeHTTP is BenchmarkServeHTTP from GOMAXPROCS
-// goroutines, each with its own request and replacer (as Caddy has); run it
-// with -cpu 1,2. "logged" writes the denial lines through a real zap core
-// (JSON to io.Discard) behind the module's sampler.
+// goroutines, each with its own requests and replacers (as Caddy has),
+// cycling over 16 of them; run it with -cpu 1,2. "logged" writes the
+// denial lines through a real zap core (JSON to io.Discard) behind the
+// module's sampler. Denied and throttled requests come from 250 addresses,
+// "many UAs" cycles over 235 browser headers, "many sites" over 50 Hosts.
 func BenchmarkParallelServeHTTP(b *testing.B) {
 	g := benchGuard(b)
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	fixed := func(ua, target string) func(int) (string, string, string) {
+		return func(int) (string, string, string) { return ua, target, "example.com" }
+	}
 	for _, bc := range []struct {
-		name, ua, target string
-		logged           bool
-		throttle         bool
+		name   string
+		req    func(i int) (ua, target, host string)
+		logged bool
 	}{
-		{"browser", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36", "/private/x?y=1", false, false},
-		{"bot allowed", "Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7", false, false},
-		{"bot denied", gptUA, "/blog/post", false, false},
-		{"bot denied logged", gptUA, "/blog/post", true, false},
-		{"bot throttled", "SlowBot/1.0", "/blog/post", false, true},
+		{"browser", fixed(chrome, "/private/x?y=1"), false},
+		{"bot allowed", fixed("Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7"), false},
+		{"bot denied", fixed(gptUA, "/blog/post"), false},
+		{"bot denied logged", fixed(gptUA, "/blog/post"), true},
+		{"bot throttled", fixed("SlowBot/1.0", "/blog/post"), false},
+		{"many UAs", func(i int) (string, string, string) {
+			return fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/%d.0 Safari/537.36", 100+i%235), "/page", "example.com"
+		}, false},
+		{"many sites", func(i int) (string, string, string) {
+			return "Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post", "site" + strconv.Itoa(i%50) + ".example"
+		}, false},
 	} {
 		if bc.logged {
 			g.state.log.set(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.InfoLevel))
@@ -73,17 +86,23 @@ func BenchmarkParallelServeHTTP(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
-				i := n.Add(1)
-				r := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
-				r.RequestURI = bc.target
-				r.Header.Set("User-Agent", bc.ua)
-				r.RemoteAddr = "192.0.2." + strconv.Itoa(int(i%250)) + ":1234"
-				repl := caddy.NewReplacer()
-				r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+				base := int(n.Add(1)) * 1000
+				reqs := make([]*http.Request, 16)
+				for j := range reqs {
+					ua, target, host := bc.req(base + j)
+					r := httptest.NewRequest(http.MethodGet, "http://"+host+target, nil)
+					r.RequestURI = target
+					r.Header.Set("User-Agent", ua)
+					r.RemoteAddr = "192.0.2." + strconv.Itoa((base+j)%250) + ":1234"
+					r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+					reqs[j] = r
+				}
 				w := &nopWriter{h: http.Header{}}
+				i := 0
 				for pb.Next() {
 					clear(w.h)
-					_ = g.ServeHTTP(w, r, next)
+					_ = g.ServeHTTP(w, reqs[i&15], next)
+					i++
 				}
 			})
 		})
