@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
 )
@@ -132,17 +133,32 @@ func needsDecodedView(path string) bool {
 // read it as an ordinary character, decodedTargetKeepBackslash gives the
 // view for those, and a path that holds one is judged in both.
 func decodedTarget(path, query string) (string, bool) {
-	return decodeView(path, query, true)
+	b, start, ok := appendView(nil, path, query)
+	return string(b[start:]), ok
 }
 
 // decodedTargetKeepBackslash is decodedTarget with backslashes kept as
 // ordinary characters; ok is false when path holds no backslash (the view
 // would equal decodedTarget's).
 func decodedTargetKeepBackslash(path, query string) (string, bool) {
+	b, start, ok := appendViewKeepBackslash(nil, path, query)
+	return string(b[start:]), ok
+}
+
+// appendView is decodedTarget into a caller's buffer: it appends working
+// bytes and then the view to buf, and returns the buffer and where the view
+// starts in it. It allocates only when buf is too small.
+func appendView(buf []byte, path, query string) ([]byte, int, bool) {
+	return appendDecoded(buf, path, query, true)
+}
+
+// appendViewKeepBackslash is decodedTargetKeepBackslash into a caller's
+// buffer, as appendView.
+func appendViewKeepBackslash(buf []byte, path, query string) ([]byte, int, bool) {
 	if !hasBackslash(path) {
-		return "", false
+		return buf, len(buf), false
 	}
-	return decodeView(path, query, false)
+	return appendDecoded(buf, path, query, false)
 }
 
 // hasBackslash reports whether path holds a backslash, raw or as %5C.
@@ -158,13 +174,13 @@ func hasBackslash(path string) bool {
 	return false
 }
 
-func decodeView(path, query string, backslashIsSlash bool) (string, bool) {
+func appendDecoded(buf []byte, path, query string, backslashIsSlash bool) ([]byte, int, bool) {
 	if !needsDecodedView(path) {
-		return "", false
+		return buf, len(buf), false
 	}
-	dec := make([]byte, 0, len(path)+1)
+	base := len(buf)
 	if len(path) == 0 || path[0] != '/' {
-		dec = append(dec, '/')
+		buf = append(buf, '/')
 	}
 	for i := 0; i < len(path); i++ {
 		c := path[i]
@@ -179,32 +195,32 @@ func decodeView(path, query string, backslashIsSlash bool) (string, bool) {
 		if c == '\\' && backslashIsSlash {
 			c = '/' // some servers treat a backslash as a separator
 		}
-		dec = append(dec, c)
+		buf = append(buf, c)
 	}
-	segs := removeDotSegments(dec)
-	var b strings.Builder
-	b.Grow(len(segs) + len(query) + 8)
+	segs := removeDotSegments(buf[base:])
+	start := len(buf)
 	for _, c := range segs {
 		switch c {
 		case '%':
-			b.WriteString("%25")
+			buf = append(buf, "%25"...)
 		case '?':
-			b.WriteString("%3F")
+			buf = append(buf, "%3F"...)
 		case '#':
-			b.WriteString("%23")
+			buf = append(buf, "%23"...)
 		default:
-			b.WriteByte(c)
+			buf = append(buf, c)
 		}
 	}
-	b.WriteString(query)
-	return b.String(), true
+	buf = append(buf, query...)
+	return buf, start, true
 }
 
 // removeDotSegments collapses repeated slashes and removes "." and ".."
-// segments of an absolute path, keeping a trailing slash.
+// segments (RFC 3986 §5.2.4) of p, which starts with '/', in place; it
+// returns the result, a prefix of p. A ".." drops the segment before it by
+// cutting back to that segment's '/', so the work stays linear in len(p).
 func removeDotSegments(p []byte) []byte {
-	out := make([]byte, 0, len(p))
-	segStart := []int{} // start offsets in out of each kept segment's '/'
+	n := 0 // p[:n] is the output so far: "/seg" pieces
 	for i := 0; i < len(p); {
 		// p[i] == '/'
 		j := i + 1
@@ -214,33 +230,32 @@ func removeDotSegments(p []byte) []byte {
 		seg := p[i+1 : j]
 		last := j >= len(p)
 		switch string(seg) {
-		case "":
+		case "", ".":
 			if last {
-				out = append(out, '/')
-			}
-		case ".":
-			if last {
-				out = append(out, '/')
+				p[n] = '/'
+				n++
 			}
 		case "..":
-			if n := len(segStart); n > 0 {
-				out = out[:segStart[n-1]]
-				segStart = segStart[:n-1]
+			if k := bytes.LastIndexByte(p[:n], '/'); k >= 0 {
+				n = k
 			}
 			if last {
-				out = append(out, '/')
+				p[n] = '/'
+				n++
 			}
 		default:
-			segStart = append(segStart, len(out))
-			out = append(out, '/')
-			out = append(out, seg...)
+			// The output never passes the input (each piece is copied
+			// from at or after where it lands), so copy is safe.
+			p[n] = '/'
+			n += 1 + copy(p[n+1:], seg)
 		}
 		i = j
 	}
-	if len(out) == 0 {
-		out = append(out, '/')
+	if n == 0 {
+		p[0] = '/'
+		n = 1
 	}
-	return out
+	return p[:n]
 }
 
 func unhexDigit(c byte) (byte, bool) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -64,7 +65,7 @@ type Enforcer struct {
 	banAfter   *denialCounter // nil: off
 	report     *reporter
 
-	bufs sync.Pool // *respBuf for response bodies
+	bufs sync.Pool // *respBuf for response bodies and decoded views
 
 	// Header values shared by every stopped request; never modified.
 	hdrText, hdrNoStore, hdrNosniff []string
@@ -439,9 +440,18 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		e.countDenial(req, ver, tr)
 		return v
 	}
-	for _, view := range [...]func(string, string) (string, bool){decodedTarget, decodedTargetKeepBackslash} {
-		if dec, ok := view(path, query); ok {
-			if d2 := agent.Decide(dec); !d2.Allowed && !d2.Exempt {
+	if needsDecodedView(path) {
+		// The views are built in a pooled buffer; Decide keeps no part
+		// of its target, so the buffer goes back when it returns.
+		bp := e.bufs.Get().(*respBuf)
+		defer e.bufs.Put(bp)
+		for _, view := range [...]func([]byte, string, string) ([]byte, int, bool){appendView, appendViewKeepBackslash} {
+			var start int
+			var ok bool
+			if bp.b, start, ok = view(bp.b[:0], path, query); !ok {
+				continue
+			}
+			if d2 := agent.Decide(unsafe.String(unsafe.SliceData(bp.b[start:]), len(bp.b)-start)); !d2.Allowed && !d2.Exempt {
 				v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
 				if tr != nil {
 					tr.d = d2
