@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -199,13 +200,15 @@ type reportRecord struct {
 	site string
 	key  reportKey
 	rule *policy.Rule // the denying rule, counted in the site's lines
-	at   int64        // Unix ns
+	at   int64        // Unix ns of the first request it counts
+	n    int64        // requests it counts (see reporter.add)
 	kind uint8
 }
 
-// reportBatchSize is how many records a batch holds before it is added to
-// the report: the denied path takes a shared lock once per this many
-// requests of one P.
+// reportBatchSize is how many distinct records a batch holds before it is
+// added to the report: the denied path takes a shared lock at most once
+// per this many requests of one P, and a client that comes back (in the
+// same five-minute slice) is counted in the batch, not again.
 const reportBatchSize = 32
 
 // reportBatch is a batch of records, held by one P at a time while the
@@ -217,6 +220,9 @@ type reportBatch struct {
 	mu   sync.Mutex
 	n    int
 	recs [reportBatchSize]reportRecord
+	// index finds a record by its client, in a few probes; a slot holds
+	// a record's index + 1, 0 when free.
+	index [4 * reportBatchSize]uint8
 	// refs counts the live refs that hold the batch; guarded by
 	// reporter.mu, and last, away from the fields every record writes.
 	refs int
@@ -320,16 +326,40 @@ func (r *reporter) record(v *Verdict, client [16]byte) {
 	r.pool.Put(ref)
 }
 
-// add puts rec into b, and adds b's records to the report when it is full.
+// add counts rec in b: once more in an equal record of its five-minute
+// slice that b holds, or in a new one; a full batch is added to the
+// report first.
 func (r *reporter) add(b *reportBatch, rec reportRecord) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.recs[b.n] = rec
-	if b.n++; b.n == len(b.recs) {
+	rec.n = 1
+	c := &rec.key.client
+	h := (binary.LittleEndian.Uint64(c[8:]) ^ uint64(rec.kind)) * 0x9e3779b97f4a7c15
+	slot, free := int(h>>57)&(len(b.index)-1), -1
+	for range 4 { // linear probing; slots are freed only all at once
+		i := int(b.index[slot]) - 1
+		if i < 0 {
+			free = slot
+			break
+		}
+		if b.recs[i].sameRun(&rec) {
+			b.recs[i].n++
+			return
+		}
+		slot = (slot + 1) & (len(b.index) - 1)
+	}
+	if b.n == len(b.recs) {
 		recs := b.recs[:b.n]
 		b.n = 0 // first: a panic below loses the records, never counts them twice
+		clear(b.index[:])
 		r.flush(recs)
 		clear(recs) // drop the references
+		free = int(h>>57) & (len(b.index) - 1)
+	}
+	b.recs[b.n] = rec
+	b.n++
+	if free >= 0 {
+		b.index[free] = uint8(b.n)
 	}
 }
 
@@ -345,8 +375,9 @@ func (r *reporter) flush(recs []reportRecord) {
 	}()
 	for i := 0; i < len(recs); {
 		rec := &recs[i]
-		n := 1
+		n, count := 1, rec.n
 		for i+n < len(recs) && recs[i+n].sameRun(rec) {
+			count += recs[i+n].n
 			n++
 		}
 		if next := r.shard(rec); next != sh {
@@ -356,7 +387,7 @@ func (r *reporter) flush(recs []reportRecord) {
 			sh = next
 			sh.mu.Lock()
 		}
-		sh.add(rec, int64(n))
+		sh.add(rec, count)
 		i += n
 	}
 }
@@ -381,6 +412,7 @@ func (r *reporter) drain() {
 		b.mu.Lock()
 		recs = append(recs, b.recs[:b.n]...)
 		clear(b.recs[:b.n])
+		clear(b.index[:])
 		b.n = 0
 		b.mu.Unlock()
 	}

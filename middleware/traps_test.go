@@ -495,3 +495,33 @@ func TestReportBatchReuse(t *testing.T) {
 		t.Fatalf("%d refs counted, want %d", refs, r.maxBatches+4)
 	}
 }
+
+// A batch counts a returning client in its record of the same five-minute
+// slice; across slices (60 records, more than a batch holds) the report's
+// counts stay exact.
+func TestReportBatchAggregates(t *testing.T) {
+	clk := newClock()
+	r := newReporter(32, 64, clk.Now)
+	b := r.pool.New().(*reportBatchRef).b
+	const clients, rounds = 20, 30 // five per report shard: exact counts
+	for round := range rounds {
+		for c := range clients {
+			r.add(b, reportRecord{site: "http://example.com", key: reportKey{client: [16]byte{10: 0xff, 11: 0xff, 15: byte(c)}, group: "*"}, at: clk.Now().UnixNano(), kind: recordDenial})
+		}
+		if round%10 == 9 {
+			clk.Add(5 * time.Minute) // three slices in all
+		}
+		if round == 4 && b.n != clients {
+			t.Fatalf("%d records in the batch after 5 rounds of %d clients in one slice", b.n, clients)
+		}
+	}
+	rep := r.report()
+	if len(rep.Sites) != 1 || len(rep.Sites[0].LastHour) != clients {
+		t.Fatalf("%+v", rep)
+	}
+	for _, row := range rep.Sites[0].LastHour {
+		if row.Denials != rounds || row.Error != 0 {
+			t.Fatalf("%+v: want %d denials, exact", row, rounds)
+		}
+	}
+}
