@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -232,6 +234,7 @@ var pool = caddy.NewUsagePool()
 type state struct {
 	enforcer *middleware.Enforcer
 	log      *swapCore
+	rules    ruleTexts
 }
 
 // Destruct stops the Enforcer's background work when the last config that
@@ -548,14 +551,39 @@ func boxedGroup(g string) any {
 	return b
 }
 
-// ruleText is the value of the rule placeholder: "3: Disallow: /private/",
-// written only when a log or a directive reads it (Caddy's replacer calls
-// String), and set without an allocation (a pointer boxes as itself).
-type ruleText policy.Rule
+// ruleTexts holds the values of the rule placeholder ("3: Disallow:
+// /private/", a string, as CEL expressions and log filters expect), boxed
+// once per rule so that a denial does not allocate. Entries are keyed by
+// the rule's address and hold it weakly: a rule of a robots.txt copy that
+// was replaced is not kept alive, and its address, once reused, does not
+// match. At most maxRuleTexts entries; the table starts again when full.
+type ruleTexts struct {
+	m sync.Map // uintptr → *ruleTextEntry
+	n atomic.Int32
+}
 
-// String returns the rule's line number and text.
-func (r *ruleText) String() string {
-	return strconv.Itoa(r.Line) + ": " + (*policy.Rule)(r).String()
+type ruleTextEntry struct {
+	rule weak.Pointer[policy.Rule]
+	text any // string
+}
+
+const maxRuleTexts = 4096
+
+// text returns the placeholder value of r, boxed.
+func (t *ruleTexts) text(r *policy.Rule) any {
+	k := uintptr(unsafe.Pointer(r))
+	if v, ok := t.m.Load(k); ok {
+		if e := v.(*ruleTextEntry); e.rule.Value() == r {
+			return e.text
+		}
+	}
+	var text any = strconv.Itoa(r.Line) + ": " + r.String()
+	if t.n.Add(1) > maxRuleTexts {
+		t.m.Clear()
+		t.n.Store(1)
+	}
+	t.m.Store(k, &ruleTextEntry{rule: weak.Make(r), text: text})
+	return text
 }
 
 // ServeHTTP decides the request with the Enforcer and passes it on, or
@@ -615,7 +643,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set(phGroup, boxedGroup(v.Group))
 		if v.Rule != nil {
-			repl.Set(phRule, (*ruleText)(v.Rule))
+			repl.Set(phRule, g.state.rules.text(v.Rule))
 		} else {
 			repl.Set(phRule, "")
 		}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -15,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/robotsguard/robotsguard/policy"
 )
 
 const gptUA = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
@@ -51,6 +55,14 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 	action, _ := repl.Get(phAction)
 	w.Header().Set("X-Test-Group", fmt.Sprint(group))
 	w.Header().Set("X-Test-Action", fmt.Sprint(action))
+	// The rule placeholder must be a string, not merely print as one:
+	// CEL expressions and log filters take it as it is.
+	rule, _ := repl.Get(phRule)
+	if s, ok := rule.(string); ok {
+		w.Header().Set("X-Test-Rule", s)
+	} else {
+		w.Header().Set("X-Test-Rule", fmt.Sprintf("not a string: %T", rule))
+	}
 	return w
 }
 
@@ -65,12 +77,14 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 		body       string
 		group      string
 		action     string
+		rule       string
 	}{
-		{"Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0", "/private/x", 200, "next /private/x", "", "allow"},
-		{gptUA, "/blog/", 403, "Disallowed by robots.txt line 2 for GPTBot", "GPTBot", "deny"},
-		{gptUA, "/robots.txt", 200, "next /robots.txt", "", "allow"},
-		{"FooBot/1.0", "/private/open/x", 200, "next", "*", "allow"},
-		{"FooBot/1.0", "/private/x", 403, "line 9 for *", "*", "deny"},
+		{"Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0", "/private/x", 200, "next /private/x", "", "allow", ""},
+		{gptUA, "/blog/", 403, "Disallowed by robots.txt line 2 for GPTBot", "GPTBot", "deny", "2: Disallow: /"},
+		{gptUA, "/blog/", 403, "Disallowed by robots.txt line 2 for GPTBot", "GPTBot", "deny", "2: Disallow: /"}, // from the cache
+		{gptUA, "/robots.txt", 200, "next /robots.txt", "", "allow", ""},
+		{"FooBot/1.0", "/private/open/x", 200, "next", "*", "allow", ""},
+		{"FooBot/1.0", "/private/x", 403, "line 9 for *", "*", "deny", "9: Disallow: /private/"},
 	} {
 		w := serve(g, tc.ua, tc.target)
 		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.body) {
@@ -81,6 +95,9 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 		}
 		if got := w.Header().Get("X-Test-Action"); got != tc.action {
 			t.Errorf("%s %s: action placeholder %q, want %q", tc.ua, tc.target, got, tc.action)
+		}
+		if got := w.Header().Get("X-Test-Rule"); got != tc.rule {
+			t.Errorf("%s %s: rule placeholder %q, want %q", tc.ua, tc.target, got, tc.rule)
 		}
 	}
 	// Crawl-delay 5s: the second request is throttled with Retry-After 4
@@ -176,5 +193,27 @@ func TestProvisionRejectsBadConfig(t *testing.T) {
 	err := g.Provision(ctx)
 	if err == nil || !strings.Contains(err.Error(), "crawl_delay_key") {
 		t.Errorf("Provision error %v, want one naming crawl_delay_key", err)
+	}
+}
+
+// The rule placeholder's table holds rules weakly: the rules of a
+// robots.txt copy nobody uses any more are freed, and their entries no
+// longer match.
+func TestRuleTextsHoldRulesWeakly(t *testing.T) {
+	var rt ruleTexts
+	r := &policy.Rule{Kind: policy.Disallow, Pattern: "/x", Line: 3}
+	if got := rt.text(r); got != "3: Disallow: /x" {
+		t.Fatalf("text %v", got)
+	}
+	k := uintptr(unsafe.Pointer(r))
+	r = nil
+	runtime.GC()
+	runtime.GC()
+	v, ok := rt.m.Load(k)
+	if !ok {
+		t.Fatal("entry gone")
+	}
+	if v.(*ruleTextEntry).rule.Value() != nil {
+		t.Fatal("the table kept a rule alive")
 	}
 }

@@ -310,7 +310,8 @@ func (c *siteCache) entry(k siteKey) *siteEntry { return c.entryFor(k, "", 0) }
 // proxy may not expect.
 func (c *siteCache) entryFor(k siteKey, host string, port int) *siteEntry {
 	if e := c.last.Load(); e != nil && e.key == k && !e.evicted.Load() {
-		// The hot path of a server with one site: reads only.
+		// The hot path of a server with one site: reads only, once the
+		// site is protected (see hit).
 		c.hit(k, e)
 		return e
 	}
@@ -364,6 +365,9 @@ func (c *siteCache) hit(k siteKey, e *siteEntry) {
 func (c *siteCache) touch(k siteKey, e *siteEntry, weight uint8) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e.evicted.Load() {
+		return // dropped since the lookup; a new entry may hold k
+	}
 	c.lru.touch(k, weight) // counts the hits, refreshes recency
 	if !e.protected.Load() && c.lru.promote(k, e) {
 		e.protected.Store(true)

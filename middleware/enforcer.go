@@ -441,23 +441,12 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		return v
 	}
 	if needsDecodedView(path) {
-		// The views are built in a pooled buffer; Decide keeps no part
-		// of its target, so the buffer goes back when it returns.
-		bp := e.bufs.Get().(*respBuf)
-		defer e.bufs.Put(bp)
-		for _, view := range [...]func([]byte, string, string) ([]byte, int, bool){appendView, appendViewKeepBackslash} {
-			var start int
-			var ok bool
-			if bp.b, start, ok = view(bp.b[:0], path, query); !ok {
-				continue
+		if d2, denied := e.decideDecoded(agent, path, query); denied {
+			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
+			if tr != nil {
+				tr.d = d2
 			}
-			if d2 := agent.Decide(unsafe.String(unsafe.SliceData(bp.b[start:]), len(bp.b)-start)); !d2.Allowed && !d2.Exempt {
-				v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
-				if tr != nil {
-					tr.d = d2
-				}
-				return v
-			}
+			return v
 		}
 	}
 	v.Reason = ReasonAllowed
@@ -839,6 +828,35 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	_, _ = w.Write(bp.b)
 	e.bufs.Put(bp)
 }
+
+// decideDecoded decides the decoded views of a target (decodedTarget,
+// decodedTargetKeepBackslash) and reports whether one is denied. The views
+// are built in a pooled buffer and given to Decide as strings over it:
+// Decide keeps no part of its target, so the buffer goes back to the pool
+// when the last Decide returns (unless a huge target grew it).
+func (e *Enforcer) decideDecoded(agent policy.Agent, path, query string) (policy.Decision, bool) {
+	bp := e.bufs.Get().(*respBuf)
+	var d policy.Decision
+	denied := false
+	for _, view := range [...]func([]byte, string, string) ([]byte, int, bool){appendView, appendViewKeepBackslash} {
+		var start int
+		var ok bool
+		if bp.b, start, ok = view(bp.b[:0], path, query); !ok {
+			continue
+		}
+		if d = agent.Decide(unsafe.String(unsafe.SliceData(bp.b[start:]), len(bp.b)-start)); !d.Allowed && !d.Exempt {
+			denied = true
+			break
+		}
+	}
+	if cap(bp.b) <= maxPooledBuf {
+		e.bufs.Put(bp)
+	}
+	return d, denied
+}
+
+// maxPooledBuf is the largest buffer that goes back to the pool.
+const maxPooledBuf = 4 << 10
 
 // respBuf is a pooled response body buffer. Its slice header is written
 // at every stopped request by the P that holds it; the padding keeps

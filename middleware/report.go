@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"net/http"
 	"net/netip"
 	"runtime"
@@ -23,7 +24,7 @@ import (
 // reportClients/reportShards entries (about 100 bytes each), and at most
 // reportLines lines of at most reportWhom entries: about 200 KB a site,
 // 20 MB in all; and the batches that records wait in (reporter.record),
-// 4 × GOMAXPROCS + 4 of about 2.6 KB, which keep the robots.txt rules of
+// 4 × GOMAXPROCS + 4 of about 3 KB, which keep the robots.txt rules of
 // their records until the next flush.
 const (
 	reportSites   = 100
@@ -333,8 +334,7 @@ func (r *reporter) add(b *reportBatch, rec reportRecord) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rec.n = 1
-	c := &rec.key.client
-	h := (binary.LittleEndian.Uint64(c[8:]) ^ uint64(rec.kind)) * 0x9e3779b97f4a7c15
+	h := (clientHash(&rec.key.client) ^ uint64(rec.kind)) * 0x9e3779b97f4a7c15
 	slot, free := int(h>>57)&(len(b.index)-1), -1
 	for range 4 { // linear probing; slots are freed only all at once
 		i := int(b.index[slot]) - 1
@@ -439,8 +439,14 @@ func (r *reporter) shard(rec *reportRecord) *reportShard {
 		}
 		r.last.Store(sr)
 	}
-	c := &rec.key.client
-	return &sr.shards[int(c[15]^c[13]^c[11])%reportShards]
+	return &sr.shards[((clientHash(&rec.key.client)*0x9e3779b97f4a7c15)>>32)%reportShards]
+}
+
+// clientHash mixes all 16 bytes of a client key: IPv4 keys differ in
+// their last bytes, IPv6 /64 keys in their first eight (the rest are
+// zero).
+func clientHash(c *[16]byte) uint64 {
+	return binary.LittleEndian.Uint64(c[:8]) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(c[8:]), 29)
 }
 
 // add counts a record n times; the caller holds sh.mu.

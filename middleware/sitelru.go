@@ -14,19 +14,22 @@ import (
 //     names seen once only churns this segment;
 //   - protected (the rest) takes a site when it is looked up again while
 //     in probation, or when it comes back after an eviction. A small
-//     count-min sketch counts each site's lookups (its misses, every hit
-//     while in probation, and one hit in promoteEvery afterwards), beyond
-//     the cache's own memory, and halves its counts now and then so that
-//     old traffic fades. When protected is full, a candidate enters only
-//     if the sketch counts it higher than protected's least recently used
-//     site, which is then dropped: Host names requested once or twice
-//     cannot push out a site with traffic.
+//     count-min sketch counts each site's lookups (its misses and every
+//     hit while in probation; afterwards one hit in promoteEvery, sampled,
+//     counts for promoteEvery), beyond the cache's own memory, and halves
+//     its counts now and then so that old traffic fades. When protected is
+//     full, a candidate enters only if the sketch counts it higher than
+//     the victim, protected's least recently used site not hit since admit
+//     last passed it over (a reference bit), which is then dropped: Host
+//     names requested once or twice cannot push out a site with traffic.
 //
 // This is the W-TinyLFU scheme (a window, a segmented LRU and a frequency
 // sketch for admission), small enough to write here on top of
 // hashicorp/golang-lru. The sketch is counted under the cache's lock, on
-// the paths that take it anyway, so the hit path stays read-only. Entries
-// dropped from either segment are marked evicted.
+// the paths that take it anyway; a hit of a protected site writes shared
+// memory only when sampled or when its reference bit was clear, so the
+// hit path of a busy site is read-only. Entries dropped from either
+// segment are marked evicted.
 //
 // Lookups take the LRUs' read locks only (Peek); the caller serialises
 // adds and promotions.
@@ -38,7 +41,7 @@ type siteLRU struct {
 	probation *lru.Cache[siteKey, *siteEntry]
 	protected *lru.Cache[siteKey, *siteEntry]
 	protSize  int
-	seen      sketch // creations per site; guarded by the caller's lock
+	seen      sketch // lookups per site (see above); guarded by the caller's lock
 }
 
 // sketch is a count-min sketch of 4 × 4096 saturating 8-bit counters: an
@@ -146,7 +149,8 @@ func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
 // it was last passed over (CLOCK's second chance) sends a site to the front
 // with its bit cleared. Recency and the sketch see a protected site's hits
 // only by sampling (siteCache.hit), which leaves a site that gets one
-// request in fifty short of a second request's count now and then; the bit
+// request in fifty (fewer than one sample in promoteEvery) short of a
+// second request's count now and then; the bit
 // is set at every hit without a write once set. Each site passed over needed
 // a hit to set its bit, so the loop costs O(1) per hit, amortised.
 func (l *siteLRU) admit(f uint8) bool {
@@ -171,8 +175,8 @@ func (l *siteLRU) admit(f uint8) bool {
 // promote moves e from probation to protected if it passes the admission
 // test; it reports whether it moved.
 func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
-	if _, ok := l.probation.Peek(k); !ok {
-		return false
+	if pe, ok := l.probation.Peek(k); !ok || pe != e {
+		return false // e left probation, or was dropped and made again
 	}
 	if !l.admit(l.seen.estimate(k)) {
 		l.probation.Get(k)

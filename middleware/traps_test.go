@@ -503,7 +503,7 @@ func TestReportBatchAggregates(t *testing.T) {
 	clk := newClock()
 	r := newReporter(32, 64, clk.Now)
 	b := r.pool.New().(*reportBatchRef).b
-	const clients, rounds = 20, 30 // five per report shard: exact counts
+	const clients, rounds = 20, 30 // no report shard gets more than its 8 exact counters
 	for round := range rounds {
 		for c := range clients {
 			r.add(b, reportRecord{site: "http://example.com", key: reportKey{client: [16]byte{10: 0xff, 11: 0xff, 15: byte(c)}, group: "*"}, at: clk.Now().UnixNano(), kind: recordDenial})

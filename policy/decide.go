@@ -86,7 +86,9 @@ func (r *Robots) Allowed(userAgent, target string) bool {
 // target is a request target (path and optional query; an absolute URL
 // works too). Matching is exactly RFC 9309's: the target is normalised like
 // the patterns but its dot-segments and repeated slashes are kept. A target
-// whose path is /robots.txt is always allowed. Decide does not allocate.
+// whose path is /robots.txt is always allowed. Decide does not allocate,
+// and keeps no part of target once it returns (the Decision holds none), so
+// callers may pass a string over a buffer they reuse.
 func (a Agent) Decide(target string) Decision {
 	r := a.r
 	d := Decision{Allowed: true}
