@@ -62,7 +62,7 @@
 // Each denial and throttle is logged at Info level ("robots_guard: denied",
 // "robots_guard: throttled", or "robots_guard: dry run: would deny" and
 // "would throttle" in dry-run mode) with site, group, action, rule line,
-// client IP and User-Agent, through a zap sampler: per second and per
-// message, the first 10 lines are written and then one in 100, so a flood
-// cannot fill a disk. Metrics belong in an Observer.
+// client IP and User-Agent, through a sampler: per second and per
+// message, about the first 10 lines are written (their share on each
+// CPU, at least one) and then one in 100, so a flood cannot fill a disk. Metrics belong in an Observer.
 package middleware

@@ -26,9 +26,9 @@ import (
 	"github.com/robotsguard/robotsguard/policy"
 )
 
-// Log sampling of denial and throttle lines: per second and per message,
-// the first logSampleFirst lines are written, then one in
-// logSampleThereafter.
+// Log sampling of denial and throttle lines: per second, per message and
+// per P (see pSampler), the first logSampleFirst lines are written, then
+// one in logSampleThereafter.
 const (
 	logSampleTick       = time.Second
 	logSampleFirst      = 10
@@ -162,7 +162,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		e.throttle = e.writeVerdict
 	}
 	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return zapcore.NewSamplerWithOptions(c, logSampleTick, logSampleFirst, logSampleThereafter)
+		return newPSampler(c, logSampleTick, logSampleFirst, logSampleThereafter)
 	}))
 	// Every line goes through the sampler, the robots.txt state lines too:
 	// a flood of new Host names cannot flood the log.

@@ -1,0 +1,103 @@
+package middleware
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// pSampler is zap's sampler (per tick and message: the first lines, then
+// one in thereafter) with its counters spread over blocks, about one per
+// P: a goroutine counts in the block whose index it takes from a
+// sync.Pool (which is per P), so that logging a denial writes no memory
+// other Ps use (zap's own sampler increments one shared counter per
+// message at every line). Each block lets through its share of the first
+// lines (first ÷ blocks, at least one) and then one in thereafter, so the
+// totals stay near zap's: about first lines a tick, then one in
+// thereafter. The blocks outlive garbage collections (the pool holds only
+// indexes), so a collection does not reset the counts.
+type pSampler struct {
+	zapcore.Core
+	*sampleBlocks
+}
+
+// sampleBlocks are the counters of a pSampler and its With copies.
+type sampleBlocks struct {
+	tick              int64 // ns
+	first, thereafter uint64
+	blocks            []sampleCounts
+	index             sync.Pool // *int, an index into blocks
+	next              atomic.Uint32
+}
+
+// sampleCounts is one block's counters, by message hash and level, on
+// cache lines of its own (it is written at every line).
+type sampleCounts struct {
+	_ [64]byte
+	c [sampleSlots]sampleCounter
+	_ [64]byte
+}
+
+const sampleSlots = 64
+
+// sampleCounter counts the lines of a tick, as zap's sampler does: the
+// first line after resetAt starts a new tick.
+type sampleCounter struct {
+	resetAt atomic.Int64
+	n       atomic.Uint64
+}
+
+func (c *sampleCounter) inc(t, tick int64) uint64 {
+	r := c.resetAt.Load()
+	if r > t {
+		return c.n.Add(1)
+	}
+	c.n.Store(1)
+	if !c.resetAt.CompareAndSwap(r, t+tick) {
+		return c.n.Add(1) // another goroutine started the tick
+	}
+	return 1
+}
+
+// newPSampler wraps c in a pSampler with a block per P.
+func newPSampler(c zapcore.Core, tick time.Duration, first, thereafter int) zapcore.Core {
+	return newPSamplerBlocks(c, tick, first, thereafter, runtime.GOMAXPROCS(0))
+}
+
+func newPSamplerBlocks(c zapcore.Core, tick time.Duration, first, thereafter, n int) *pSampler {
+	b := &sampleBlocks{tick: int64(tick), thereafter: uint64(thereafter), blocks: make([]sampleCounts, n)}
+	b.first = uint64(max(1, (first+n-1)/n))
+	b.index.New = func() any {
+		i := int(b.next.Add(1)-1) % n
+		return &i
+	}
+	return &pSampler{Core: c, sampleBlocks: b}
+}
+
+// With implements zapcore.Core; the new core shares the counters.
+func (s *pSampler) With(fields []zapcore.Field) zapcore.Core {
+	return &pSampler{Core: s.Core.With(fields), sampleBlocks: s.sampleBlocks}
+}
+
+// Check implements zapcore.Core: it counts the line in its P's block and
+// passes it on if it is among the block's first of the tick or one in
+// thereafter.
+func (s *pSampler) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if !s.Enabled(ent.Level) {
+		return ce
+	}
+	h := uint32(2166136261) // FNV-1a of the message, as zap's sampler
+	for i := 0; i < len(ent.Message); i++ {
+		h = (h ^ uint32(ent.Message[i])) * 16777619
+	}
+	ip := s.index.Get().(*int)
+	n := s.blocks[*ip].c[(h^uint32(ent.Level+2)*0x9e3779b9)%sampleSlots].inc(ent.Time.UnixNano(), s.tick)
+	s.index.Put(ip)
+	if n > s.first && (s.thereafter == 0 || (n-s.first)%s.thereafter != 0) {
+		return ce
+	}
+	return s.Core.Check(ent, ce)
+}
