@@ -130,18 +130,10 @@ func needsDecodedView(path string) bool {
 // equals the target, so callers can skip it without allocating.
 //
 // A backslash (raw or %5C) is read as '/', as some servers do; since others
-// read it as an ordinary character, decodedTargetKeepBackslash gives the
+// read it as an ordinary character, appendViewKeepBackslash gives the
 // view for those, and a path that holds one is judged in both.
 func decodedTarget(path, query string) (string, bool) {
 	b, start, ok := appendView(nil, path, query)
-	return string(b[start:]), ok
-}
-
-// decodedTargetKeepBackslash is decodedTarget with backslashes kept as
-// ordinary characters; ok is false when path holds no backslash (the view
-// would equal decodedTarget's).
-func decodedTargetKeepBackslash(path, query string) (string, bool) {
-	b, start, ok := appendViewKeepBackslash(nil, path, query)
 	return string(b[start:]), ok
 }
 
@@ -152,8 +144,9 @@ func appendView(buf []byte, path, query string) ([]byte, int, bool) {
 	return appendDecoded(buf, path, query, true)
 }
 
-// appendViewKeepBackslash is decodedTargetKeepBackslash into a caller's
-// buffer, as appendView.
+// appendViewKeepBackslash is appendView with backslashes kept as ordinary
+// characters; ok is false when path holds no backslash (the view would
+// equal appendView's).
 func appendViewKeepBackslash(buf []byte, path, query string) ([]byte, int, bool) {
 	if !hasBackslash(path) {
 		return buf, len(buf), false

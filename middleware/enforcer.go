@@ -829,8 +829,8 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	e.bufs.Put(bp)
 }
 
-// decideDecoded decides the decoded views of a target (decodedTarget,
-// decodedTargetKeepBackslash) and reports whether one is denied. The views
+// decideDecoded decides the decoded views of a target (appendView,
+// appendViewKeepBackslash) and reports whether one is denied. The views
 // are built in a pooled buffer and given to Decide as strings over it:
 // Decide keeps no part of its target, so the buffer goes back to the pool
 // when the last Decide returns (unless a huge target grew it).
