@@ -2,6 +2,7 @@ package identity
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -149,15 +150,7 @@ func buildIndex(prefixes []netip.Prefix) *rangeIndex {
 		}
 		x.v6 = append(x.v6, span6{lo, hi})
 	}
-	slices.SortFunc(x.v4, func(a, b span4) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(x.v4, func(a, b span4) int { return cmp.Compare(a.lo, b.lo) })
 	m4 := x.v4[:0]
 	for _, s := range x.v4 {
 		if n := len(m4); n > 0 && (s.lo <= m4[n-1].hi || m4[n-1].hi != ^uint32(0) && s.lo == m4[n-1].hi+1) {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -573,29 +574,20 @@ func (r *reporter) report() Report {
 			LastDay:  r.rows(day),
 		}
 		for _, lr := range lines {
-			slices.SortFunc(lr.Whom, func(a, b WhomCount) int { return int(b.Count - a.Count) })
+			slices.SortFunc(lr.Whom, func(a, b WhomCount) int {
+				return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification))
+			})
 			rep.Lines = append(rep.Lines, *lr)
 		}
 		slices.SortFunc(rep.Lines, func(a, b LineReport) int {
-			if a.Count != b.Count {
-				return int(b.Count - a.Count)
-			}
-			return a.Line - b.Line
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Line, b.Line), strings.Compare(a.Rule, b.Rule))
 		})
 		if len(rep.Lines) > reportTop {
 			rep.Lines = rep.Lines[:reportTop]
 		}
 		out.Sites = append(out.Sites, rep)
 	}
-	slices.SortFunc(out.Sites, func(a, b SiteReport) int {
-		switch {
-		case a.Site < b.Site:
-			return -1
-		case a.Site > b.Site:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out.Sites, func(a, b SiteReport) int { return strings.Compare(a.Site, b.Site) })
 	return out
 }
 
@@ -630,15 +622,12 @@ func (r *reporter) rows(sum map[reportKey]*reportCounts) []ClientReport {
 			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned, Error: c.err,
 		})
 	}
+	// Busiest first; a client's rows of several groups or verdicts in a
+	// fixed order.
 	slices.SortFunc(rows, func(a, b ClientReport) int {
 		ta, tb := a.Denials+a.Throttles+a.Traps+a.Banned, b.Denials+b.Throttles+b.Traps+b.Banned
-		if ta != tb {
-			return int(tb - ta)
-		}
-		if a.Client < b.Client {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(tb, ta), strings.Compare(a.Client, b.Client),
+			strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification))
 	})
 	if len(rows) > reportTop {
 		rows = rows[:reportTop]
