@@ -26,51 +26,39 @@ var (
 	requestsTotal = &decisionCollector{desc: prometheus.NewDesc("caddy_robots_guard_requests_total",
 		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
 		[]string{"action", "reason", "group", "verification"}, nil)}
-	fetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "robots_fetches_total",
-		Help:      "robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
-	}, []string{"outcome"})
-	feedFetchesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "verify_feed_fetches_total",
-		Help:      "Crawler IP-range feed fetches by feed and outcome (ok, not_modified, stored, error, invalid); error and invalid keep the last good copy.",
-	}, []string{"feed", "outcome"})
-	lookupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "verify_dns_lookups_total",
-		Help:      "Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
-	}, []string{"outcome"})
-	bansTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "bans_total",
-		Help:      "Clients banned for ignoring robots.txt, by trigger (trap, ban_after) and dry_run (true: logged, not enforced).",
-	}, []string{"trigger", "dry_run"})
-	storeCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "store_calls_total",
-		Help:      "Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",
-	}, []string{"outcome"})
-	storeCallSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "store_call_seconds",
-		Help:      "Latency of the calls to the shared Crawl-delay store.",
-		Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
-	})
-	lookupSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "caddy",
-		Subsystem: "robots_guard",
-		Name:      "verify_dns_lookup_seconds",
-		Help:      "Duration of forward-confirmed reverse-DNS checks (PTR and forward lookups).",
-		Buckets:   []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
-	})
+	fetchesTotal = counterVec("robots_fetches_total",
+		"robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
+		"outcome")
+	feedFetchesTotal = counterVec("verify_feed_fetches_total",
+		"Crawler IP-range feed fetches by feed and outcome (ok, not_modified, stored, error, invalid); error and invalid keep the last good copy.",
+		"feed", "outcome")
+	lookupsTotal = counterVec("verify_dns_lookups_total",
+		"Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
+		"outcome")
+	bansTotal = counterVec("bans_total",
+		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after) and dry_run (true: logged, not enforced).",
+		"trigger", "dry_run")
+	storeCallsTotal = counterVec("store_calls_total",
+		"Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",
+		"outcome")
+	storeCallSeconds = histogram("store_call_seconds",
+		"Latency of the calls to the shared Crawl-delay store.",
+		.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25)
+	lookupSeconds = histogram("verify_dns_lookup_seconds",
+		"Duration of forward-confirmed reverse-DNS checks (PTR and forward lookups).",
+		.001, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5)
 )
+
+// counterVec makes a caddy_robots_guard_<name> counter vector.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "caddy", Subsystem: "robots_guard", Name: name, Help: help}, labels)
+}
+
+// histogram makes a caddy_robots_guard_<name> histogram with the given
+// bucket bounds (seconds).
+func histogram(name, help string, buckets ...float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "caddy", Subsystem: "robots_guard", Name: name, Help: help, Buckets: buckets})
+}
 
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
