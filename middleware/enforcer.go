@@ -391,7 +391,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	if e.bans != nil && !vouched(ver) {
 		if e.bansActive() {
 			client := e.clientKey(req)
-			if until := e.bans.Until(client, e.now().UnixNano()); until != 0 && client != ([16]byte{}) {
+			if until := e.bans.Until(client, e.clock(req)); until != 0 && client != ([16]byte{}) {
 				v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 				v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
 				return v
@@ -451,7 +451,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		k, now := e.limitKey(ent.site, v.Group, req, ver), e.now().UnixNano()
+		k, now := e.limitKey(ent.site, v.Group, req, ver), e.clock(req)
 		var ok bool
 		var wait time.Duration
 		if tr == nil {
@@ -501,7 +501,7 @@ func (e *Enforcer) countDenial(req *Request, ver identity.Result, tr *trace) {
 	if client == ([16]byte{}) {
 		return
 	}
-	if e.banAfter.add(client, e.now().UnixNano()) {
+	if e.banAfter.add(client, e.clock(req)) {
 		e.ban(client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
 	}
 }
@@ -531,6 +531,16 @@ func (e *Enforcer) limitKey(site, group string, req *Request, ver identity.Resul
 // clientKey is the client's address prefix as a limiter, ban and report
 // key, parsed once per request (all zeros when the address does not
 // parse).
+// clock returns the time of req's decision, read once per request: the
+// ban check, the Crawl-delay limiter, ban_after and the violations report
+// of one request all use it (a clock read costs 30–65 ns on some VMs).
+func (e *Enforcer) clock(req *Request) int64 {
+	if req.at == 0 {
+		req.at = e.now().UnixNano()
+	}
+	return req.at
+}
+
 func (e *Enforcer) clientKey(req *Request) [16]byte {
 	if !req.keyDone {
 		req.key, req.keyDone = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
@@ -650,7 +660,7 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 	if v.Action == Allow {
 		return
 	}
-	e.report.record(v, e.clientKey(req))
+	e.report.record(v, e.clientKey(req), e.clock(req))
 	msg := "robots_guard: denied"
 	switch {
 	case v.Action == Throttle && v.DryRun:

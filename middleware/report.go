@@ -297,8 +297,9 @@ func (r *reporter) release(b *reportBatch) {
 
 // record counts one stopped request. It writes only its P's batch (past
 // the bound on batches, one it may share); one call in reportBatchSize
-// adds the batch to the shared report.
-func (r *reporter) record(v *Verdict, client [16]byte) {
+// adds the batch to the shared report. at is the time of the decision,
+// Unix ns.
+func (r *reporter) record(v *Verdict, client [16]byte, at int64) {
 	if v.Site == "" {
 		return
 	}
@@ -323,7 +324,7 @@ func (r *reporter) record(v *Verdict, client [16]byte) {
 	r.add(ref.b, reportRecord{
 		site: v.Site,
 		key:  reportKey{client: client, group: v.Group, verification: v.Verification},
-		rule: rule, at: r.now().UnixNano(), kind: kind,
+		rule: rule, at: at, kind: kind,
 	})
 	r.pool.Put(ref)
 }

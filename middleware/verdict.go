@@ -49,6 +49,7 @@ type Request struct {
 
 	key     [16]byte // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
 	keyDone bool
+	at      int64 // the clock when the decision first read it, Unix ns (Enforcer.clock); 0 before
 	// Signed holds what a Web Bot Auth signature covers when the request
 	// carries one and VerifyConfig.WebBotAuth is on (see SignedRequest);
 	// nil otherwise.
