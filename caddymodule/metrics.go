@@ -13,6 +13,8 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
+
+	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
 // maxGroupLabels caps the distinct values of the group label; later groups
@@ -25,7 +27,7 @@ const maxGroupLabels = 50
 var (
 	requestsTotal = &decisionCollector{desc: prometheus.NewDesc("caddy_robots_guard_requests_total",
 		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
-		[]string{"action", "reason", "group", "verification"}, nil)}
+		[]string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
 	fetchesTotal = counterVec("robots_fetches_total",
 		"robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
 		"outcome")
@@ -128,7 +130,7 @@ type counterKey struct {
 
 // decisionCollector is requests_total: one counter per label tuple, kept in
 // cells summed when scraped. A request increments the cell of its P's
-// stripe (a token kept in a sync.Pool, which is per P), so that concurrent
+// stripe (internal/stripe: about one per P), so that concurrent
 // requests (every browser increments the same tuple) write different cache
 // lines; Ps share a stripe only beyond counterCells of them, or for a
 // moment after a garbage collection empties the pool. Tuples are bounded
@@ -139,12 +141,11 @@ type counterKey struct {
 // hashing the whole tuple as a sync.Map key cost a browser 75 ns. counters
 // remains the authority; fast is filled from it.
 type decisionCollector struct {
-	desc       *prometheus.Desc
-	counters   sync.Map  // counterKey → *cellCounter
-	stripes    sync.Pool // *uint32, a cell index
-	nextStripe atomic.Uint32
-	fast       [fastTuples]atomic.Pointer[tupleCounters]
-	fastMu     sync.Mutex // serialises writers of fast
+	desc     *prometheus.Desc
+	counters sync.Map    // counterKey → *cellCounter
+	stripes  *stripe.Set // the cell of a request: about one per P
+	fast     [fastTuples]atomic.Pointer[tupleCounters]
+	fastMu   sync.Mutex // serialises writers of fast
 }
 
 // fastTuples is the size of the fast index: 2 bits of action, 1 of dry
@@ -248,11 +249,7 @@ func (c *decisionCollector) remember(idx int, group string, cc *cellCounter) {
 
 // add counts one request in cc, in the cell of the caller's P.
 func (c *decisionCollector) add(cc *cellCounter) {
-	sp, _ := c.stripes.Get().(*uint32)
-	if sp == nil {
-		sp = new(uint32)
-		*sp = c.nextStripe.Add(1) % counterCells
-	}
+	sp := c.stripes.Get()
 	cc.cells[*sp].n.Add(1)
 	c.stripes.Put(sp)
 }

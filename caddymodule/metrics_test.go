@@ -9,6 +9,8 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
+
+	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
 // requests_total counts every decision exactly, under concurrency, with the
@@ -70,7 +72,7 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 		groupLabels.seen = saved
 		groupLabels.Unlock()
 	})
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
 	sum := func() map[[4]string]uint64 {
 		ch := make(chan prometheus.Metric, 1000)
 		c.Collect(ch)

@@ -2,23 +2,24 @@ package middleware
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
 // pSampler is zap's sampler (per tick and message: the first lines, then
 // one in thereafter) with its counters spread over blocks, about one per
-// P: a goroutine counts in the block whose index it takes from a
-// sync.Pool (which is per P), so that logging a denial writes no memory
+// P: a goroutine counts in the block of its stripe (internal/stripe), so
+// that logging a denial writes no memory
 // other Ps use (zap's own sampler increments one shared counter per
 // message at every line). Each block lets through its share of the first
 // lines (first ÷ blocks, at least one) and then one in thereafter, so the
 // totals stay near zap's: about first lines a tick, then one in
-// thereafter. The blocks outlive garbage collections (the pool holds only
-// indexes), so a collection does not reset the counts.
+// thereafter. The blocks outlive garbage collections (a collection only
+// deals the stripe numbers again), so it does not reset the counts.
 type pSampler struct {
 	zapcore.Core
 	*sampleBlocks
@@ -29,8 +30,7 @@ type sampleBlocks struct {
 	tick              int64 // ns
 	first, thereafter uint64
 	blocks            []sampleCounts
-	index             sync.Pool // *int, an index into blocks
-	next              atomic.Uint32
+	stripes           *stripe.Set // the block of a line: about one per P
 }
 
 // sampleCounts is one block's counters, by message hash and level, on
@@ -70,10 +70,7 @@ func newPSampler(c zapcore.Core, tick time.Duration, first, thereafter int) zapc
 func newPSamplerBlocks(c zapcore.Core, tick time.Duration, first, thereafter, n int) *pSampler {
 	b := &sampleBlocks{tick: int64(tick), thereafter: uint64(thereafter), blocks: make([]sampleCounts, n)}
 	b.first = uint64(max(1, (first+n-1)/n))
-	b.index.New = func() any {
-		i := int(b.next.Add(1)-1) % n
-		return &i
-	}
+	b.stripes = stripe.New(n)
 	return &pSampler{Core: c, sampleBlocks: b}
 }
 
@@ -93,9 +90,9 @@ func (s *pSampler) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 	for i := 0; i < len(ent.Message); i++ {
 		h = (h ^ uint32(ent.Message[i])) * 16777619
 	}
-	ip := s.index.Get().(*int)
+	ip := s.stripes.Get()
 	n := s.blocks[*ip].c[(h^uint32(ent.Level+2)*0x9e3779b9)%sampleSlots].inc(ent.Time.UnixNano(), s.tick)
-	s.index.Put(ip)
+	s.stripes.Put(ip)
 	if n > s.first && (s.thereafter == 0 || (n-s.first)%s.thereafter != 0) {
 		return ce
 	}
