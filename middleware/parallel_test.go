@@ -54,23 +54,23 @@ func BenchmarkParallelBotAllowed(b *testing.B) {
 // BenchmarkParallelBotDenied: denials from 250 addresses (each counted in
 // the violations report).
 func BenchmarkParallelBotDenied(b *testing.B) {
-	h := guarded(b)
-	runParallel(b, h, func(i int) *http.Request {
-		r := benchRequest(uaGPTBot, "/private/page?id=42")
-		r.RemoteAddr = "192.0.2." + strconv.Itoa(i%250) + ":1234"
-		return r
-	})
+	runParallel(b, guarded(b), from250(uaGPTBot, "/private/page?id=42"))
 }
 
 // BenchmarkParallelBotThrottled: bingbot has a Crawl-delay of 10 s; every
 // request after the first of each address is throttled.
 func BenchmarkParallelBotThrottled(b *testing.B) {
-	h := guarded(b)
-	runParallel(b, h, func(i int) *http.Request {
-		r := benchRequest(uaBing, "/page")
+	runParallel(b, guarded(b), from250(uaBing, "/page"))
+}
+
+// from250 makes the i-th request of ua for target come from one of 250
+// addresses.
+func from250(ua, target string) func(i int) *http.Request {
+	return func(i int) *http.Request {
+		r := benchRequest(ua, target)
 		r.RemoteAddr = "192.0.2." + strconv.Itoa(i%250) + ":1234"
 		return r
-	})
+	}
 }
 
 // BenchmarkParallelManyUAs: 235 distinct browser-like headers.
