@@ -22,12 +22,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/logsample"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
 // Log sampling of denial and throttle lines: per second, per message and
-// per P (see pSampler), the first logSampleFirst lines are written, then
+// per P (see internal/logsample), the first logSampleFirst lines are written, then
 // one in logSampleThereafter.
 const (
 	logSampleTick       = time.Second
@@ -162,7 +163,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		e.throttle = e.writeVerdict
 	}
 	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return newPSampler(c, logSampleTick, logSampleFirst, logSampleThereafter)
+		return logsample.New(c, logSampleTick, logSampleFirst, logSampleThereafter)
 	}))
 	// Every line goes through the sampler, the robots.txt state lines too:
 	// a flood of new Host names cannot flood the log.

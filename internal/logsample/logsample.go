@@ -1,4 +1,9 @@
-package middleware
+// Package logsample is a zap sampler whose counters are spread over one
+// block per P, so that a sampled log line writes no memory that other Ps
+// use: zap's own sampler increments one shared counter per message at
+// every line, which under a flood of denials makes every CPU wait on one
+// cache line.
+package logsample
 
 import (
 	"runtime"
@@ -10,7 +15,7 @@ import (
 	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
-// pSampler is zap's sampler (per tick and message: the first lines, then
+// Sampler is zap's sampler (per tick and message: the first lines, then
 // one in thereafter) with its counters spread over blocks, about one per
 // P: a goroutine counts in the block of its stripe (internal/stripe), so
 // that logging a denial writes no memory
@@ -20,12 +25,12 @@ import (
 // totals stay near zap's: about first lines a tick, then one in
 // thereafter. The blocks outlive garbage collections (a collection only
 // deals the stripe numbers again), so it does not reset the counts.
-type pSampler struct {
+type Sampler struct {
 	zapcore.Core
 	*sampleBlocks
 }
 
-// sampleBlocks are the counters of a pSampler and its With copies.
+// sampleBlocks are the counters of a Sampler and its With copies.
 type sampleBlocks struct {
 	tick              int64 // ns
 	first, thereafter uint64
@@ -62,27 +67,30 @@ func (c *sampleCounter) inc(t, tick int64) uint64 {
 	return 1
 }
 
-// newPSampler wraps c in a pSampler with a block per P.
-func newPSampler(c zapcore.Core, tick time.Duration, first, thereafter int) zapcore.Core {
-	return newPSamplerBlocks(c, tick, first, thereafter, runtime.GOMAXPROCS(0))
+// New wraps c in a Sampler with a block per P: per tick and per message,
+// about the first lines are written (their share in each block, at least
+// one), then one in thereafter.
+func New(c zapcore.Core, tick time.Duration, first, thereafter int) zapcore.Core {
+	return newBlocks(c, tick, first, thereafter, runtime.GOMAXPROCS(0))
 }
 
-func newPSamplerBlocks(c zapcore.Core, tick time.Duration, first, thereafter, n int) *pSampler {
+// newBlocks is New with n blocks.
+func newBlocks(c zapcore.Core, tick time.Duration, first, thereafter, n int) *Sampler {
 	b := &sampleBlocks{tick: int64(tick), thereafter: uint64(thereafter), blocks: make([]sampleCounts, n)}
 	b.first = uint64(max(1, (first+n-1)/n))
 	b.stripes = stripe.New(n)
-	return &pSampler{Core: c, sampleBlocks: b}
+	return &Sampler{Core: c, sampleBlocks: b}
 }
 
 // With implements zapcore.Core; the new core shares the counters.
-func (s *pSampler) With(fields []zapcore.Field) zapcore.Core {
-	return &pSampler{Core: s.Core.With(fields), sampleBlocks: s.sampleBlocks}
+func (s *Sampler) With(fields []zapcore.Field) zapcore.Core {
+	return &Sampler{Core: s.Core.With(fields), sampleBlocks: s.sampleBlocks}
 }
 
 // Check implements zapcore.Core: it counts the line in its P's block and
 // passes it on if it is among the block's first of the tick or one in
 // thereafter.
-func (s *pSampler) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+func (s *Sampler) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if !s.Enabled(ent.Level) {
 		return ce
 	}
