@@ -17,6 +17,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/report"
 )
 
 func init() {
@@ -114,7 +115,7 @@ func (AdminAPI) handleReport(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
 	}
-	out := middleware.Report{Sites: []middleware.SiteReport{}}
+	out := report.Report{Sites: []report.SiteReport{}}
 	for i, e := range enforcers() {
 		rep := e.Report()
 		if i == 0 || rep.Since.Before(out.Since) {

@@ -22,6 +22,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/report"
 )
 
 func init() {
@@ -403,7 +404,7 @@ func runReport(out io.Writer, addr string) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return exitError, fmt.Errorf("%s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
 	}
-	var rep middleware.Report
+	var rep report.Report
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return exitError, fmt.Errorf("%s: %w", req.URL, err)
 	}
@@ -412,7 +413,7 @@ func runReport(out io.Writer, addr string) (int, error) {
 }
 
 // printReport writes a report as readable tables.
-func printReport(out io.Writer, rep middleware.Report) {
+func printReport(out io.Writer, rep report.Report) {
 	fmt.Fprintf(out, "robots.txt violations since %s\n", rep.Since.UTC().Format(time.RFC3339))
 	if len(rep.Sites) == 0 {
 		fmt.Fprintln(out, "\nno violations")
@@ -422,7 +423,7 @@ func printReport(out io.Writer, rep middleware.Report) {
 		fmt.Fprintf(out, "\n%s\n", s.Site)
 		for _, part := range []struct {
 			title string
-			rows  []middleware.ClientReport
+			rows  []report.ClientReport
 		}{{"last hour", s.LastHour}, {"last day", s.LastDay}} {
 			fmt.Fprintf(out, "  %s:\n", part.title)
 			if len(part.rows) == 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/robotsguard/robotsguard/internal/logsample"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/report"
 )
 
 // Log sampling of denial and throttle lines: per second, per message and
@@ -64,7 +65,7 @@ type Enforcer struct {
 	bansActive func() bool    // whether any ban may be held
 	ownBans    io.Closer      // the shared ban list New built; Close closes it
 	banAfter   *denialCounter // nil: off
-	report     *reporter
+	report     *report.Recorder
 
 	bufs sync.Pool // *respBuf for response bodies and decoded views
 
@@ -154,7 +155,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	if a, ok := e.bans.(interface{ Active() bool }); ok {
 		e.bansActive = a.Active // skips the address parse while no ban exists
 	}
-	e.report = newReporter(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
+	e.report = report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
 	e.bufs.New = func() any { return &respBuf{b: make([]byte, 0, 128)} }
 	if e.deny == nil {
 		e.deny = e.writeVerdict
@@ -483,7 +484,7 @@ func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 		b = e.bans.Ban(client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
 		msg = "robots_guard: banned for ignoring robots.txt"
 	}
-	e.log.Warn(msg, zap.String("client", prefixString(client, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+	e.log.Warn(msg, zap.String("client", limit.Client(client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
 		zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
 	if bo, ok := e.obs.(BanObserver); ok {
 		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], e.cfg.DryRun)
@@ -544,7 +545,7 @@ func (e *Enforcer) clock(req *Request) int64 {
 
 func (e *Enforcer) clientKey(req *Request) [16]byte {
 	if !req.keyDone {
-		req.key, req.keyDone = ipKey(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
+		req.key, req.keyDone = limit.ClientOf(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
 	}
 	return req.key
 }
@@ -558,7 +559,7 @@ func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Requ
 	}
 	var addr netip.Addr
 	if tr == nil || !tr.noIP {
-		addr = clientAddr(req.ClientIP)
+		addr = limit.ParseAddr(req.ClientIP)
 	}
 	if tr != nil {
 		x := e.verifier.ExplainRequest(ctx, claims, addr, req.Signed)
@@ -661,7 +662,9 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 	if v.Action == Allow {
 		return
 	}
-	e.report.record(v, e.clientKey(req), e.clock(req))
+	if rec, ok := recordOf(v, e.clientKey(req), e.clock(req)); ok {
+		e.report.Record(rec)
+	}
 	msg := "robots_guard: denied"
 	switch {
 	case v.Action == Throttle && v.DryRun:

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -250,7 +251,7 @@ func (e *Enforcer) Bans() []BanStatus {
 	}
 	out := []BanStatus{}
 	for _, b := range e.bans.List(e.now().UnixNano()) {
-		out = append(out, BanStatus{Client: prefixString(b.Client, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
+		out = append(out, BanStatus{Client: limit.Client(b.Client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
 			Until: time.Unix(0, b.Until).UTC(), Strikes: b.Strikes, Reason: b.Reason})
 	}
 	return out
@@ -267,10 +268,10 @@ func (e *Enforcer) Unban(client string) (bool, error) {
 	if _, err := netip.ParseAddr(addr); err != nil {
 		return false, fmt.Errorf("robots_guard: unban: %q is not an address or prefix such as 203.0.113.7 or 2001:db8::/64", client)
 	}
-	k := ipKey(addr, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+	k := limit.ClientOf(addr, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
 	ok := e.bans.Unban(k)
 	if ok {
-		e.log.Info("robots_guard: unbanned", zap.String("client", prefixString(k, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)))
+		e.log.Info("robots_guard: unbanned", zap.String("client", k.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)))
 	}
 	return ok, nil
 }

@@ -1,4 +1,12 @@
-package middleware
+// Package report keeps the violations report of robotsguard: per site, the
+// clients that robots.txt stopped (denials, throttles, trap hits and
+// requests refused by a ban) over the last hour and day, and the
+// robots.txt lines that denied whom. A Recorder takes one Record per
+// stopped request on the request path, without writing memory that other
+// CPUs use (records wait in per-P batches), and builds a bounded Report on
+// demand. It knows nothing of HTTP requests or verdicts: the enforcer says
+// what each record is.
+package report
 
 import (
 	"cmp"
@@ -6,7 +14,6 @@ import (
 	"encoding/json"
 	"math/bits"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,6 +24,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -24,7 +32,7 @@ import (
 // in reportShards shards of reportMinutes + reportHours buckets of at most
 // reportClients/reportShards entries (about 100 bytes each), and at most
 // reportLines lines of at most reportWhom entries: about 200 KB a site,
-// 20 MB in all; and the batches that records wait in (reporter.record),
+// 20 MB in all; and the batches that records wait in (Recorder.record),
 // 4 × GOMAXPROCS + 4 of about 3 KB, which keep the robots.txt rules of
 // their records until the next flush.
 const (
@@ -40,7 +48,7 @@ const (
 
 // reportKey is who a counted request came from.
 type reportKey struct {
-	client       [16]byte
+	client       limit.Client
 	group        string
 	verification identity.Verdict
 }
@@ -189,57 +197,52 @@ func (sr *reportShard) bucketFor(at int64) *bucket {
 	return mb
 }
 
-// Kinds of reportRecord.
+// Kind is what a Record counts.
+type Kind uint8
+
+// The kinds of Record.
 const (
-	recordDenial uint8 = iota
-	recordThrottle
-	recordTrap
-	recordBanned
+	// Denial is a request that robots.txt denies (or a spoofed claim).
+	Denial Kind = iota
+	// Throttle is a request that came faster than the Crawl-delay.
+	Throttle
+	// Trap is a request for a trap path.
+	Trap
+	// Banned is a request refused by a ban.
+	Banned
 )
 
-// reportRecord is one stopped request, waiting in a reportBatch.
+// Record is one stopped request, as the Recorder counts it.
+type Record struct {
+	// Site is the site, scheme and host ("https://example.com").
+	Site string
+	// Client is the client's address prefix.
+	Client limit.Client
+	// Group is the robots.txt group its User-Agent header chose.
+	Group string
+	// Verification is the verdict on its claim to be a known crawler.
+	Verification identity.Verdict
+	// Rule is the robots.txt line that denied it, counted in the site's
+	// lines; nil for none.
+	Rule *policy.Rule
+	// At is the time of the decision, Unix ns.
+	At int64
+	// Kind is what the request counts as.
+	Kind Kind
+}
+
+// reportRecord is one or more stopped requests, waiting in a reportBatch.
 type reportRecord struct {
 	site string
 	key  reportKey
 	rule *policy.Rule // the denying rule, counted in the site's lines
 	at   int64        // Unix ns of the first request it counts
-	n    int64        // requests it counts (see reporter.add)
-	kind uint8
+	n    int64        // requests it counts (see Recorder.add)
+	kind Kind
 }
 
-// reportBatchSize is how many distinct records a batch holds before it is
-// added to the report: the denied path takes a shared lock at most once
-// per this many requests of one P, and a client that comes back (in the
-// same five-minute slice) is counted in the batch, not again.
-const reportBatchSize = 32
-
-// reportBatch is a batch of records, held by one P at a time while the
-// reporter has no more batches than its bound (it lives in the reporter's
-// sync.Pool, which is per P), so that the denied path writes only memory
-// its own P uses. Its lock is uncontended but for drain (every Report)
-// and batches shared past the bound.
-type reportBatch struct {
-	mu   sync.Mutex
-	n    int
-	recs [reportBatchSize]reportRecord
-	// index finds a record by its client, in a few probes; a slot holds
-	// a record's index + 1, 0 when free.
-	index [4 * reportBatchSize]uint8
-	// refs counts the live refs that hold the batch; guarded by
-	// reporter.mu, and last, away from the fields every record writes.
-	refs int
-}
-
-// reportBatchRef is what the pool holds. A ref the pool drops (after two
-// garbage collections without use) returns its batch to the idle list for
-// reuse (see reporter.release), records and all: every batch stays
-// reachable from the reporter, which drains them all before each Report,
-// so no record is lost. Records wait in a batch until it fills or the next
-// Report.
-type reportBatchRef struct{ b *reportBatch }
-
-// reporter keeps the violations report of an Enforcer.
-type reporter struct {
+// Recorder keeps the violations report. It is safe for concurrent use.
+type Recorder struct {
 	pool       sync.Pool // *reportBatchRef
 	mu         sync.Mutex
 	batches    []*reportBatch             // every batch made; guarded by mu
@@ -253,9 +256,12 @@ type reporter struct {
 	startedAt  time.Time
 }
 
-func newReporter(v4, v6 int, now func() time.Time) *reporter {
+// New returns an empty Recorder whose rows show clients as prefixes of
+// v4 and v6 bits (as the client keys were cut) and whose report starts at
+// now().
+func New(v4, v6 int, now func() time.Time) *Recorder {
 	c, _ := lru.New[string, *siteReport](reportSites)
-	r := &reporter{sites: c, v4: v4, v6: v6, now: now, startedAt: now(),
+	r := &Recorder{sites: c, v4: v4, v6: v6, now: now, startedAt: now(),
 		// A pool keeps about two refs per P (its own and its victim
 		// cache's); the rest is headroom.
 		maxBatches: 4*runtime.GOMAXPROCS(0) + 4,
@@ -285,146 +291,26 @@ func newReporter(v4, v6 int, now func() time.Time) *reporter {
 	return r
 }
 
-// release is the cleanup of a ref: its batch goes to the idle list once
-// no ref holds it. It takes only the reporter's lock, briefly.
-func (r *reporter) release(b *reportBatch) {
-	r.mu.Lock()
-	if b.refs--; b.refs == 0 {
-		r.idle = append(r.idle, b)
-	}
-	r.mu.Unlock()
-}
-
-// record counts one stopped request. It writes only its P's batch (past
+// Record counts one stopped request. It writes only its P's batch (past
 // the bound on batches, one it may share); one call in reportBatchSize
-// adds the batch to the shared report. at is the time of the decision,
-// Unix ns.
-func (r *reporter) record(v *Verdict, client [16]byte, at int64) {
-	if v.Site == "" {
+// adds the batch to the shared report. A record without a site is not
+// counted.
+func (r *Recorder) Record(rec Record) {
+	if rec.Site == "" {
 		return
-	}
-	var kind uint8
-	switch {
-	case v.Reason == ReasonTrap:
-		kind = recordTrap
-	case v.Reason == ReasonBanned:
-		kind = recordBanned
-	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
-		kind = recordThrottle
-	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed):
-		kind = recordDenial
-	default:
-		return
-	}
-	var rule *policy.Rule
-	if v.Action == Deny {
-		rule = v.Rule
 	}
 	ref := r.pool.Get().(*reportBatchRef)
 	r.add(ref.b, reportRecord{
-		site: v.Site,
-		key:  reportKey{client: client, group: v.Group, verification: v.Verification},
-		rule: rule, at: at, kind: kind,
+		site: rec.Site,
+		key:  reportKey{client: rec.Client, group: rec.Group, verification: rec.Verification},
+		rule: rec.Rule, at: rec.At, kind: rec.Kind,
 	})
 	r.pool.Put(ref)
 }
 
-// add counts rec in b: once more in an equal record of its five-minute
-// slice that b holds, or in a new one; a full batch is added to the
-// report first.
-func (r *reporter) add(b *reportBatch, rec reportRecord) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rec.n = 1
-	h := (clientHash(&rec.key.client) ^ uint64(rec.kind)) * 0x9e3779b97f4a7c15
-	slot, free := int(h>>57)&(len(b.index)-1), -1
-	for range 4 { // linear probing; slots are freed only all at once
-		i := int(b.index[slot]) - 1
-		if i < 0 {
-			free = slot
-			break
-		}
-		if b.recs[i].sameRun(&rec) {
-			b.recs[i].n++
-			return
-		}
-		slot = (slot + 1) & (len(b.index) - 1)
-	}
-	if b.n == len(b.recs) {
-		recs := b.recs[:b.n]
-		b.n = 0 // first: a panic below loses the records, never counts them twice
-		clear(b.index[:])
-		r.flush(recs)
-		clear(recs) // drop the references
-		free = int(h>>57) & (len(b.index) - 1)
-	}
-	b.recs[b.n] = rec
-	b.n++
-	if free >= 0 {
-		b.index[free] = uint8(b.n)
-	}
-}
-
-// flush adds records to the report. Records of one client follow one
-// another: a run of equal records (in one five-minute slice) is added once
-// with its count, and a shard's lock is taken once per change of shard.
-func (r *reporter) flush(recs []reportRecord) {
-	var sh *reportShard
-	defer func() {
-		if sh != nil {
-			sh.mu.Unlock()
-		}
-	}()
-	for i := 0; i < len(recs); {
-		rec := &recs[i]
-		n, count := 1, rec.n
-		for i+n < len(recs) && recs[i+n].sameRun(rec) {
-			count += recs[i+n].n
-			n++
-		}
-		if next := r.shard(rec); next != sh {
-			if sh != nil {
-				sh.mu.Unlock()
-			}
-			sh = next
-			sh.mu.Lock()
-		}
-		sh.add(rec, count)
-		i += n
-	}
-}
-
-// sameRun reports whether o counts the same as rec, in the same
-// five-minute slice.
-func (o *reportRecord) sameRun(rec *reportRecord) bool {
-	const slice = int64(5 * time.Minute)
-	return o.kind == rec.kind && o.rule == rec.rule && o.key == rec.key && o.site == rec.site &&
-		o.at-o.at%slice == rec.at-rec.at%slice
-}
-
-// drain adds the records waiting in every batch to the report, oldest
-// first (so that a late record is not pushed out of its five-minute
-// bucket by a newer batch's), so that report sees every record.
-func (r *reporter) drain() {
-	r.mu.Lock()
-	bs := slices.Clone(r.batches)
-	r.mu.Unlock()
-	var recs []reportRecord
-	for _, b := range bs {
-		b.mu.Lock()
-		recs = append(recs, b.recs[:b.n]...)
-		clear(b.recs[:b.n])
-		clear(b.index[:])
-		b.n = 0
-		b.mu.Unlock()
-	}
-	slices.SortStableFunc(recs, func(a, b reportRecord) int { return cmp.Compare(a.at, b.at) })
-	r.flush(recs)
-}
-
 // shard returns the report shard of a record's site and client, starting
 // the site's report when needed.
-func (r *reporter) shard(rec *reportRecord) *reportShard {
+func (r *Recorder) shard(rec *reportRecord) *reportShard {
 	sr := r.last.Load()
 	if sr == nil || sr.site != rec.site {
 		var ok bool
@@ -447,7 +333,7 @@ func (r *reporter) shard(rec *reportRecord) *reportShard {
 // clientHash mixes all 16 bytes of a client key: IPv4 keys differ in
 // their last bytes, IPv6 /64 keys in their first eight (the rest are
 // zero).
-func clientHash(c *[16]byte) uint64 {
+func clientHash(c *limit.Client) uint64 {
 	return binary.LittleEndian.Uint64(c[:8]) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(c[8:]), 29)
 }
 
@@ -456,13 +342,13 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 	if mb := sh.bucketFor(rec.at); mb != nil {
 		mb.clients.add(rec.key, func(c *reportCounts) {
 			switch rec.kind {
-			case recordDenial:
+			case Denial:
 				c.denials += n
-			case recordThrottle:
+			case Throttle:
 				c.throttles += n
-			case recordTrap:
+			case Trap:
 				c.traps += n
-			case recordBanned:
+			case Banned:
 				c.banned += n
 			}
 		})
@@ -535,8 +421,11 @@ type WhomCount struct {
 	Count        int64  `json:"count"`
 }
 
-// report builds the Report.
-func (r *reporter) report() Report {
+// Report returns the violations report: per site (the 100 busiest), the
+// top clients by denials, throttles, trap hits and banned requests over the
+// last hour and day, and the lines that denied whom. Every record made
+// before the call is counted.
+func (r *Recorder) Report() Report {
 	r.drain()
 	now := r.now().UnixNano()
 	out := Report{Since: r.startedAt, Sites: []SiteReport{}}
@@ -615,11 +504,11 @@ func sum(to map[reportKey]*reportCounts, bs []bucket, since int64) {
 }
 
 // rows returns the top rows of summed counts.
-func (r *reporter) rows(sum map[reportKey]*reportCounts) []ClientReport {
+func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	rows := make([]ClientReport, 0, len(sum))
 	for k, c := range sum {
 		rows = append(rows, ClientReport{
-			Client: prefixString(k.client, r.v4, r.v6), Group: k.group, Verification: k.verification.String(),
+			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(),
 			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned, Error: c.err,
 		})
 	}
@@ -647,35 +536,14 @@ func addWhom(ws []WhomCount, w WhomCount) []WhomCount {
 	return append(ws, w)
 }
 
-// prefixString writes a limiter client key as a prefix, "203.0.113.7/32"
-// or "2001:db8:1:2::/64".
-func prefixString(k [16]byte, v4, v6 int) string {
-	if k == ([16]byte{}) {
-		return "(unknown)"
-	}
-	a := netip.AddrFrom16(k)
-	if a.Is4In6() {
-		return netip.PrefixFrom(a.Unmap(), v4).String()
-	}
-	if k[0] == 0xff {
-		return "(verified operator)"
-	}
-	return netip.PrefixFrom(a, v6).String()
-}
-
-// Report returns the violations report: per site (the 100 busiest), the
-// top clients by robots.txt denials, throttles, trap hits and banned
-// requests over the last hour and day, and the lines that denied whom.
-func (e *Enforcer) Report() Report { return e.report.report() }
-
-// ReportHandler returns an http.Handler that serves Report as JSON, for a
+// Handler returns an http.Handler that serves Report as JSON, for a
 // net/http program to mount where only its operators reach it.
-func (e *Enforcer) ReportHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (r *Recorder) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(e.Report())
+		enc.Encode(r.Report())
 	})
 }

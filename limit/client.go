@@ -1,0 +1,74 @@
+package limit
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Client is a client's address prefix as a 16-byte key: an IPv4 address
+// (as an IPv4-mapped IPv6 address) or an IPv6 address, masked to the
+// configured prefix length. It keys Crawl-delay budgets, bans, the
+// denial counters of ban_after and the violations report. The zero Client
+// stands for no address (one that did not parse); keys of verified
+// operators (identity.Result.ClientKey) start with 0xff, which no unicast
+// address does.
+type Client [16]byte
+
+// IsZero reports whether c stands for no address.
+func (c Client) IsZero() bool { return c == Client{} }
+
+// ClientOf parses "ip" or "ip:port" ("[v6]:port") and masks it to v4bits
+// (IPv4) or v6bits (IPv6). Input that does not parse gives the zero
+// Client, so such clients share one key. It does not allocate.
+func ClientOf(s string, v4bits, v6bits int) Client {
+	a := ParseAddr(s)
+	if !a.IsValid() {
+		return Client{}
+	}
+	bits := v6bits
+	if a.Is4() {
+		bits = v4bits
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return Client{}
+	}
+	return p.Addr().As16()
+}
+
+// ParseAddr parses a client address, "ip" or "ip:port" ("[v6]:port"),
+// unmapped and without zone, without allocating; the zero Addr when it
+// does not parse.
+func ParseAddr(s string) netip.Addr {
+	// "[v6]:port" and "v4:port" carry a port; trying ParseAddr on them first
+	// would allocate an error on every request.
+	if withPort := strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1; withPort {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return netip.Addr{}
+		}
+		return ap.Addr().Unmap().WithZone("")
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap().WithZone("")
+}
+
+// Format writes c as a prefix of v4bits or v6bits, "203.0.113.7/32" or
+// "2001:db8:1:2::/64"; "(unknown)" for the zero Client and "(verified
+// operator)" for an operator's key.
+func (c Client) Format(v4bits, v6bits int) string {
+	if c.IsZero() {
+		return "(unknown)"
+	}
+	a := netip.AddrFrom16(c)
+	if a.Is4In6() {
+		return netip.PrefixFrom(a.Unmap(), v4bits).String()
+	}
+	if c[0] == 0xff {
+		return "(verified operator)"
+	}
+	return netip.PrefixFrom(a, v6bits).String()
+}

@@ -1,0 +1,57 @@
+package limit
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestClientOf(t *testing.T) {
+	key := func(s string, bits int) Client {
+		p := netip.MustParsePrefix(s)
+		return netip.PrefixFrom(p.Addr(), bits).Masked().Addr().As16()
+	}
+	tests := []struct {
+		in   string
+		want Client
+	}{
+		{"192.0.2.1", key("192.0.2.1/32", 32)},
+		{"192.0.2.1:1234", key("192.0.2.1/32", 32)},
+		{"[2001:db8::1]:443", key("2001:db8::/64", 64)},
+		{"2001:db8::ffff", key("2001:db8::/64", 64)},
+		{"[2001:db8::1%eth0]:443", key("2001:db8::/64", 64)},
+		{"fe80::1%eth0", key("fe80::/64", 64)},
+		{"::ffff:192.0.2.1", key("192.0.2.1/32", 32)}, // v4-mapped: the v4 prefix
+		{"[::ffff:192.0.2.1]:80", key("192.0.2.1/32", 32)},
+		{"", Client{}},
+		{"garbage", Client{}},
+		{"192.0.2.1:", Client{}},
+		{"[::1]", Client{}},
+		{"192.0.2.1:1:2", Client{}},
+	}
+	for _, tt := range tests {
+		if got := ClientOf(tt.in, 32, 64); got != tt.want {
+			t.Errorf("ClientOf(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { ClientOf("192.0.2.1:1234", 32, 64) }); n != 0 {
+		t.Errorf("ClientOf(ip:port) allocates %v times", n)
+	}
+}
+
+func TestClientFormat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string
+	}{
+		{"203.0.113.7:1", "203.0.113.7/32"},
+		{"[2001:db8:1:2::9]:443", "2001:db8:1:2::/64"},
+		{"garbage", "(unknown)"},
+	} {
+		if got := ClientOf(c.in, 32, 64).Format(32, 64); got != c.want {
+			t.Errorf("ClientOf(%q).Format = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := (Client{0: 0xff, 15: 1}).Format(32, 64); got != "(verified operator)" {
+		t.Errorf("an operator key formats as %q", got)
+	}
+}
