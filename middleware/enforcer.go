@@ -351,8 +351,8 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	if ctx.Value(internalKey{}) != nil {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
-	target, targetOK := requestTarget(req.Target)
-	if targetOK && isRobotsTxt(target) {
+	target, targetOK := policy.RequestTarget(req.Target)
+	if targetOK && policy.IsRobotsTxt(target) {
 		return Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun}
 	}
 	ua, bot := req.UserAgent, false
@@ -427,7 +427,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		v.Action, v.Reason = Deny, ReasonBadTarget
 		return v
 	}
-	path, query := splitTarget(target)
+	path, query := policy.SplitTarget(target)
 	d := agent.Decide(target)
 	if tr != nil {
 		tr.d, tr.decided = d, true
@@ -442,7 +442,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		e.countDenial(req, ver, tr)
 		return v
 	}
-	if needsDecodedView(path) {
+	if policy.NeedsDecodedView(path) {
 		if d2, denied := e.decideDecoded(agent, path, query); denied {
 			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
 			if tr != nil {
@@ -641,19 +641,6 @@ func NewLimiter(cfg Config) *limit.Memory {
 	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
 }
 
-// isRobotsTxt reports whether the path of target is /robots.txt.
-func isRobotsTxt(target string) bool {
-	const p = "/robots.txt"
-	if len(target) >= len(p) && target[:len(p)] == p {
-		return len(target) == len(p) || target[len(p)] == '?' || target[len(p)] == '#'
-	}
-	if target != "" && target[0] != '/' {
-		path, _ := splitTarget(target)
-		return path == p
-	}
-	return false
-}
-
 // done reports a verdict to the observer and the log, and returns it.
 func (e *Enforcer) done(req *Request, v *Verdict) {
 	if e.obs != nil {
@@ -843,19 +830,20 @@ func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdic
 	e.bufs.Put(bp)
 }
 
-// decideDecoded decides the decoded views of a target (appendView,
-// appendViewKeepBackslash) and reports whether one is denied. The views
-// are built in a pooled buffer and given to Decide as strings over it:
-// Decide keeps no part of its target, so the buffer goes back to the pool
-// when the last Decide returns (unless a huge target grew it).
+// decideDecoded decides the decoded views of a target
+// (policy.AppendDecodedView, with backslashes read as '/' and kept) and
+// reports whether one is denied. The views are built in a pooled buffer
+// and given to Decide as strings over it: Decide keeps no part of its
+// target, so the buffer goes back to the pool when the last Decide returns
+// (unless a huge target grew it).
 func (e *Enforcer) decideDecoded(agent policy.Agent, path, query string) (policy.Decision, bool) {
 	bp := e.bufs.Get().(*respBuf)
 	var d policy.Decision
 	denied := false
-	for _, view := range [...]func([]byte, string, string) ([]byte, int, bool){appendView, appendViewKeepBackslash} {
+	for _, keepBackslash := range [...]bool{false, true} {
 		var start int
 		var ok bool
-		if bp.b, start, ok = view(bp.b[:0], path, query); !ok {
+		if bp.b, start, ok = policy.AppendDecodedView(bp.b[:0], path, query, keepBackslash); !ok {
 			continue
 		}
 		if d = agent.Decide(unsafe.String(unsafe.SliceData(bp.b[start:]), len(bp.b)-start)); !d.Allowed && !d.Exempt {

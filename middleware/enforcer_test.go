@@ -631,31 +631,6 @@ func TestCustomResponders(t *testing.T) {
 	}
 }
 
-func TestDecodedTarget(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"/a/b", ""},
-		{"/a%2Fb", "/a/b"},
-		{"/x/../a/b", "/a/b"},
-		{"//a//b/", "/a/b/"},
-		{"/a/./b/.", "/a/b/"},
-		{"/../../a", "/a"},
-		{"/%2e%2e/a?q=%2F", "/a?q=%2F"},
-		{"/a%253F", "/a%253F"},
-		{"/a%3Fb", "/a%3Fb"},
-		{"/a\\b", "/a/b"},
-	}
-	for _, tt := range tests {
-		p, q := splitTarget(tt.in)
-		got, ok := decodedTarget(p, q)
-		if !ok {
-			got = ""
-		}
-		if got != tt.want {
-			t.Errorf("decodedTarget(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
 // the latest site, and never an entry the LRU has dropped.
 func TestSiteCacheLastEntry(t *testing.T) {

@@ -2,48 +2,7 @@ package policy
 
 import (
 	"bytes"
-	"strings"
 )
-
-// requestPath returns the part of a request target that rules are matched
-// against (SEMANTICS.md §6): the path and query, without a fragment and,
-// for an absolute URL, without scheme and authority. It never allocates;
-// the caller prepends '/' when needsSlash is set.
-func requestPath(target string) (p string, needsSlash bool) {
-	if i := strings.IndexByte(target, '#'); i >= 0 {
-		target = target[:i]
-	}
-	if target != "" && target[0] != '/' && target[0] != '?' {
-		if i := schemeEnd(target); i > 0 {
-			rest := target[i:]
-			j := 0
-			for j < len(rest) && rest[j] != '/' && rest[j] != '?' {
-				j++
-			}
-			target = rest[j:]
-		}
-	}
-	if target == "" || target[0] == '?' {
-		return target, true
-	}
-	return target, false
-}
-
-// schemeEnd returns the index just past "scheme://" at the start of s, or 0.
-func schemeEnd(s string) int {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		case c == ':' && i > 0 && len(s) >= i+3 && s[i+1] == '/' && s[i+2] == '/':
-			return i + 3
-		default:
-			return 0
-		}
-	}
-	return 0
-}
 
 // canonicalTarget appends the target in the form in which it is matched:
 // normalised as patterns are, with raw '*' and '$' escaped. It also returns
@@ -94,7 +53,7 @@ func (a Agent) Decide(target string) Decision {
 	d := Decision{Allowed: true}
 	if r == nil || a.group < 0 {
 		if r != nil {
-			d.Exempt = isRobotsPath(target)
+			d.Exempt = IsRobotsTxt(target)
 		}
 		return d
 	}
@@ -142,33 +101,4 @@ func (r *Robots) verdict(res *result, d *Decision) {
 	case res.dis >= 0:
 		d.Rule = &r.rules[res.dis]
 	}
-}
-
-// isRobotsPath reports whether the target's path is /robots.txt, for the
-// case where no group applies (and no scratch buffer is at hand).
-func isRobotsPath(target string) bool {
-	p, slash := requestPath(target)
-	if slash {
-		return false
-	}
-	if i := indexByte(p, '?'); i >= 0 {
-		p = p[:i]
-	}
-	if p == robotsPath {
-		return true
-	}
-	if len(p) > 3*len(robotsPath) || indexByte(p, '%') < 0 {
-		return false
-	}
-	var buf [3 * len(robotsPath)]byte
-	return string(appendNormalized(buf[:0], p, true)) == robotsPath
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }

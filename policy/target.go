@@ -1,4 +1,4 @@
-package middleware
+package policy
 
 import (
 	"bytes"
@@ -6,7 +6,51 @@ import (
 	"strings"
 )
 
-// requestTarget returns the origin-form target (path and "?query") that a
+// This file reads request-targets: the path a rule is matched against
+// (requestPath, SplitTarget), the origin-form target a Go server hands on
+// (RequestTarget), and the second, decoded view (SEMANTICS.md §6a).
+
+// requestPath returns the part of a request target that rules are matched
+// against (SEMANTICS.md §6): the path and query, without a fragment and,
+// for an absolute URL, without scheme and authority. It never allocates;
+// the caller prepends '/' when needsSlash is set.
+func requestPath(target string) (p string, needsSlash bool) {
+	if i := strings.IndexByte(target, '#'); i >= 0 {
+		target = target[:i]
+	}
+	if target != "" && target[0] != '/' && target[0] != '?' {
+		if i := schemeEnd(target); i > 0 {
+			rest := target[i:]
+			j := 0
+			for j < len(rest) && rest[j] != '/' && rest[j] != '?' {
+				j++
+			}
+			target = rest[j:]
+		}
+	}
+	if target == "" || target[0] == '?' {
+		return target, true
+	}
+	return target, false
+}
+
+// schemeEnd returns the index just past "scheme://" at the start of s, or 0.
+func schemeEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case c == ':' && i > 0 && len(s) >= i+3 && s[i+1] == '/' && s[i+2] == '/':
+			return i + 3
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// RequestTarget returns the origin-form target (path and "?query") that a
 // Go server hands to the upstream for the request-target t as sent, so
 // that the guard judges the path the upstream serves:
 //   - an absolute-form target, whatever its scheme and with or without
@@ -22,7 +66,7 @@ import (
 //
 // An origin-form target without '#' is returned as it is, without
 // allocating.
-func requestTarget(t string) (target string, ok bool) {
+func RequestTarget(t string) (target string, ok bool) {
 	if t == "" {
 		return "/", true
 	}
@@ -32,11 +76,11 @@ func requestTarget(t string) (target string, ok bool) {
 		}
 		return strings.ReplaceAll(t, "#", "%23"), true
 	}
-	if i := strings.Index(t, "://"); i > 0 && isScheme(t[:i]) {
+	if i := schemeEnd(t); i > 0 {
 		// The usual absolute form, scheme://authority/path: the path
 		// starts after the authority, as net/http reads it, without a
 		// parse (and so without allocating).
-		rest := t[i+3:]
+		rest := t[i:]
 		j := strings.IndexAny(rest, "/?#")
 		switch {
 		case j < 0:
@@ -62,37 +106,11 @@ func requestTarget(t string) (target string, ok bool) {
 	return strings.ReplaceAll(target, "#", "%23"), true
 }
 
-// isScheme reports whether s is a URI scheme: a letter, then letters,
-// digits, '+', '-' or '.'.
-func isScheme(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
-
-// splitTarget returns the path and the query (with its '?') of a
-// request-target. An absolute-form target loses its scheme and authority.
-func splitTarget(t string) (path, query string) {
-	if len(t) > 0 && t[0] != '/' {
-		if i := strings.Index(t, "://"); i >= 0 {
-			rest := t[i+3:]
-			if j := strings.IndexAny(rest, "/?"); j >= 0 {
-				t = rest[j:]
-			} else {
-				t = ""
-			}
-		}
-	}
-	if i := strings.IndexByte(t, '#'); i >= 0 {
-		t = t[:i]
-	}
+// SplitTarget returns the path and the query (with its '?') of a
+// request-target, without a fragment; an absolute-form target loses its
+// scheme and authority, and an empty path is "/".
+func SplitTarget(t string) (path, query string) {
+	t, _ = requestPath(t)
 	path, query = t, ""
 	if i := strings.IndexByte(t, '?'); i >= 0 {
 		path, query = t[:i], t[i:]
@@ -103,9 +121,9 @@ func splitTarget(t string) (path, query string) {
 	return path, query
 }
 
-// needsDecodedView reports whether the decoded view of path can differ from
+// NeedsDecodedView reports whether the decoded view of path can differ from
 // path: it holds an escape, an empty segment or a dot-segment.
-func needsDecodedView(path string) bool {
+func NeedsDecodedView(path string) bool {
 	for i := 0; i < len(path); i++ {
 		switch path[i] {
 		case '%':
@@ -121,37 +139,33 @@ func needsDecodedView(path string) bool {
 	return len(path) == 0 || path[0] != '/'
 }
 
-// decodedTarget returns the second, defensive view of a request-target
+// DecodedTarget returns the second, defensive view of a request-target
 // (SEMANTICS.md §6a): the path fully percent-decoded (reserved escapes such
 // as %2F included), dot-segments removed (RFC 3986 §5.2.4) and repeated
 // slashes collapsed, followed by the query as sent. Decoded bytes that
 // would change how the target is read again ('%', '?', '#') are
 // re-escaped, so decoding happens exactly once. ok is false when the view
-// equals the target, so callers can skip it without allocating.
+// equals the target, so callers can skip it.
 //
 // A backslash (raw or %5C) is read as '/', as some servers do; since others
-// read it as an ordinary character, appendViewKeepBackslash gives the
-// view for those, and a path that holds one is judged in both.
-func decodedTarget(path, query string) (string, bool) {
-	b, start, ok := appendView(nil, path, query)
+// read it as an ordinary character, AppendDecodedView with keepBackslash
+// gives the view for those, and a path that holds one is judged in both.
+func DecodedTarget(path, query string) (string, bool) {
+	b, start, ok := AppendDecodedView(nil, path, query, false)
 	return string(b[start:]), ok
 }
 
-// appendView is decodedTarget into a caller's buffer: it appends working
-// bytes and then the view to buf, and returns the buffer and where the view
-// starts in it. It allocates only when buf is too small.
-func appendView(buf []byte, path, query string) ([]byte, int, bool) {
-	return appendDecoded(buf, path, query, true)
-}
-
-// appendViewKeepBackslash is appendView with backslashes kept as ordinary
-// characters; ok is false when path holds no backslash (the view would
-// equal appendView's).
-func appendViewKeepBackslash(buf []byte, path, query string) ([]byte, int, bool) {
-	if !hasBackslash(path) {
+// AppendDecodedView is DecodedTarget into a caller's buffer: it appends
+// working bytes and then the view to buf, and returns the buffer and where
+// the view starts in it. It allocates only when buf is too small, and
+// works in time linear in len(path). With keepBackslash, backslashes are
+// ordinary characters, and ok is false when path holds none (the view
+// would equal the one without keepBackslash).
+func AppendDecodedView(buf []byte, path, query string, keepBackslash bool) ([]byte, int, bool) {
+	if keepBackslash && !hasBackslash(path) {
 		return buf, len(buf), false
 	}
-	return appendDecoded(buf, path, query, false)
+	return appendDecoded(buf, path, query, !keepBackslash)
 }
 
 // hasBackslash reports whether path holds a backslash, raw or as %5C.
@@ -168,7 +182,7 @@ func hasBackslash(path string) bool {
 }
 
 func appendDecoded(buf []byte, path, query string, backslashIsSlash bool) ([]byte, int, bool) {
-	if !needsDecodedView(path) {
+	if !NeedsDecodedView(path) {
 		return buf, len(buf), false
 	}
 	base := len(buf)
@@ -178,11 +192,9 @@ func appendDecoded(buf []byte, path, query string, backslashIsSlash bool) ([]byt
 	for i := 0; i < len(path); i++ {
 		c := path[i]
 		if c == '%' && i+2 < len(path) {
-			if hi, ok := unhexDigit(path[i+1]); ok {
-				if lo, ok := unhexDigit(path[i+2]); ok {
-					c = hi<<4 | lo
-					i += 2
-				}
+			if v, ok := escapeAt(path, i); ok {
+				c = v
+				i += 2
 			}
 		}
 		if c == '\\' && backslashIsSlash {
@@ -251,14 +263,32 @@ func removeDotSegments(p []byte) []byte {
 	return p[:n]
 }
 
-func unhexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
+// IsRobotsTxt reports whether the path of a request-target is /robots.txt
+// (its escapes of unreserved characters decoded, as rules read them): that
+// path is always allowed (RFC 9309 §2.2.2). It does not allocate.
+func IsRobotsTxt(target string) bool {
+	p, slash := requestPath(target)
+	if slash {
+		return false
 	}
-	return 0, false
+	if i := indexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	if p == robotsPath {
+		return true
+	}
+	if len(p) > 3*len(robotsPath) || indexByte(p, '%') < 0 {
+		return false
+	}
+	var buf [3 * len(robotsPath)]byte
+	return string(appendNormalized(buf[:0], p, true)) == robotsPath
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }
