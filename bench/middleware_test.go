@@ -9,6 +9,7 @@ import (
 	"github.com/temoto/robotstxt"
 
 	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // The in-process middleware comparison: robotsguard's net/http middleware
@@ -75,7 +76,7 @@ func grobotstxtMiddleware(next http.Handler) http.Handler {
 }
 
 func robotsguardMiddleware(tb testing.TB, next http.Handler) http.Handler {
-	e, err := middleware.New(middleware.Config{}, middleware.WithSource(middleware.BytesSource([]byte(middlewareRobots))))
+	e, err := middleware.New(middleware.Config{}, middleware.WithSource(sites.BytesSource([]byte(middlewareRobots))))
 	if err != nil {
 		tb.Fatal(err)
 	}

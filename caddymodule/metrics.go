@@ -13,6 +13,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/sites"
 
 	"github.com/robotsguard/robotsguard/internal/stripe"
 )
@@ -299,6 +300,6 @@ func (metricsObserver) ObserveLookup(outcome string, d time.Duration) {
 	lookupSeconds.Observe(d.Seconds())
 }
 
-func (metricsObserver) ObserveFetch(_ string, outcome middleware.FetchOutcome) {
+func (metricsObserver) ObserveFetch(_ string, outcome sites.Outcome) {
 	fetchesTotal.WithLabelValues(outcome.String()).Inc()
 }

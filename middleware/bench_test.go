@@ -4,9 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // benchWriter is a reusable ResponseWriter, so that benchmarks measure the
@@ -16,8 +17,10 @@ type benchWriter struct {
 	code int
 }
 
-func (w *benchWriter) Header() http.Header         { return w.h }
-func (w *benchWriter) WriteHeader(c int)           { w.code = c }
+func (w *benchWriter) Header() http.Header { return w.h }
+
+func (w *benchWriter) WriteHeader(c int) { w.code = c }
+
 func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
@@ -46,7 +49,7 @@ func runBench(b *testing.B, h http.Handler, r *http.Request, want int) {
 // guarded wraps okHandler; robots.txt comes from the same bytes a site
 // would serve, so the figures hold the middleware's cost alone.
 func guarded(b *testing.B) http.Handler {
-	return mustNew(b, Config{}, WithSource(BytesSource([]byte(robotsTxt)))).Handler(okHandler)
+	return mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robotsTxt)))).Handler(okHandler)
 }
 
 // BenchmarkBare is the handler alone, the baseline of the overhead figures.
@@ -80,7 +83,7 @@ func BenchmarkBotThrottled(b *testing.B) {
 // due (which would be measured too).
 func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 	clk := newClock()
-	e := mustNew(b, Config{Refresh: Duration(MaxRefresh)}, WithClock(clk.Now), WithSource(BytesSource([]byte(robotsTxt))))
+	e := mustNew(b, Config{Refresh: Duration(MaxRefresh)}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
 	req := Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1:1234"}
 	ctx := context.Background()
 	e.Decide(ctx, req)
@@ -89,38 +92,6 @@ func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 		clk.Add(11 * time.Second)
 		if v := e.Decide(ctx, req); v.Action != Allow {
 			b.Fatal(v)
-		}
-	}
-}
-
-// BenchmarkRevalidate is the cost of one refresh of a site's robots.txt
-// through the default source (a virtual GET to a handler that answers
-// conditional requests, as Caddy's file_server does): "changed" fetches and
-// parses the file, "not_modified" gets 304 and keeps the copy.
-func BenchmarkRevalidate(b *testing.B) {
-	for _, name := range []string{"github.txt", "wikimedia-config.txt", "linkedin.txt"} {
-		body, err := os.ReadFile("../testdata/robots/" + name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, changed := range []bool{true, false} {
-			label := name + "/not_modified"
-			if changed {
-				label = name + "/changed"
-			}
-			b.Run(label, func(b *testing.B) {
-				s := newEditableSite(string(body))
-				e := mustNew(b, Config{})
-				ent := e.sites.entry(makeKey("http", "example.com", 0))
-				e.sites.fetch(ent, s)
-				b.ReportAllocs()
-				for b.Loop() {
-					if changed {
-						ent.state.Load().etag, ent.state.Load().lastMod = "", ""
-					}
-					e.sites.fetch(ent, s)
-				}
-			})
 		}
 	}
 }

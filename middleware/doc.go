@@ -9,23 +9,14 @@
 //
 // # Where robots.txt comes from
 //
-// By default each site (scheme and host, port kept) is asked for its own
-// /robots.txt through the handler that serves it: a virtual GET with a
-// private response writer and fresh headers, whose context lets it pass the
-// Enforcer. A URL or a file can be configured instead (Config.RobotsTxt), or
-// any Source (WithSource). A copy is revalidated every Config.Refresh
-// (default 1 minute, at most 24 hours) with If-None-Match and
-// If-Modified-Since (a file by its size and modification time), so an
-// unchanged file costs a 304 and no parse; one fetch runs per site at a
-// time, and requests keep using the previous copy while it runs.
-// Invalidate makes the next bot request of a site wait for a fresh fetch
-// (the Caddy module calls it on every reload). Answers follow RFC 9309
-// §2.3.1: 2xx is parsed (the first 500 KiB; an HTML page too, flagged as
-// such), redirects are followed up to five hops, 4xx other than 429 means no
-// rules, and 5xx, 429, network errors, timeouts and unreadable files keep
-// the last good copy or, without one, disallow everything for bots
-// (Config.OnUnreachable). Every state in which a site has no rules for bots
-// is logged once per site and per change.
+// Package sites fetches, revalidates and caches each site's robots.txt:
+// by default the site's own /robots.txt, asked through the handler that
+// serves it (Request.Origin); a URL or a file can be configured instead
+// (Config.RobotsTxt), or any sites.Source (WithSource). A copy is
+// revalidated every Config.Refresh; Invalidate makes the next bot request
+// of a site wait for a fresh fetch (the Caddy module calls it on every
+// reload). While a site's robots.txt is unreachable and no copy is known,
+// bots are refused everything (Config.OnUnreachable).
 //
 // # Who is a bot
 //

@@ -26,6 +26,7 @@ import (
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/report"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // Log sampling of denial and throttle lines: per second, per message and
@@ -44,7 +45,7 @@ type Enforcer struct {
 	cfg        Config
 	now        func() time.Time
 	clientIP   func(*http.Request) string
-	sites      *siteCache
+	sites      *sites.Cache
 	classes    *classifier
 	limits     limit.Limiter
 	obs        Observer
@@ -168,29 +169,29 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	}))
 	// Every line goes through the sampler, the robots.txt state lines too:
 	// a flood of new Host names cannot flood the log.
-	e.client = newHTTPClient(o.transport, time.Duration(cfg.FetchTimeout))
+	e.client = sites.NewHTTPClient(o.transport, time.Duration(cfg.FetchTimeout))
 	src := o.source
 	if src == nil {
-		switch {
-		case cfg.RobotsTxt == "":
-			src = SiteSource()
-		case uriScheme.MatchString(cfg.RobotsTxt): // http or https: checked by withDefaults
-			u, err := url.Parse(cfg.RobotsTxt)
-			if err != nil {
-				return nil, fmt.Errorf("robots_guard: robots_txt: %w", err)
-			}
-			src = URLSource(u, e.client)
-		default:
-			if err := CheckRobotsTxtFile(cfg.RobotsTxt); err != nil {
-				return nil, err
-			}
-			src = FileSource(cfg.RobotsTxt)
+		if src, err = newSource(cfg.RobotsTxt, e.client); err != nil {
+			return nil, err
 		}
 	}
-	e.sites = newSiteCache(cfg.MaxSites, src, injected, time.Duration(cfg.Refresh), time.Duration(cfg.FetchTimeout), e.log, o.observer, e.allowUnrch, float64(cfg.NewSitesPerSecond), cfg.MaxRobotsBytes)
-	if e.traps != nil {
-		e.sites.onRules = e.checkTraps
+	sc := sites.Config{
+		Source:            src,
+		MaxSites:          cfg.MaxSites,
+		MaxBytes:          cfg.MaxRobotsBytes,
+		Refresh:           time.Duration(cfg.Refresh),
+		Timeout:           time.Duration(cfg.FetchTimeout),
+		NewSitesPerSecond: float64(cfg.NewSitesPerSecond),
+		Now:               injected,
+		Logger:            e.log,
+		Observer:          o.observer,
+		AllowUnreachable:  e.allowUnrch,
 	}
+	if e.traps != nil {
+		sc.OnRules = e.checkTraps
+	}
+	e.sites = sites.New(sc)
 	return e, nil
 }
 
@@ -228,6 +229,25 @@ func (e *Enforcer) Close() error {
 		e.ownLimits.Close()
 	}
 	return nil
+}
+
+// newSource returns the source that Config.RobotsTxt names: the site
+// itself (empty), a URL fetched with client, or a file.
+func newSource(robotsTxt string, client *http.Client) (sites.Source, error) {
+	switch {
+	case robotsTxt == "":
+		return sites.SelfSource(), nil
+	case uriScheme.MatchString(robotsTxt): // http or https: checked by withDefaults
+		u, err := url.Parse(robotsTxt)
+		if err != nil {
+			return nil, fmt.Errorf("robots_guard: robots_txt: %w", err)
+		}
+		return sites.URLSource(u, client), nil
+	}
+	if err := CheckRobotsTxtFile(robotsTxt); err != nil {
+		return nil, err
+	}
+	return sites.FileSource(robotsTxt), nil
 }
 
 // Verifier returns the crawler verifier in use, nil when Config.Verify is
@@ -339,8 +359,8 @@ func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
 // trace collects what Explain shows beside the verdict. When it is given,
 // decide spends no Crawl-delay budget.
 type trace struct {
-	ent     *siteEntry
-	st      *siteState
+	ent     *sites.Site
+	st      *sites.State
 	d       policy.Decision
 	decided bool
 	noIP    bool // no client address given: claims are not looked up
@@ -348,7 +368,7 @@ type trace struct {
 }
 
 func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
-	if ctx.Value(internalKey{}) != nil {
+	if sites.IsInternal(ctx) {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
 	target, targetOK := policy.RequestTarget(req.Target)
@@ -365,12 +385,12 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	bot = bot || info.bot // a header that claims an operator is a bot
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	ent, st := e.sites.get(ctx, makeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
+	ent, st := e.sites.Get(ctx, sites.MakeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
-	v := Verdict{Site: ent.site, DryRun: e.cfg.DryRun}
-	agent, groupClaims := info.agent(st.robots, ua, e.verifier)
+	v := Verdict{Site: ent.Name(), DryRun: e.cfg.DryRun}
+	agent, groupClaims := info.agent(st.Robots, ua, e.verifier)
 	var ver identity.Result
 	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
 		ver = e.verify(ctx, claims, req, tr)
@@ -382,10 +402,10 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 				return v
 			}
 			// The group the header does not earn is replaced by "*".
-			agent = st.robots.Agent("")
+			agent = st.Robots.Agent("")
 		} else if ver.DNSFailed && e.starOnDNS {
 			// Nothing proven, and the client may have made sure of it.
-			agent = st.robots.Agent("")
+			agent = st.Robots.Agent("")
 		}
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
@@ -399,9 +419,9 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 				return v
 			}
 		}
-		if e.traps != nil && targetOK && !st.unreachable {
+		if e.traps != nil && targetOK && !st.Unreachable {
 			if i, ok := e.traps.hit(target); ok && e.trapReady(ent, i) && navigation(req) {
-				if armed, _ := trapArmed(st.robots, agentsOf(st), target); armed {
+				if armed, _ := trapArmed(st.Robots, target); armed {
 					v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 					v.Action, v.Reason = Deny, ReasonTrap
 					v.BanUntil = e.ban(e.clientKey(req), tr, "trap "+e.traps.patterns[i])
@@ -415,11 +435,11 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Bot = true
 	v.Group = agent.Group()
-	if st.postponed {
+	if st.Postponed {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
 		return v
 	}
-	if st.unreachable && !e.allowUnrch {
+	if st.Unreachable && !e.allowUnrch {
 		v.Action, v.Reason = Deny, ReasonUnreachable
 		return v
 	}
@@ -453,7 +473,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Reason = ReasonAllowed
 	if d.CrawlDelay > 0 {
-		k, now := e.limitKey(ent.site, v.Group, req, ver), e.clock(req)
+		k, now := e.limitKey(ent.Name(), v.Group, req, ver), e.clock(req)
 		var ok bool
 		var wait time.Duration
 		if tr == nil {

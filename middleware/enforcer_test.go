@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 const (
@@ -267,7 +268,7 @@ func (o *countObserver) ObserveDecision(v Verdict) {
 		o.inc("verification/" + v.Verification.String())
 	}
 }
-func (o *countObserver) ObserveFetch(site string, out FetchOutcome) { o.inc("fetch/" + out.String()) }
+func (o *countObserver) ObserveFetch(site string, out sites.Outcome) { o.inc("fetch/" + out.String()) }
 
 // statusSite serves robots.txt with the given handler.
 func statusSite(f http.HandlerFunc) http.Handler {
@@ -449,7 +450,7 @@ func TestSources(t *testing.T) {
 		{"url with redirects", Config{RobotsTxt: srv.URL + "/robots.txt"}, nil, 403},
 		{"url 404", Config{RobotsTxt: srv.URL + "/nothing"}, nil, 403}, // the chain handler serves every path
 		{"file", Config{RobotsTxt: file}, nil, 403},
-		{"bytes", Config{}, []Option{WithSource(BytesSource([]byte(rules)))}, 403},
+		{"bytes", Config{}, []Option{WithSource(sites.BytesSource([]byte(rules)))}, 403},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -528,7 +529,7 @@ func TestVirtualFetchIsPrivate(t *testing.T) {
 	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			seen = r.Header.Clone()
-			internal = IsInternalFetch(r.Context())
+			internal = sites.IsInternal(r.Context())
 			w.Header().Set("Set-Cookie", "secret=1")
 			io.WriteString(w, "User-agent: *\nDisallow: /\n")
 			return
@@ -553,22 +554,6 @@ func TestVirtualFetchIsPrivate(t *testing.T) {
 	}
 	if !internal {
 		t.Fatal("fetch context not marked internal")
-	}
-}
-
-func TestSiteCacheCap(t *testing.T) {
-	e := mustNew(t, Config{MaxSites: 2})
-	h := e.Handler(site(robotsTxt))
-	for _, host := range []string{"a.example", "B.example", "c.example:8080", "b.example"} {
-		req := httptest.NewRequest("GET", "http://"+host+"/x", nil)
-		req.Header.Set("User-Agent", uaAhrefs)
-		h.ServeHTTP(httptest.NewRecorder(), req)
-	}
-	if n := e.sites.lru.Len(); n > 2 {
-		t.Fatalf("%d sites cached, want at most 2", n)
-	}
-	if _, ok := e.sites.lru.Peek(siteKey{host: "b.example"}); !ok {
-		t.Fatal("host not lower-cased in the key")
 	}
 }
 
@@ -628,29 +613,6 @@ func TestCustomResponders(t *testing.T) {
 	do(h, uaBing, "/p")
 	if c := do(h, uaBing, "/p").Code; c != 503 {
 		t.Fatalf("throttle: %d", c)
-	}
-}
-
-// TestSiteCacheLastEntry: the one-entry fast path of the site cache returns
-// the latest site, and never an entry the LRU has dropped.
-func TestSiteCacheLastEntry(t *testing.T) {
-	newCache := func() *siteCache {
-		return newSiteCache(2, BytesSource(nil), nil, time.Minute, time.Second, zap.NewNop(), nil, false, DefaultNewSitesPerSecond, DefaultMaxRobotsBytes)
-	}
-	if c := newCache(); c.entry(makeKey("http", "a.example", 0)) != c.entry(makeKey("http", "A.example", 0)) {
-		t.Fatal("the same site (host case aside) got a second entry")
-	}
-	// A site looked up once stays in probation (one slot of two) and
-	// the next new site pushes it out.
-	c := newCache()
-	a := c.entry(makeKey("http", "a.example", 0))
-	c.entry(makeKey("http", "b.example", 0)) // evicts a
-	if !a.evicted.Load() {
-		t.Fatal("the LRU dropped a.example without marking it")
-	}
-	c.last.Store(a) // as if a had been the latest lookup when it was dropped
-	if c.entry(makeKey("http", "a.example", 0)) == a {
-		t.Error("an evicted entry came back from the fast path")
 	}
 }
 

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // What operators ask of a running Enforcer: which robots.txt copies it holds
@@ -22,7 +20,7 @@ type SiteStatus struct {
 	// Site is the scheme and host, e.g. "https://example.com".
 	Site string `json:"site"`
 	// Outcome is the outcome of the fetch the copy came from: "ok",
-	// "html", "unavailable" or "unreachable" (see FetchOutcome); "pending"
+	// "html", "unavailable" or "unreachable" (see sites.Outcome); "pending"
 	// while the first fetch runs.
 	Outcome string `json:"outcome"`
 	// Status is the HTTP status of that fetch, 0 when there was none (a
@@ -45,69 +43,34 @@ type SiteStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-func (e *Enforcer) status(ent *siteEntry, st *siteState) SiteStatus {
-	s := SiteStatus{Site: ent.site, Outcome: "pending"}
-	if c := ent.checked.Load(); c != 0 {
-		s.Checked = time.Unix(0, c)
-	}
+// status describes ent's copy st.
+func (e *Enforcer) status(ent *sites.Site, st *sites.State) SiteStatus {
+	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked()}
 	if st == nil {
 		return s
 	}
-	s.Outcome, s.Status, s.Unreachable = st.outcome.String(), st.status, st.unreachable
-	s.Rules = !st.unreachable && st.robots.Restricts()
-	if !st.fetched.IsZero() {
-		s.Fetched = st.fetched
-		s.Age = Duration(e.now().Sub(st.fetched).Round(time.Millisecond))
+	s.Outcome, s.Status, s.Unreachable = st.Outcome.String(), st.Status, st.Unreachable
+	s.Rules = !st.Unreachable && st.Robots.Restricts()
+	if !st.Fetched.IsZero() {
+		s.Fetched = st.Fetched
+		s.Age = Duration(e.now().Sub(st.Fetched).Round(time.Millisecond))
 	}
 	return s
 }
 
 // Sites returns the status of every site whose robots.txt is cached, most
-// recently used last.
+// recently used last. See sites.Match for the forms a site name takes in
+// Invalidate and Refresh.
 func (e *Enforcer) Sites() []SiteStatus {
 	var out []SiteStatus
-	for _, ent := range e.sites.lru.Values() {
-		out = append(out, e.status(ent, ent.state.Load()))
+	for _, ent := range e.sites.Sites() {
+		out = append(out, e.status(ent, ent.State()))
 	}
 	return out
 }
 
-// matchSite returns a filter for the cached sites that site names: a
-// scheme and host ("https://example.com:8443") names one, a host and port
-// ("example.com:8080") names it under either scheme, a bare host
-// ("example.com") under every scheme and port; "" names every site (a nil
-// filter). Names are compared in canonical form (lower case, no trailing
-// dot).
-func matchSite(site string) func(*siteEntry) bool {
-	if site == "" {
-		return nil
-	}
-	site = strings.TrimSuffix(site, "/")
-	scheme, host, ok := strings.Cut(site, "://")
-	if !ok {
-		scheme, host = "", site
-	}
-	name, port := splitHost(host)
-	k := makeKey(scheme, host, port)
-	return func(e *siteEntry) bool {
-		switch {
-		case e.key.host != k.host:
-			return false
-		case scheme != "":
-			return e.key.https == k.https && e.key.port == k.port
-		case port == 0:
-			return name != "" // a bare name: every scheme and port
-		}
-		def := 80
-		if e.key.https {
-			def = 443
-		}
-		return int(e.key.port) == port || e.key.port == 0 && port == def
-	}
-}
-
-// Invalidate marks the cached robots.txt of site (see Sites for the form;
-// "" for every site) for revalidation and returns how many copies it
+// Invalidate marks the cached robots.txt of site (see sites.Match for the
+// form; "" for every site) for revalidation and returns how many copies it
 // marked. The copies stay in force; the next request of a bot to such a
 // site waits for a new fetch (at most Config.FetchTimeout) and is decided
 // with its result, or with the old copy when the fetch fails, and the next
@@ -115,8 +78,7 @@ func matchSite(site string) func(*siteEntry) bool {
 // module calls it on every configuration reload, so that "caddy reload"
 // applies robots.txt edits at once.
 func (e *Enforcer) Invalidate(site string) int {
-	ents, _ := e.sites.invalidate(matchSite(site))
-	return len(ents)
+	return len(e.sites.Invalidate(sites.Match(site)))
 }
 
 // Refresh fetches the robots.txt of the cached sites that site names (""
@@ -128,8 +90,7 @@ func (e *Enforcer) Invalidate(site string) int {
 // is nil or returns nil, the handler that served the site's requests is
 // used.
 func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site string) http.Handler) []SiteStatus {
-	ents, _ := e.sites.invalidate(matchSite(site))
-	return e.fetchNow(ctx, ents, origin)
+	return e.fetchNow(ctx, e.sites.Invalidate(sites.Match(site)), origin)
 }
 
 // Revalidate fetches now, like Refresh, the cached robots.txt copies that
@@ -138,56 +99,23 @@ func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site st
 // runs, so that the copies marked at the reload are fetched at once, and
 // the ones that requests have fetched meanwhile are not fetched twice.
 func (e *Enforcer) Revalidate(ctx context.Context, origin func(site string) http.Handler) []SiteStatus {
-	var ents []*siteEntry
-	for _, ent := range e.sites.lru.Values() {
-		if e.sites.wanted(ent) > ent.have.Load() {
+	var ents []*sites.Site
+	for _, ent := range e.sites.Sites() {
+		if e.sites.Stale(ent) {
 			ents = append(ents, ent)
 		}
 	}
 	return e.fetchNow(ctx, ents, origin)
 }
 
-// fetchNow fetches ents, at most eight at a time, each at the generation
-// it is marked for, and returns their status.
-func (e *Enforcer) fetchNow(ctx context.Context, ents []*siteEntry, origin func(site string) http.Handler) []SiteStatus {
-	out := make([]SiteStatus, len(ents))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, ent := range ents {
-		var h http.Handler
-		if origin != nil {
-			h = origin(ent.site)
-		}
-		g := e.sites.wanted(ent)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				out[i] = e.status(ent, ent.state.Load())
-				out[i].Error = ctx.Err().Error()
-				return
-			}
-			// A fetch that started before g (a timed refresh under way)
-			// does not count: fresh waits for one more.
-			st, ok := e.sites.fresh(ctx, ent, h, g, nil)
-			switch {
-			case !ok:
-				out[i] = e.status(ent, ent.state.Load())
-				out[i].Error = "the fetch did not finish: " + context.Cause(ctx).Error()
-			default:
-				out[i] = e.status(ent, st)
-			}
-			switch {
-			case !ok:
-			case ent.failed.Load():
-				out[i].Error = "robots.txt unreachable; the last good copy, if any, stays in force"
-			}
-		}()
+// fetchNow fetches ents now and returns their status.
+func (e *Enforcer) fetchNow(ctx context.Context, ents []*sites.Site, origin func(site string) http.Handler) []SiteStatus {
+	rs := e.sites.Fetch(ctx, ents, origin)
+	out := make([]SiteStatus, len(rs))
+	for i, r := range rs {
+		out[i] = e.status(r.Site, r.State)
+		out[i].Error = r.Err
 	}
-	wg.Wait()
 	return out
 }
 
@@ -266,7 +194,7 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 		req.Target = "/"
 	}
 	if req.Port == 0 {
-		_, req.Port = splitHost(req.Host) // the site as the operator names it
+		_, req.Port = sites.SplitHost(req.Host) // the site as the operator names it
 	}
 	var tr trace
 	ip := req.ClientIP
@@ -315,34 +243,6 @@ func (e *Enforcer) Adopt(from *Enforcer) int {
 	if from == nil || from == e {
 		return 0
 	}
-	n := 0
-	now := e.now()
-	for _, old := range from.sites.lru.Values() {
-		st := old.state.Load()
-		if st == nil || st.unreachable {
-			continue
-		}
-		ent := e.sites.entry(old.key)
-		if ent.state.Load() == nil {
-			if e.traps != nil && from.traps != nil && slices.Equal(e.traps.patterns, from.traps.patterns) {
-				// Same traps: their grace clocks carry over, as the copies do.
-				if since := old.trapSince.Load(); since != nil {
-					cp := make([]atomic.Int64, len(*since))
-					for i := range *since {
-						cp[i].Store((*since)[i].Load())
-					}
-					ent.trapSince.Store(&cp)
-					ent.rulesSeen = st.robots
-				}
-			}
-			e.sites.setState(ent, st)
-			ent.checked.Store(old.checked.Load())
-			e.sites.setDue(ent, now, e.sites.refresh)
-			n++
-		}
-	}
-	if n > 0 {
-		e.sites.invalidate(nil)
-	}
-	return n
+	// Same traps: their grace clocks carry over, as the copies do.
+	return e.sites.Adopt(from.sites, e.carryTraps(from))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // Option configures what a Config cannot express: code and live objects.
@@ -18,7 +19,7 @@ type options struct {
 	logger    *zap.Logger
 	now       func() time.Time
 	clientIP  func(*http.Request) string
-	source    Source
+	source    sites.Source
 	observer  Observer
 	deny      ResponseFunc
 	throttle  ResponseFunc
@@ -53,7 +54,7 @@ type Observer interface {
 	// its own, v.Group.
 	ObserveDecision(v Verdict)
 	// ObserveFetch is called once per robots.txt fetch.
-	ObserveFetch(site string, outcome FetchOutcome)
+	ObserveFetch(site string, outcome sites.Outcome)
 }
 
 // WithLogger sets the logger. Default: no logging. Denials and throttles are
@@ -91,8 +92,8 @@ func WithClientIP(f func(*http.Request) string) Option {
 }
 
 // WithSource sets where robots.txt files come from, overriding
-// Config.RobotsTxt. See SiteSource, URLSource, FileSource and BytesSource.
-func WithSource(s Source) Option {
+// Config.RobotsTxt. See sites.SelfSource, URLSource, FileSource and BytesSource.
+func WithSource(s sites.Source) Option {
 	return func(o *options) {
 		if s != nil {
 			o.source = s

@@ -4,9 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,49 +86,12 @@ type statusSpy struct {
 }
 
 func (s *statusSpy) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
+
 func (s *statusSpy) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = 200
 	}
 	return s.ResponseWriter.Write(b)
-}
-
-// TestRevalidateConditional: a due refresh sends the copy's ETag and
-// Last-Modified; 304 keeps the copy without a parse; a changed file is
-// picked up at the next refresh.
-func TestRevalidateConditional(t *testing.T) {
-	clk := newClock()
-	obs := &countObserver{}
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
-	h := e.Handler(s)
-	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
-		t.Fatalf("first: %d", rec.Code)
-	}
-	if r := s.last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
-		t.Fatalf("first self-fetch: RequestURI %q RemoteAddr %q If-None-Match %q", r.RequestURI, r.RemoteAddr, r.Header.Get("If-None-Match"))
-	}
-	for i := range 3 {
-		clk.Add(61 * time.Second)
-		do(h, uaChrome, "/") // starts the refresh in the background
-		waitFor(t, func() bool { return obs.get("fetch/not_modified") == i+1 })
-	}
-	if r := s.last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
-		t.Fatalf("revalidation without validators: %v", r.Header)
-	}
-	if s.served.Load() != 1 {
-		t.Fatalf("%d full answers, want 1", s.served.Load())
-	}
-	s.set("User-agent: *\nDisallow: /b\n")
-	clk.Add(61 * time.Second)
-	do(h, uaChrome, "/")
-	waitFor(t, func() bool { return obs.get("fetch/ok") == 2 })
-	if rec := do(h, uaAhrefs, "/b"); rec.Code != 403 {
-		t.Fatalf("after the edit, /b: %d", rec.Code)
-	}
-	if rec := do(h, uaAhrefs, "/a"); rec.Code != 200 {
-		t.Fatalf("after the edit, /a: %d", rec.Code)
-	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -142,57 +102,6 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 5s")
-}
-
-// TestRevalidateURLSource: the URL source sends validators too.
-func TestRevalidateURLSource(t *testing.T) {
-	clk := newClock()
-	obs := &countObserver{}
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	e := mustNew(t, Config{RobotsTxt: srv.URL + "/robots.txt", Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
-	h := e.Handler(site(""))
-	do(h, uaAhrefs, "/a")
-	clk.Add(2 * time.Minute)
-	do(h, uaChrome, "/")
-	waitFor(t, func() bool { return obs.get("fetch/not_modified") == 1 })
-	if s.served.Load() != 1 {
-		t.Fatalf("%d full answers, want 1", s.served.Load())
-	}
-}
-
-// TestRevalidateFileSource: a file is read again only when its size or
-// modification time changed.
-func TestRevalidateFileSource(t *testing.T) {
-	clk := newClock()
-	obs := &countObserver{}
-	file := filepath.Join(t.TempDir(), "robots.txt")
-	os.WriteFile(file, []byte("User-agent: *\nDisallow: /a\n"), 0o644)
-	e := mustNew(t, Config{RobotsTxt: file, Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
-	h := e.Handler(site(""))
-	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
-		t.Fatalf("first: %d", rec.Code)
-	}
-	clk.Add(2 * time.Minute)
-	do(h, uaChrome, "/")
-	waitFor(t, func() bool { return obs.get("fetch/not_modified") == 1 })
-	os.WriteFile(file, []byte("User-agent: *\nDisallow: /bb\n"), 0o644)
-	os.Chtimes(file, time.Now(), time.Now().Add(time.Second))
-	clk.Add(2 * time.Minute)
-	do(h, uaChrome, "/")
-	waitFor(t, func() bool { return obs.get("fetch/ok") == 2 })
-	if rec := do(h, uaAhrefs, "/bb"); rec.Code != 403 {
-		t.Fatalf("after the edit: %d", rec.Code)
-	}
-	// The file disappears: the last good copy stays, with a warning.
-	os.Remove(file)
-	clk.Add(2 * time.Minute)
-	do(h, uaChrome, "/")
-	waitFor(t, func() bool { return obs.get("fetch/unreachable") == 1 })
-	if rec := do(h, uaAhrefs, "/bb"); rec.Code != 403 {
-		t.Fatalf("file removed: %d, want the last copy's 403", rec.Code)
-	}
 }
 
 // TestInvalidate: after Invalidate (what a Caddy reload does), the next bot
@@ -420,46 +329,6 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { e.Decide(ctx, req) }); n != 0 {
 		t.Fatalf("a browser request allocates %v times while a revalidation is pending", n)
 	}
-}
-
-// TestTimedRefreshSurvivesRevalidations: revalidations and timed refreshes
-// racing from many goroutines never leave the refresh switched off.
-func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
-	clk := newClock()
-	obs := &countObserver{}
-	e := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs))
-	req := func(ua string) Request {
-		return Request{Host: "example.com", Target: "/x", UserAgent: ua, ClientIP: "192.0.2.1", Origin: s}
-	}
-	e.Decide(context.Background(), req(uaAhrefs))
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 300 {
-				switch {
-				case g == 0 && i%10 == 0:
-					e.Invalidate("")
-				case g == 1 && i%7 == 0:
-					clk.Add(61 * time.Second)
-				}
-				ua := uaChrome
-				if i%2 == 0 {
-					ua = uaAhrefs
-				}
-				e.Decide(context.Background(), req(ua))
-			}
-		}()
-	}
-	wg.Wait()
-	ent := e.sites.entry(makeKey("http", "example.com", 0))
-	waitFor(t, func() bool { return !ent.refreshing.Load() })
-	before := obs.get("fetch/not_modified")
-	clk.Add(2 * time.Minute)
-	e.Decide(context.Background(), req(uaChrome))
-	waitFor(t, func() bool { return obs.get("fetch/not_modified") > before })
 }
 
 // TestRevalidate fetches the copies marked by Invalidate that no request

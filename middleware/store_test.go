@@ -11,6 +11,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/internal/testredis"
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 const storeRobots = `User-agent: SlowBot
@@ -46,7 +47,7 @@ func (o *storeObserver) total() int {
 
 func newStoreEnforcer(t testing.TB, url string, obs *storeObserver) *Enforcer {
 	t.Helper()
-	opts := []Option{WithSource(BytesSource([]byte(storeRobots)))}
+	opts := []Option{WithSource(sites.BytesSource([]byte(storeRobots)))}
 	if obs != nil {
 		opts = append(opts, WithObserver(obs))
 	}

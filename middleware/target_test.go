@@ -179,54 +179,6 @@ func TestHostRotation(t *testing.T) {
 	}
 }
 
-func TestMakeKey(t *testing.T) {
-	for _, c := range []struct {
-		scheme, host string
-		port         int
-		want         siteKey
-		site         string
-	}{
-		{"http", "Example.COM.", 8080, siteKey{host: "example.com", port: 8080}, "example.com:8080"},
-		{"http", "example.com:1", 8080, siteKey{host: "example.com", port: 8080}, "example.com:8080"},
-		{"http", "example.com:abc", 80, siteKey{host: "example.com"}, "example.com"},
-		{"https", "example.com:443", 0, siteKey{https: true, host: "example.com"}, "example.com"},
-		{"http", "example.com:8081", 0, siteKey{host: "example.com"}, "example.com"}, // the client's port never counts
-		{"http", "[::1]:9", 8080, siteKey{host: "::1", port: 8080}, "[::1]:8080"},
-		{"https", "example.com:8443", 8443, siteKey{https: true, host: "example.com", port: 8443}, "example.com:8443"},
-		{"http", "", 8080, siteKey{port: 8080}, ":8080"},
-		{"http", "a:b:c", 0, siteKey{host: "a:b:c"}, "[a:b:c]"},
-	} {
-		k := makeKey(c.scheme, c.host, c.port)
-		if k != c.want || k.hostport() != c.site {
-			t.Errorf("makeKey(%q, %q, %d) = %+v %q, want %+v %q", c.scheme, c.host, c.port, k, k.hostport(), c.want, c.site)
-		}
-	}
-	if n := testing.AllocsPerRun(100, func() { makeKey("http", "example.com:443", 8080) }); n != 0 {
-		t.Errorf("makeKey allocates %v times", n)
-	}
-}
-
-func TestFetchHost(t *testing.T) {
-	for _, c := range []struct {
-		host string
-		port int
-		want string
-	}{
-		{"example.com", 8080, "example.com"},            // behind a proxy: the Host clients use
-		{"example.com:8080", 8080, "example.com:8080"},  // the server's own port
-		{"example.com:1", 8080, "example.com"},          // a port the client chose is dropped
-		{"Example.COM.:8080", 8080, "example.com:8080"}, // canonical name
-		{"[::1]:8080", 8080, "[::1]:8080"},
-		{"", 8080, ":8080"},                     // no Host: the site it reaches
-		{"example.com:81", 0, "example.com:81"}, // server port unknown
-	} {
-		k := makeKey("http", c.host, c.port)
-		if got := fetchHost(k, c.host, c.port); got != c.want {
-			t.Errorf("fetchHost(%q, %d) = %q, want %q", c.host, c.port, got, c.want)
-		}
-	}
-}
-
 // TestSelfFetchHostBehindProxy: a backend behind a proxy that serves only
 // the Host its clients use still gets its robots.txt request under that
 // Host, although the guard's server listens on another port.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // trapSet matches request targets against Config.Traps, compiled once as
@@ -80,32 +82,12 @@ func (t *trapSet) hit(target string) (int, bool) {
 	return d.Rule.Line - 2, true
 }
 
-// agentsOf returns the group tokens of st's robots.txt, "*" included when
-// there is a global group, computed once per copy.
-func agentsOf(st *siteState) []string {
-	if p := st.agents.Load(); p != nil {
-		return *p
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, g := range st.robots.Groups() {
-		for _, a := range g.Agents {
-			if a != "" && !seen[strings.ToLower(a)] {
-				seen[strings.ToLower(a)] = true
-				out = append(out, a)
-			}
-		}
-	}
-	st.agents.Store(&out)
-	return out
-}
-
-// trapArmed reports whether r (with group tokens agents) disallows target
-// for every bot: every group, and the "*" group that judges bots no group
-// names. When it does not, by names who may fetch it.
-func trapArmed(r *policy.Robots, agents []string, target string) (armed bool, by string) {
+// trapArmed reports whether r disallows target for every bot: every
+// group, and the "*" group that judges bots no group names. When it does
+// not, by names who may fetch it.
+func trapArmed(r *policy.Robots, target string) (armed bool, by string) {
 	star := false
-	for _, a := range agents {
+	for _, a := range r.Agents() {
 		if a == "*" {
 			star = true
 		}
@@ -129,36 +111,67 @@ func trapPath(p string) string {
 	return p
 }
 
+// trapClocks is what the Enforcer attaches to a site (sites.Site.Attach)
+// when it has traps: per trap of Config.Traps, since when (Unix ns) the
+// site's copies have armed it without a break, 0 when the current one
+// does not. Written by fetches (checkTraps), read by requests.
+type trapClocks []atomic.Int64
+
+// trapClocksOf returns the trap clocks attached to ent, nil when none.
+func trapClocksOf(ent *sites.Site) *trapClocks {
+	c, _ := ent.Attached().(*trapClocks)
+	return c
+}
+
 // checkTraps runs for each new copy of a site's robots.txt: it logs each
 // trap the copy does not arm, with the group that allows it, and keeps
 // since when the copies have armed each trap without a break (the clock
 // of Config.TrapGrace). Requests check the trap against the copy again.
-func (e *Enforcer) checkTraps(ent *siteEntry, r *policy.Robots) {
-	since := ent.trapSince.Load()
+func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
+	since := trapClocksOf(ent)
 	if since == nil {
-		s := make([]atomic.Int64, len(e.traps.patterns))
+		s := make(trapClocks, len(e.traps.patterns))
 		since = &s
-		ent.trapSince.Store(since)
+		ent.Attach(since)
 	}
 	now := e.now().UnixNano()
-	agents := agentsOf(&siteState{robots: r})
 	for i, p := range e.traps.patterns {
-		ok, by := trapArmed(r, agents, trapPath(p))
+		ok, by := trapArmed(r, trapPath(p))
 		switch {
 		case !ok:
 			(*since)[i].Store(0)
 			e.log.Warn("robots_guard: trap not armed: robots.txt does not disallow it for every bot, so it could catch a compliant crawler",
-				zap.String("site", ent.site), zap.String("trap", p), zap.String("allowed_for", by))
+				zap.String("site", ent.Name()), zap.String("trap", p), zap.String("allowed_for", by))
 		case (*since)[i].Load() == 0:
 			(*since)[i].Store(now)
 		}
 	}
 }
 
+// carryTraps moves the trap clocks of a site of from (an Enforcer with the
+// same traps) to the same site of e, for Adopt: it reports whether it did.
+func (e *Enforcer) carryTraps(from *Enforcer) func(old, ent *sites.Site) bool {
+	if e.traps == nil || from.traps == nil || !slices.Equal(e.traps.patterns, from.traps.patterns) {
+		return nil
+	}
+	return func(old, ent *sites.Site) bool {
+		since := trapClocksOf(old)
+		if since == nil {
+			return false
+		}
+		cp := make(trapClocks, len(*since))
+		for i := range *since {
+			cp[i].Store((*since)[i].Load())
+		}
+		ent.Attach(&cp)
+		return true
+	}
+}
+
 // trapReady reports whether trap i of ent has been armed, by every copy
 // since, for at least Config.TrapGrace.
-func (e *Enforcer) trapReady(ent *siteEntry, i int) bool {
-	since := ent.trapSince.Load()
+func (e *Enforcer) trapReady(ent *sites.Site, i int) bool {
+	since := trapClocksOf(ent)
 	if since == nil || i < 0 || i >= len(*since) {
 		return false
 	}
@@ -281,7 +294,7 @@ func (e *Enforcer) Unban(client string) (bool, error) {
 // bot, every group and the "*" group. When it does not, allowedFor names
 // who may fetch it. "caddy robots lint --trap" reports it.
 func TrapArmed(r *policy.Robots, trap string) (armed bool, allowedFor string) {
-	return trapArmed(r, agentsOf(&siteState{robots: r}), trapPath(trap))
+	return trapArmed(r, trapPath(trap))
 }
 
 // CheckTrap checks the form of a trap pattern, as Config.Traps does.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/report"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 const trapRobots = `User-agent: *
@@ -32,7 +33,7 @@ func trapEnforcer(t testing.TB, robots string, clk *clock, mod func(*Config), op
 	if mod != nil {
 		mod(&cfg)
 	}
-	opts = append([]Option{WithSource(BytesSource([]byte(robots))), WithClock(clk.Now), WithLogger(zap.New(core))}, opts...)
+	opts = append([]Option{WithSource(sites.BytesSource([]byte(robots))), WithClock(clk.Now), WithLogger(zap.New(core))}, opts...)
 	e := mustNew(t, cfg, opts...)
 	t.Cleanup(func() { e.Close() })
 	// A bot's request waits for the site's first fetch (a browser's does

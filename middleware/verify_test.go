@@ -16,6 +16,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testdns"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 const verifyRobots = `User-agent: Googlebot
@@ -59,7 +60,7 @@ func verifyConfig(t testing.TB, onSpoofed, resolver string) Config {
 // newVerifying builds an Enforcer with verification and waits for its feeds.
 func newVerifying(t testing.TB, cfg Config, opts ...Option) *Enforcer {
 	t.Helper()
-	e := mustNew(t, cfg, append([]Option{WithSource(BytesSource([]byte(verifyRobots)))}, opts...)...)
+	e := mustNew(t, cfg, append([]Option{WithSource(sites.BytesSource([]byte(verifyRobots)))}, opts...)...)
 	t.Cleanup(func() { e.Close() })
 	deadline := time.Now().Add(10 * time.Second)
 	for _, f := range e.Verifier().Feeds() {
@@ -172,7 +173,7 @@ func TestVerifyUnverifiable(t *testing.T) {
 		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},
 	}}}
 	core, logs := observer.New(zap.WarnLevel)
-	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
+	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
 	defer e.Close()
 	for _, ip := range []string{googleIP, spoofIP} {
 		v := decideAt(e, uaGoogle, "/private/x", ip)
@@ -263,7 +264,7 @@ var noDelayRobots = strings.Replace(verifyRobots, "Crawl-delay: 2\n", "", 1)
 // BenchmarkVerifiedBot is an allowed request of a verified crawler (warm
 // caches) through Handler; compare BenchmarkBotAllowed (no verification).
 func BenchmarkVerifiedBot(b *testing.B) {
-	e := newVerifying(b, verifyConfig(b, "", ""), WithSource(BytesSource([]byte(noDelayRobots))))
+	e := newVerifying(b, verifyConfig(b, "", ""), WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
 	runBench(b, e.Handler(okHandler), r, 200)
@@ -281,7 +282,7 @@ func BenchmarkSpoofedBot(b *testing.B) {
 // same robots.txt and Googlebot's header, without verification: the
 // baseline of BenchmarkVerifiedBot.
 func BenchmarkUnverifiedBotAllowed(b *testing.B) {
-	e := mustNew(b, Config{}, WithSource(BytesSource([]byte(noDelayRobots))))
+	e := mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
 	runBench(b, e.Handler(okHandler), r, 200)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testkeys"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // rfcKey returns the RFC 9421 test key (internal/testkeys), its public part
@@ -58,7 +59,7 @@ func wbaEnforcer(t testing.TB, accept bool) *Enforcer {
 		Operators:  []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent/acme.json"}}},
 		WebBotAuth: &WebBotAuthSettings{AcceptSignature: accept, Agents: []SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
 	}}
-	e := mustNew(t, cfg, WithSource(BytesSource([]byte(wbaRobots))))
+	e := mustNew(t, cfg, WithSource(sites.BytesSource([]byte(wbaRobots))))
 	t.Cleanup(func() { e.Close() })
 	return e
 }

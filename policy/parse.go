@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,8 @@ type Robots struct {
 	size     int  // bytes of the original body
 
 	m       matcher
-	scratch sync.Pool // *scratch
+	scratch sync.Pool                // *scratch
+	agents  atomic.Pointer[[]string] // Agents, made on first use
 }
 
 // fileGroup is a group as written: its agent tokens and a contiguous range
@@ -556,6 +558,28 @@ func (r *Robots) Groups() []Group {
 		}
 	}
 	return out
+}
+
+// Agents returns the distinct User-agent tokens of the file's groups in
+// file order (the first spelling of each, compared case-insensitively),
+// "*" included when there is a global group. It is computed on first use
+// and shared by every caller, who must not modify it.
+func (r *Robots) Agents() []string {
+	if p := r.agents.Load(); p != nil {
+		return *p
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, g := range r.groups {
+		for _, a := range g.agents {
+			if k := strings.ToLower(a); a != "" && !seen[k] {
+				seen[k] = true
+				out = append(out, a)
+			}
+		}
+	}
+	r.agents.CompareAndSwap(nil, &out)
+	return *r.agents.Load()
 }
 
 // Sitemaps returns the values of the Sitemap lines, in file order.

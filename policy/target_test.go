@@ -107,3 +107,40 @@ func FuzzDecodedView(f *testing.F) {
 		}
 	})
 }
+
+// TestIsRobotsTxt: the one path that is always allowed, in every form a
+// request-target can give it.
+func TestIsRobotsTxt(t *testing.T) {
+	for target, want := range map[string]bool{
+		"/robots.txt":                     true,
+		"/robots.txt?x=1":                 true,
+		"/robots.txt#frag":                true,
+		"/robots%2Etxt":                   true,
+		"http://example.com/robots.txt":   true,
+		"/robots.txt/":                    false,
+		"/robots.txt%23x":                 false,
+		"/ROBOTS.TXT":                     false,
+		"/a/robots.txt":                   false,
+		"https://example.com/robots.txtx": false,
+	} {
+		if got := IsRobotsTxt(target); got != want {
+			t.Errorf("IsRobotsTxt(%q) = %v, want %v", target, got, want)
+		}
+	}
+}
+
+// TestAgents: the distinct group tokens, first spelling kept, "*" when
+// there is a global group; one shared slice.
+func TestAgents(t *testing.T) {
+	r := Parse([]byte("User-agent: Googlebot\nUser-agent: bingbot\nDisallow: /a\n\nUser-agent: *\nUser-agent: GOOGLEBOT\nDisallow: /b\n"))
+	got := r.Agents()
+	if want := []string{"Googlebot", "bingbot", "*"}; !slices.Equal(got, want) {
+		t.Fatalf("Agents() = %q, want %q", got, want)
+	}
+	if &r.Agents()[0] != &got[0] {
+		t.Error("Agents() is computed again at each call")
+	}
+	if n := len(Parse(nil).Agents()); n != 0 {
+		t.Errorf("an empty file has %d agents", n)
+	}
+}

@@ -1,4 +1,4 @@
-package middleware
+package sites
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 // (RFC 9309 §2.3.1.2: at least five).
 const maxRedirects = 5
 
-// FetchRequest describes one robots.txt request of a fetch.
-type FetchRequest struct {
+// Request describes one robots.txt request of a fetch.
+type Request struct {
 	// Site is the protected site, scheme and host, e.g.
 	// "https://example.com:8443".
 	Site *url.URL
@@ -46,8 +46,8 @@ type FetchRequest struct {
 	IfNoneMatch, IfModifiedSince string
 }
 
-// FetchResult is the answer to one robots.txt request.
-type FetchResult struct {
+// Result is the answer to one robots.txt request.
+type Result struct {
 	// StatusCode is the HTTP status of the answer.
 	StatusCode int
 	// Location is the absolute target of a 3xx answer, nil otherwise.
@@ -61,91 +61,91 @@ type FetchResult struct {
 	ETag, LastModified string
 }
 
-// Source fetches robots.txt files. The Enforcer calls it at most once at a
+// Source fetches robots.txt files. A Cache calls it at most once at a
 // time per site, with a context that carries the fetch timeout, and follows
 // redirects itself: Fetch must not follow them. An error means the file is
 // unreachable (like a 5xx answer).
 type Source interface {
-	Fetch(ctx context.Context, req FetchRequest) (FetchResult, error)
+	Fetch(ctx context.Context, req Request) (Result, error)
 }
 
-// FetchOutcome classifies a completed robots.txt fetch (RFC 9309 §2.3.1).
-type FetchOutcome uint8
+// Outcome classifies a completed robots.txt fetch (RFC 9309 §2.3.1).
+type Outcome uint8
 
 // The outcomes of a fetch.
 const (
-	// FetchOK: a 2xx answer was parsed.
-	FetchOK FetchOutcome = iota
-	// FetchUnavailable: 4xx other than 429, or too many redirects: no rules
+	// OK: a 2xx answer was parsed.
+	OK Outcome = iota
+	// Unavailable: 4xx other than 429, or too many redirects: no rules
 	// apply, everything is allowed.
-	FetchUnavailable
-	// FetchUnreachable: 5xx, 429, a network error or a timeout: the last
+	Unavailable
+	// Unreachable: 5xx, 429, a network error or a timeout: the last
 	// good copy is kept, or bots are disallowed (Config.OnUnreachable).
-	FetchUnreachable
-	// FetchHTML: a 2xx answer that is an HTML page (Content-Type
+	Unreachable
+	// HTML: a 2xx answer that is an HTML page (Content-Type
 	// text/html, or a body that starts like an HTML document), as a
 	// single-page app or a catch-all route serves for every path. It is
 	// parsed as RFC 9309 says, which usually leaves no rule, and logged
 	// at Warn level.
-	FetchHTML
-	// FetchNotModified: a revalidation answered 304 Not Modified, so the
+	HTML
+	// NotModified: a revalidation answered 304 Not Modified, so the
 	// copy in use was kept. It is reported to the Observer only; the copy
 	// keeps the outcome of the fetch it came from.
-	FetchNotModified
-	// FetchPostponed: the first fetch of a new site was put off because
+	NotModified
+	// Postponed: the first fetch of a new site was put off because
 	// too many new sites came at once (a flood of Host names). Reported to
 	// the Observer only.
-	FetchPostponed
+	Postponed
 )
 
 // String returns "ok", "unavailable", "unreachable", "html" or
 // "not_modified".
-func (o FetchOutcome) String() string {
+func (o Outcome) String() string {
 	switch o {
-	case FetchOK:
+	case OK:
 		return "ok"
-	case FetchUnavailable:
+	case Unavailable:
 		return "unavailable"
-	case FetchUnreachable:
+	case Unreachable:
 		return "unreachable"
-	case FetchHTML:
+	case HTML:
 		return "html"
-	case FetchNotModified:
+	case NotModified:
 		return "not_modified"
-	case FetchPostponed:
+	case Postponed:
 		return "postponed"
 	}
 	return "fetch_outcome(" + fmt.Sprint(uint8(o)) + ")"
 }
 
-// internalKey marks the context of the Enforcer's own robots.txt requests, so
-// that the Enforcer lets them through.
+// internalKey marks the context of a Cache's own robots.txt requests, so
+// that the enforcer lets them through.
 type internalKey struct{}
 
-// IsInternalFetch reports whether ctx belongs to a robots.txt request that an
-// Enforcer sends to the site itself. Front ends that do not call Decide for
-// every request can use it to let those requests pass.
-func IsInternalFetch(ctx context.Context) bool {
+// IsInternal reports whether ctx belongs to a robots.txt request that a
+// Cache sends to the site itself (SelfSource). Front ends that do not
+// decide every request can use it to let those requests pass.
+func IsInternal(ctx context.Context) bool {
 	return ctx.Value(internalKey{}) != nil
 }
 
-// SiteSource returns the default source: the site's own /robots.txt, sent
-// as a virtual GET to FetchRequest.Origin (the handler that serves the
+// SelfSource returns the default source: the site's own /robots.txt, sent
+// as a virtual GET to Request.Origin (the handler that serves the
 // site) with a private response writer and a fresh header set, so no
 // header of a real client leaks in or out; its context is marked so that
-// the Enforcer lets it pass. Redirects are followed the same way, inside
+// the enforcer lets it pass. Redirects are followed the same way, inside
 // the origin handler (a redirect to another host reaches that host's site
 // only if the same server serves it): the Host header is the client's
 // choice, so this source never opens a connection, and a client cannot
 // make the guard connect to a host it names. Without an Origin the file
 // counts as unreachable.
-func SiteSource() Source { return siteSource{} }
+func SelfSource() Source { return siteSource{} }
 
 type siteSource struct{}
 
-func (siteSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+func (siteSource) Fetch(ctx context.Context, req Request) (Result, error) {
 	if req.Origin == nil {
-		return FetchResult{}, errors.New("no origin handler to fetch the site's robots.txt from")
+		return Result{}, errors.New("no origin handler to fetch the site's robots.txt from")
 	}
 	return virtualGet(ctx, req.Origin, req)
 }
@@ -155,7 +155,7 @@ func (siteSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 const selfFetchAddr = "127.0.0.1:0"
 
 // virtualGet sends GET req.URL to h in-process and captures the answer.
-func virtualGet(ctx context.Context, h http.Handler, req FetchRequest) (res FetchResult, err error) {
+func virtualGet(ctx context.Context, h http.Handler, req Request) (res Result, err error) {
 	u := req.URL
 	ctx = context.WithValue(ctx, internalKey{}, true)
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -230,7 +230,7 @@ func decodeBody(ce string, body []byte) ([]byte, error) {
 }
 
 // setValidators adds the conditional headers of a revalidation.
-func setValidators(h http.Header, req FetchRequest) {
+func setValidators(h http.Header, req Request) {
 	if req.IfNoneMatch != "" {
 		h.Set("If-None-Match", req.IfNoneMatch)
 	}
@@ -240,7 +240,7 @@ func setValidators(h http.Header, req FetchRequest) {
 }
 
 // readValidators copies Content-Type and the validators of a 2xx answer.
-func readValidators(res *FetchResult, h http.Header) {
+func readValidators(res *Result, h http.Header) {
 	if res.StatusCode < 200 || res.StatusCode >= 300 {
 		return
 	}
@@ -290,8 +290,8 @@ func resolveLocation(base *url.URL, loc string) *url.URL {
 }
 
 // URLSource returns a source that fetches robots.txt from one fixed URL for
-// every site, with client (which must not follow redirects itself; New's
-// client does not). Redirects are followed by the Enforcer; with New's
+// every site, with client (which must not follow redirects itself;
+// NewHTTPClient's does not). Redirects are followed by the Cache; with NewHTTPClient's
 // client, a redirect to another host never connects to a loopback,
 // private or link-local address unless the configured URL's host is one
 // itself (an intranet robots.txt may redirect within the intranet).
@@ -304,7 +304,7 @@ type urlSource struct {
 	client *http.Client
 }
 
-func (s *urlSource) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+func (s *urlSource) Fetch(ctx context.Context, req Request) (Result, error) {
 	if req.Redirects == 0 && s.fixed != nil {
 		req.URL = s.fixed
 	}
@@ -383,8 +383,8 @@ func guardedDial(d *net.Dialer) func(ctx context.Context, network, addr string) 
 	}
 }
 
-func (s *urlSource) get(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	var res FetchResult
+func (s *urlSource) get(ctx context.Context, req Request) (Result, error) {
+	var res Result
 	u := req.URL
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -411,9 +411,9 @@ func (s *urlSource) get(ctx context.Context, req FetchRequest) (FetchResult, err
 	return res, nil
 }
 
-// newHTTPClient returns the client of URL sources: it never follows
-// redirects (the Enforcer does, counting them) and gives up after timeout.
-func newHTTPClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
+// NewHTTPClient returns the client of URL sources: it never follows
+// redirects (the Cache does, counting them) and gives up after timeout.
+func NewHTTPClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
 	if rt == nil {
 		rt = &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
@@ -444,28 +444,28 @@ func FileSource(path string) Source { return fileSource(path) }
 
 type fileSource string
 
-func (p fileSource) Fetch(_ context.Context, req FetchRequest) (FetchResult, error) {
+func (p fileSource) Fetch(_ context.Context, req Request) (Result, error) {
 	f, err := os.Open(string(p))
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
+		return Result{}, fmt.Errorf("robots.txt file: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
+		return Result{}, fmt.Errorf("robots.txt file: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return FetchResult{}, fmt.Errorf("robots.txt file %s is not a regular file", p)
+		return Result{}, fmt.Errorf("robots.txt file %s is not a regular file", p)
 	}
 	etag := fileETag(fi)
 	if req.IfNoneMatch == etag {
-		return FetchResult{StatusCode: http.StatusNotModified}, nil
+		return Result{StatusCode: http.StatusNotModified}, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(f, policy.MaxBodySize))
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("robots.txt file: %w", err)
+		return Result{}, fmt.Errorf("robots.txt file: %w", err)
 	}
-	return FetchResult{StatusCode: http.StatusOK, Body: body, ETag: etag, ContentType: "text/plain"}, nil
+	return Result{StatusCode: http.StatusOK, Body: body, ETag: etag, ContentType: "text/plain"}, nil
 }
 
 // fileETag is the validator of a file: its size and modification time.
@@ -481,6 +481,6 @@ func BytesSource(body []byte) Source {
 
 type bytesSource []byte
 
-func (b bytesSource) Fetch(context.Context, FetchRequest) (FetchResult, error) {
-	return FetchResult{StatusCode: http.StatusOK, Body: b}, nil
+func (b bytesSource) Fetch(context.Context, Request) (Result, error) {
+	return Result{StatusCode: http.StatusOK, Body: b}, nil
 }

@@ -1,4 +1,4 @@
-package middleware
+package sites
 
 import (
 	"context"
@@ -45,11 +45,11 @@ func TestSelfFetchNeverConnects(t *testing.T) {
 	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusMovedPermanently)
 	})
-	h := mustNew(t, Config{FetchTimeout: Duration(2 * time.Second)}).Handler(origin)
+	cfg := testConfig(SelfSource())
+	cfg.Timeout = 2 * time.Second
+	c := New(cfg)
 	for _, host := range []string{canHost, "localhost:" + strings.Split(canHost, ":")[1]} {
-		r := httptest.NewRequest("GET", "http://"+host+"/page", nil)
-		r.Header.Set("User-Agent", uaAhrefs)
-		h.ServeHTTP(httptest.NewRecorder(), r)
+		get(c, host, origin)
 	}
 	if n := can.conns.Load(); n != 0 {
 		t.Fatalf("the guard opened %d connections to the host named by the client", n)
@@ -61,16 +61,16 @@ func TestSelfFetchNeverConnects(t *testing.T) {
 func TestURLSourceRedirectGuard(t *testing.T) {
 	can := newCanary(t)
 	target, _ := url.Parse(can.URL + "/robots.txt")
-	client := newHTTPClient(nil, 2*time.Second)
+	client := NewHTTPClient(nil, 2*time.Second)
 	public := &urlSource{fixed: &url.URL{Scheme: "http", Host: "192.0.2.1", Path: "/robots.txt"}, client: client}
-	if _, err := public.Fetch(context.Background(), FetchRequest{URL: target, Redirects: 1}); err == nil || !strings.Contains(err.Error(), "refused") {
+	if _, err := public.Fetch(context.Background(), Request{URL: target, Redirects: 1}); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("redirect from a public URL to loopback: err %v", err)
 	}
 	if n := can.conns.Load(); n != 0 {
 		t.Fatalf("%d connections to the loopback canary", n)
 	}
 	private := &urlSource{fixed: &url.URL{Scheme: "http", Host: "127.0.0.1:1", Path: "/robots.txt"}, client: client}
-	res, err := private.Fetch(context.Background(), FetchRequest{URL: target, Redirects: 1})
+	res, err := private.Fetch(context.Background(), Request{URL: target, Redirects: 1})
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("redirect within the private network of a private URL: %v %d", err, res.StatusCode)
 	}

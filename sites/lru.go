@@ -1,4 +1,4 @@
-package middleware
+package sites
 
 import (
 	"hash/maphash"
@@ -7,7 +7,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// siteLRU holds the cache entries of sites in two LRU segments, so that a
+// segLRU holds the cache entries of sites in two LRU segments, so that a
 // flood of one-hit Host names cannot push out the sites that get traffic:
 //
 //   - probation (a quarter of max_sites) takes every new site; a flood of
@@ -33,13 +33,13 @@ import (
 //
 // Lookups take the LRUs' read locks only (Peek); the caller serialises
 // adds and promotions.
-type siteLRU struct {
+type segLRU struct {
 	// fast mirrors both segments for lock-free reads (Peek): entries
 	// are stored when added and deleted when evicted (not when they
 	// move between segments).
-	fast      sync.Map // siteKey → *siteEntry
-	probation *lru.Cache[siteKey, *siteEntry]
-	protected *lru.Cache[siteKey, *siteEntry]
+	fast      sync.Map // Key → *Site
+	probation *lru.Cache[Key, *Site]
+	protected *lru.Cache[Key, *Site]
 	protSize  int
 	seen      sketch // lookups per site (see above); guarded by the caller's lock
 }
@@ -55,7 +55,7 @@ type sketch struct {
 }
 
 // estimate returns the estimated count of k.
-func (s *sketch) estimate(k siteKey) uint8 {
+func (s *sketch) estimate(k Key) uint8 {
 	h := maphash.Comparable(s.seed, k)
 	est := uint8(255)
 	for i := range s.rows {
@@ -65,11 +65,11 @@ func (s *sketch) estimate(k siteKey) uint8 {
 }
 
 // add counts k once and returns its estimated count.
-func (s *sketch) add(k siteKey) uint8 { return s.addN(k, 1) }
+func (s *sketch) add(k Key) uint8 { return s.addN(k, 1) }
 
 // addN counts k n times (a sampled hit stands for n hits), saturating at
 // 255, and returns its estimated count.
-func (s *sketch) addN(k siteKey, n uint8) uint8 {
+func (s *sketch) addN(k Key, n uint8) uint8 {
 	h := maphash.Comparable(s.seed, k)
 	est := uint8(255)
 	for i := range s.rows {
@@ -88,11 +88,11 @@ func (s *sketch) addN(k siteKey, n uint8) uint8 {
 	return est
 }
 
-func newSiteLRU(size int, dropped func(*siteEntry)) *siteLRU {
+func newSegLRU(size int, dropped func(*Site)) *segLRU {
 	prob := max(1, size/4)
 	prot := max(1, size-prob)
-	l := &siteLRU{protSize: prot, seen: sketch{seed: maphash.MakeSeed(), reset: 10 * max(size, 100)}}
-	evict := func(k siteKey, e *siteEntry) {
+	l := &segLRU{protSize: prot, seen: sketch{seed: maphash.MakeSeed(), reset: 10 * max(size, 100)}}
+	evict := func(k Key, e *Site) {
 		if !e.moving.Load() {
 			e.evicted.Store(true)
 			l.fast.CompareAndDelete(k, e)
@@ -108,9 +108,9 @@ func newSiteLRU(size int, dropped func(*siteEntry)) *siteLRU {
 
 // Peek returns the entry of k without changing recency, and without a
 // write to shared memory (the mirror; a lock's reader count would be one).
-func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
+func (l *segLRU) Peek(k Key) (*Site, bool) {
 	if v, ok := l.fast.Load(k); ok {
-		if e := v.(*siteEntry); !e.evicted.Load() {
+		if e := v.(*Site); !e.evicted.Load() {
 			return e, true
 		}
 	}
@@ -122,7 +122,7 @@ func (l *siteLRU) Peek(k siteKey) (*siteEntry, bool) {
 
 // touch counts weight hits of k (a sampled hit stands for the ones not
 // sampled) and refreshes its recency in its segment.
-func (l *siteLRU) touch(k siteKey, weight uint8) {
+func (l *segLRU) touch(k Key, weight uint8) {
 	l.seen.addN(k, weight)
 	if _, ok := l.protected.Get(k); !ok {
 		l.probation.Get(k)
@@ -132,7 +132,7 @@ func (l *siteLRU) touch(k siteKey, weight uint8) {
 // add puts a new entry into probation, or into protected when the site
 // was created before (it comes back after an eviction) and passes the
 // admission test. It reports whether e went to protected.
-func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
+func (l *segLRU) add(k Key, e *Site) bool {
 	f := l.seen.add(k)
 	defer l.fast.Store(k, e) // after the Add: its evictions leave the mirror first
 	if f >= 2 && l.admit(f) {
@@ -148,12 +148,12 @@ func (l *siteLRU) add(k siteKey, e *siteEntry) bool {
 // recently used protected site whose reference bit is clear: one hit since
 // it was last passed over (CLOCK's second chance) sends a site to the front
 // with its bit cleared. Recency and the sketch see a protected site's hits
-// only by sampling (siteCache.hit), which leaves a site that gets one
+// only by sampling (Cache.hit), which leaves a site that gets one
 // request in fifty (fewer than one sample in promoteEvery) short of a
 // second request's count now and then; the bit
 // is set at every hit without a write once set. Each site passed over needed
 // a hit to set its bit, so the loop costs O(1) per hit, amortised.
-func (l *siteLRU) admit(f uint8) bool {
+func (l *segLRU) admit(f uint8) bool {
 	if l.protected.Len() < l.protSize {
 		return true
 	}
@@ -174,7 +174,7 @@ func (l *siteLRU) admit(f uint8) bool {
 
 // promote moves e from probation to protected if it passes the admission
 // test; it reports whether it moved.
-func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
+func (l *segLRU) promote(k Key, e *Site) bool {
 	if pe, ok := l.probation.Peek(k); !ok || pe != e {
 		return false // e left probation, or was dropped and made again
 	}
@@ -191,8 +191,8 @@ func (l *siteLRU) promote(k siteKey, e *siteEntry) bool {
 
 // removeOldest drops the least recently used entry other than keep, from
 // probation first; it reports whether it dropped one. It costs O(1).
-func (l *siteLRU) removeOldest(keep *siteEntry) bool {
-	for _, seg := range [...]*lru.Cache[siteKey, *siteEntry]{l.probation, l.protected} {
+func (l *segLRU) removeOldest(keep *Site) bool {
+	for _, seg := range [...]*lru.Cache[Key, *Site]{l.probation, l.protected} {
 		k, e, ok := seg.GetOldest()
 		if ok && e == keep {
 			seg.Get(k) // keep goes to the front; try the next oldest
@@ -207,10 +207,15 @@ func (l *siteLRU) removeOldest(keep *siteEntry) bool {
 }
 
 // Len returns the number of entries in both segments.
-func (l *siteLRU) Len() int { return l.probation.Len() + l.protected.Len() }
+func (l *segLRU) Len() int { return l.probation.Len() + l.protected.Len() }
 
 // Values returns the entries of both segments, protected first, each from
 // least to most recently used.
-func (l *siteLRU) Values() []*siteEntry {
+func (l *segLRU) Values() []*Site {
 	return append(l.protected.Values(), l.probation.Values()...)
 }
+
+// promoteEvery is how often (in hits, on average) a hit of a protected
+// site refreshes its recency and counts in the admission sketch (for
+// promoteEvery hits): every hit would write shared memory on the hot path.
+const promoteEvery = 64
