@@ -134,7 +134,7 @@ func (AdminAPI) handleBans(w http.ResponseWriter, r *http.Request) error {
 	out := []middleware.BanStatus{}
 	seen := map[string]bool{}
 	for _, e := range enforcers() {
-		for _, b := range e.Bans() {
+		for _, b := range e.Bans(r.Context()) {
 			if !seen[b.Client] {
 				seen[b.Client] = true
 				out = append(out, b)
@@ -156,7 +156,7 @@ func (AdminAPI) handleUnban(w http.ResponseWriter, r *http.Request) error {
 	}
 	found, enabled := false, false
 	for _, e := range enforcers() {
-		ok, err := e.Unban(client)
+		ok, err := e.Unban(r.Context(), client)
 		if err != nil {
 			if strings.Contains(err.Error(), "no bans") {
 				continue

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,10 +10,6 @@ import (
 
 // Ban bounds.
 const (
-	// DefaultBanFor is the length of a first ban.
-	DefaultBanFor = time.Hour
-	// DefaultBanMax caps the doubled length of repeat offenders' bans.
-	DefaultBanMax = 7 * 24 * time.Hour
 	// StrikeMemory is how long a ban is remembered after it ends, so that
 	// the next one is twice as long.
 	StrikeMemory = 7 * 24 * time.Hour
@@ -22,8 +19,8 @@ const (
 
 // BanInfo describes one ban.
 type BanInfo struct {
-	// Client is the banned address prefix as 16 bytes (see Key.Client).
-	Client [16]byte
+	// Client is the banned address prefix.
+	Client Client
 	// Until is when the ban ends, Unix nanoseconds.
 	Until int64
 	// Strikes counts the bans of this client within StrikeMemory, this
@@ -40,16 +37,18 @@ type BanInfo struct {
 // be cheap.
 type Bans interface {
 	// Ban bans client from now for base, doubled for each earlier ban
-	// within StrikeMemory, capped at max, and returns the ban.
-	Ban(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo
+	// within StrikeMemory, capped at max, and returns the ban. A shared
+	// list gives up on its store when ctx ends and keeps the ban locally.
+	Ban(ctx context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo
 	// Until returns when client's ban ends (Unix ns), or 0 when it is not
-	// banned at now.
-	Until(client [16]byte, now int64) int64
+	// banned at now. It never waits for a server: it is on every
+	// request's path.
+	Until(client Client, now int64) int64
 	// Unban lifts client's ban (its strikes too), and reports whether it
 	// was banned.
-	Unban(client [16]byte) bool
+	Unban(ctx context.Context, client Client) bool
 	// List returns the bans in force at now, the longest first.
-	List(now int64) []BanInfo
+	List(ctx context.Context, now int64) []BanInfo
 }
 
 // banLength is base × 2^(strikes−1), capped at max.
@@ -66,7 +65,7 @@ func banLength(base, max time.Duration, strikes int) time.Duration {
 // are over go first, then the entries whose bans end soonest.
 type MemoryBans struct {
 	mu     sync.RWMutex
-	m      map[[16]byte]*BanInfo
+	m      map[Client]*BanInfo
 	max    int
 	active atomic.Int64 // entries; 0 lets Until skip the lock
 }
@@ -77,11 +76,11 @@ func NewMemoryBans(max int) *MemoryBans {
 	if max <= 0 {
 		max = DefaultMaxBans
 	}
-	return &MemoryBans{m: make(map[[16]byte]*BanInfo), max: max}
+	return &MemoryBans{m: make(map[Client]*BanInfo), max: max}
 }
 
 // Ban implements Bans.
-func (b *MemoryBans) Ban(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
+func (b *MemoryBans) Ban(_ context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[client]
@@ -104,8 +103,8 @@ func (b *MemoryBans) Ban(client [16]byte, now int64, base, max time.Duration, re
 
 // banLocal is Ban for a ban this instance decides alone (the shared store
 // is down): a resync keeps it until it ends.
-func (b *MemoryBans) banLocal(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
-	in := b.Ban(client, now, base, max, reason)
+func (b *MemoryBans) banLocal(client Client, now int64, base, max time.Duration, reason string) BanInfo {
+	in := b.Ban(context.Background(), client, now, base, max, reason) // memory: no wait
 	b.mu.Lock()
 	if e, ok := b.m[client]; ok {
 		e.local = true
@@ -135,7 +134,7 @@ func (b *MemoryBans) set(in BanInfo) {
 // first), keeping the bans this instance decided alone while the store was
 // down until they end.
 func (b *MemoryBans) replace(list []BanInfo, now int64) {
-	m := make(map[[16]byte]*BanInfo, len(list))
+	m := make(map[Client]*BanInfo, len(list))
 	for _, in := range list {
 		if len(m) >= b.max {
 			break
@@ -175,7 +174,7 @@ func (b *MemoryBans) evict(now int64) {
 }
 
 // Until implements Bans.
-func (b *MemoryBans) Until(client [16]byte, now int64) int64 {
+func (b *MemoryBans) Until(client Client, now int64) int64 {
 	if b.active.Load() == 0 {
 		return 0
 	}
@@ -193,7 +192,7 @@ func (b *MemoryBans) Until(client [16]byte, now int64) int64 {
 }
 
 // Unban implements Bans.
-func (b *MemoryBans) Unban(client [16]byte) bool {
+func (b *MemoryBans) Unban(_ context.Context, client Client) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	_, ok := b.m[client]
@@ -203,7 +202,7 @@ func (b *MemoryBans) Unban(client [16]byte) bool {
 }
 
 // List implements Bans.
-func (b *MemoryBans) List(now int64) []BanInfo {
+func (b *MemoryBans) List(_ context.Context, now int64) []BanInfo {
 	b.mu.RLock()
 	var out []BanInfo
 	for _, e := range b.m {

@@ -15,7 +15,7 @@ func checkBans(t *testing.T, name string, b Bans, step func()) {
 	t.Helper()
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	h := int64(time.Hour)
-	in := b.Ban(client(1), now, time.Hour, 4*time.Hour, "trap /t/")
+	in := b.Ban(bg, client(1), now, time.Hour, 4*time.Hour, "trap /t/")
 	step()
 	if in.Strikes != 1 || in.Until != now+h {
 		t.Fatalf("%s: first ban %+v", name, in)
@@ -27,22 +27,22 @@ func checkBans(t *testing.T, name string, b Bans, step func()) {
 		t.Fatalf("%s: another client is banned", name)
 	}
 	// A second hit during the ban does not lengthen it.
-	if again := b.Ban(client(1), now+h/2, time.Hour, 4*time.Hour, "trap"); again.Until != now+h || again.Strikes != 1 {
+	if again := b.Ban(bg, client(1), now+h/2, time.Hour, 4*time.Hour, "trap"); again.Until != now+h || again.Strikes != 1 {
 		t.Fatalf("%s: hit during the ban: %+v", name, again)
 	}
 	// Repeat offenders: 2 h, 4 h, then the 4 h cap.
 	for i, want := range []int64{2 * h, 4 * h, 4 * h} {
 		at := now + int64(10+i*10)*h
-		in := b.Ban(client(1), at, time.Hour, 4*time.Hour, "trap")
+		in := b.Ban(bg, client(1), at, time.Hour, 4*time.Hour, "trap")
 		step()
 		if in.Until-at != want || in.Strikes != i+2 {
 			t.Fatalf("%s: ban %d: %v long, strikes %d", name, i+2, time.Duration(in.Until-at), in.Strikes)
 		}
 	}
-	if l := b.List(now + 31*h); len(l) != 1 || l[0].Client != client(1) {
+	if l := b.List(bg, now+31*h); len(l) != 1 || l[0].Client != client(1) {
 		t.Fatalf("%s: list %+v", name, l)
 	}
-	if !b.Unban(client(1)) {
+	if !b.Unban(bg, client(1)) {
 		t.Fatalf("%s: unban", name)
 	}
 	step()
@@ -50,7 +50,7 @@ func checkBans(t *testing.T, name string, b Bans, step func()) {
 		t.Fatalf("%s: still banned after unban", name)
 	}
 	// Unbanning forgets the strikes.
-	if in := b.Ban(client(1), now+32*h, time.Hour, 4*time.Hour, "trap"); in.Strikes != 1 {
+	if in := b.Ban(bg, client(1), now+32*h, time.Hour, 4*time.Hour, "trap"); in.Strikes != 1 {
 		t.Fatalf("%s: strikes after unban %d", name, in.Strikes)
 	}
 }
@@ -61,7 +61,7 @@ func TestMemoryBans(t *testing.T) {
 	b := NewMemoryBans(1000)
 	now := time.Now().UnixNano()
 	for i := range 100000 {
-		b.Ban([16]byte{byte(i >> 16), byte(i >> 8), byte(i)}, now+int64(i), time.Hour, time.Hour, "flood")
+		b.Ban(bg, [16]byte{byte(i >> 16), byte(i >> 8), byte(i)}, now+int64(i), time.Hour, time.Hour, "flood")
 	}
 	if n := b.Len(); n > 1000 {
 		t.Fatalf("%d entries, cap 1000", n)
@@ -84,7 +84,7 @@ func TestRedisBans(t *testing.T) {
 	defer c.Close()
 	time.Sleep(100 * time.Millisecond) // subscriptions in place
 	now := time.Now().UnixNano()
-	in := b.Ban(client(7), now, time.Minute, time.Hour, "trap /t/")
+	in := b.Ban(bg, client(7), now, time.Minute, time.Hour, "trap /t/")
 	deadline := time.Now().Add(5 * time.Second)
 	for c.Until(client(7), time.Now().UnixNano()) == 0 {
 		if time.Now().After(deadline) {
@@ -92,10 +92,10 @@ func TestRedisBans(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if l := c.List(time.Now().UnixNano()); len(l) != 1 || l[0].Reason != "trap /t/" || l[0].Strikes != 1 {
+	if l := c.List(bg, time.Now().UnixNano()); len(l) != 1 || l[0].Reason != "trap /t/" || l[0].Strikes != 1 {
 		t.Fatalf("list %+v (ban %+v)", l, in)
 	}
-	c.Unban(client(7))
+	c.Unban(bg, client(7))
 	for b.Until(client(7), time.Now().UnixNano()) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the unban did not reach the other instance")
@@ -103,7 +103,7 @@ func TestRedisBans(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// A new instance loads the bans in force at start.
-	b.Ban(client(8), time.Now().UnixNano(), time.Minute, time.Hour, "trap")
+	b.Ban(bg, client(8), time.Now().UnixNano(), time.Minute, time.Hour, "trap")
 	rd := newRedis(t, RedisConfig{URL: srv.URL})
 	d := rd.NewBans(100)
 	defer d.Close()
@@ -115,7 +115,7 @@ func TestRedisBans(t *testing.T) {
 	}
 	// Store down: a ban is kept on this instance.
 	srv.Stop()
-	if in := b.Ban(client(9), time.Now().UnixNano(), time.Minute, time.Hour, "trap"); in.Until == 0 || b.Until(client(9), time.Now().UnixNano()) == 0 {
+	if in := b.Ban(bg, client(9), time.Now().UnixNano(), time.Minute, time.Hour, "trap"); in.Until == 0 || b.Until(client(9), time.Now().UnixNano()) == 0 {
 		t.Fatal("a ban while the store is down must hold locally")
 	}
 }

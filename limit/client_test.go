@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 )
@@ -55,3 +56,6 @@ func TestClientFormat(t *testing.T) {
 		t.Errorf("an operator key formats as %q", got)
 	}
 }
+
+// bg is the context of the tests' calls.
+var bg = context.Background()

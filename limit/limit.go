@@ -1,8 +1,13 @@
-// Package limit holds the Crawl-delay limiter of robotsguard: a generic cell
+// Package limit decides how fast a client may come and whether it is
+// banned. It holds the Crawl-delay limiter of robotsguard, a generic cell
 // rate algorithm (GCRA) with burst 1 and a delay-variation tolerance, keyed
-// by site, robots.txt group and client. It knows nothing of HTTP; the
-// enforcer in package middleware asks it one question per bot request that
-// has a Crawl-delay.
+// by site, robots.txt group and client (Limiter), and the list of clients
+// banned for ignoring robots.txt (Bans); both in memory or shared by a
+// fleet through a Redis-protocol server (Redis, RedisBans), keyed by a
+// client's address prefix (Client). It knows nothing of HTTP; the enforcer
+// in package middleware asks it one question per bot request that has a
+// Crawl-delay, and one per request while bans exist. Every call that can
+// touch the network takes a context.Context and gives up when it ends.
 //
 // The algorithm keeps one number per key, the theoretical arrival time (TAT)
 // of the next request. With delay d and tolerance τ, a request at time t is
@@ -15,6 +20,7 @@
 package limit
 
 import (
+	"context"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -54,13 +60,13 @@ func Tolerance(delay time.Duration, f float64) time.Duration {
 }
 
 // Key identifies one Crawl-delay budget: a site, a robots.txt group and a
-// client (an address prefix as 16 bytes, or all zeros when one budget is
-// shared by the whole group). The strings are usually shared with the
+// client (an address prefix, or the zero Client when one budget is shared
+// by the whole group). The strings are usually shared with the
 // robots.txt cache, so a key costs its 48 bytes plus the map's overhead.
 type Key struct {
 	Site   string
 	Group  string
-	Client [16]byte
+	Client Client
 }
 
 // Limiter decides whether a bot request may pass under a Crawl-delay.
@@ -68,10 +74,11 @@ type Key struct {
 type Limiter interface {
 	// Allow reports whether a request for k at now (Unix nanoseconds) may
 	// pass under delay and, if it may not, how long it must wait. An
-	// admitted request spends the budget.
-	Allow(k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
+	// admitted request spends the budget. A limiter that asks a server
+	// gives up when ctx ends (and decides as its configuration says).
+	Allow(ctx context.Context, k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
 	// Peek answers as Allow would, without spending anything.
-	Peek(k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
+	Peek(ctx context.Context, k Key, now int64, delay time.Duration) (ok bool, wait time.Duration)
 }
 
 // shards is the number of independently locked parts of a Memory limiter:
@@ -115,7 +122,7 @@ func (m *Memory) shardOf(k Key) *memShard {
 }
 
 // Allow implements Limiter.
-func (m *Memory) Allow(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+func (m *Memory) Allow(_ context.Context, k Key, now int64, delay time.Duration) (bool, time.Duration) {
 	tau := int64(Tolerance(delay, m.tolerance))
 	s := m.shardOf(k)
 	s.mu.Lock()
@@ -151,7 +158,7 @@ func (s *memShard) rebuild() {
 }
 
 // Peek implements Limiter.
-func (m *Memory) Peek(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+func (m *Memory) Peek(_ context.Context, k Key, now int64, delay time.Duration) (bool, time.Duration) {
 	tau := int64(Tolerance(delay, m.tolerance))
 	s := m.shardOf(k)
 	s.mu.Lock()

@@ -40,7 +40,7 @@ func TestTolerance(t *testing.T) {
 func run(l Limiter, delay time.Duration, times []int64) (admitted []int64) {
 	k := Key{Site: "https://example.com", Group: "*", Client: [16]byte{1}}
 	for _, t := range times {
-		if ok, _ := l.Allow(k, t, delay); ok {
+		if ok, _ := l.Allow(bg, k, t, delay); ok {
 			admitted = append(admitted, t)
 		}
 	}
@@ -128,7 +128,7 @@ func TestRetryAfterIsAdmitted(t *testing.T) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		refused := 0
 		for range 500 {
-			ok, wait := l.Allow(k, now, 3*time.Second)
+			ok, wait := l.Allow(bg, k, now, 3*time.Second)
 			if ok {
 				now += rng.Int64N(3 * sec) // too early, often
 				continue
@@ -137,12 +137,12 @@ func TestRetryAfterIsAdmitted(t *testing.T) {
 			if wait <= 0 {
 				t.Fatalf("refused with wait %v", wait)
 			}
-			if ok, _ := l.Peek(k, now+int64(wait), 3*time.Second); !ok {
+			if ok, _ := l.Peek(bg, k, now+int64(wait), 3*time.Second); !ok {
 				t.Fatalf("f %g: Peek after the wait %v refuses", f, wait)
 			}
 			whole := (int64(wait) + sec - 1) / sec * sec // Retry-After in seconds
 			now += whole
-			if ok, w := l.Allow(k, now, 3*time.Second); !ok {
+			if ok, w := l.Allow(bg, k, now, 3*time.Second); !ok {
 				t.Fatalf("f %g: retry after Retry-After %ds refused, wait %v", f, whole/sec, w)
 			}
 			now += rng.Int64N(3 * sec)
@@ -157,15 +157,15 @@ func TestPeekSpendsNothing(t *testing.T) {
 	l := NewMemory(100, DefaultTolerance)
 	k := Key{Site: "s", Group: "g"}
 	for range 3 {
-		if ok, _ := l.Peek(k, 1e15, time.Second); !ok {
+		if ok, _ := l.Peek(bg, k, 1e15, time.Second); !ok {
 			t.Fatal("Peek refused a new key")
 		}
 	}
 	if l.Len() != 0 {
 		t.Fatalf("Peek stored %d keys", l.Len())
 	}
-	l.Allow(k, 1e15, time.Second)
-	if ok, wait := l.Peek(k, 1e15, time.Second); ok || wait != 750*time.Millisecond {
+	l.Allow(bg, k, 1e15, time.Second)
+	if ok, wait := l.Peek(bg, k, 1e15, time.Second); ok || wait != 750*time.Millisecond {
 		t.Fatalf("Peek after Allow = %v, %v; want false, 750ms", ok, wait)
 	}
 }
@@ -182,15 +182,15 @@ func TestCap(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	l.Allow(keys[0], now, time.Second)
-	l.Allow(keys[1], now, time.Hour)
-	l.Allow(keys[2], now, time.Hour)
+	l.Allow(bg, keys[0], now, time.Second)
+	l.Allow(bg, keys[1], now, time.Hour)
+	l.Allow(bg, keys[2], now, time.Hour)
 	now += 2 * sec // keys[0] expired
-	l.Allow(keys[3], now, time.Hour)
+	l.Allow(bg, keys[3], now, time.Hour)
 	if _, ok := first.tats[keys[0]]; ok || len(first.tats) != 3 {
 		t.Fatalf("expired key not evicted first: %v", first.tats)
 	}
-	l.Allow(keys[4], now, time.Hour) // none expired: one arbitrary key goes
+	l.Allow(bg, keys[4], now, time.Hour) // none expired: one arbitrary key goes
 	if len(first.tats) != 3 {
 		t.Fatalf("shard holds %d keys, want 3", len(first.tats))
 	}
@@ -206,7 +206,7 @@ func BenchmarkAllow(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now += sec / 10
-		l.Allow(k, now, time.Second)
+		l.Allow(bg, k, now, time.Second)
 	}
 }
 
@@ -218,7 +218,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 		now := int64(1e15)
 		for pb.Next() {
 			now += sec / 10
-			l.Allow(k, now, time.Second)
+			l.Allow(bg, k, now, time.Second)
 		}
 	})
 }
@@ -237,7 +237,7 @@ func BenchmarkKeys(b *testing.B) {
 		for i := range n {
 			k := Key{Site: site, Group: group}
 			k.Client[12], k.Client[13], k.Client[14] = byte(i>>16), byte(i>>8), byte(i)
-			l.Allow(k, now, 10*time.Second)
+			l.Allow(bg, k, now, 10*time.Second)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -267,7 +267,7 @@ func TestChurnKeepsMapSmall(t *testing.T) {
 	for i := range 2000000 {
 		k := Key{Site: "s", Group: "g"}
 		k.Client[12], k.Client[13], k.Client[14], k.Client[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
-		l.Allow(k, now, time.Hour)
+		l.Allow(bg, k, now, time.Hour)
 	}
 	grew := float64(heap()-before) / (1 << 20)
 	t.Logf("2,000,000 distinct keys through a 100,000-key limiter: %d keys, heap +%.1f MB", l.Len(), grew)

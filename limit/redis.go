@@ -290,19 +290,19 @@ func (r *Redis) key(k Key) string {
 
 // Allow implements Limiter. now is used for the local caches only; the
 // decision uses the server's clock.
-func (r *Redis) Allow(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+func (r *Redis) Allow(ctx context.Context, k Key, now int64, delay time.Duration) (bool, time.Duration) {
 	if until, ok := r.denied.Peek(k); ok {
 		if now < until {
 			return false, time.Duration(until - now)
 		}
 		r.denied.Remove(k)
 	}
-	ok, wait, err := r.call(k, now, delay, true)
+	ok, wait, err := r.call(ctx, k, now, delay, true)
 	if err != nil {
-		return r.onError(k, now, delay, err, true)
+		return r.onError(ctx, k, now, delay, err, true)
 	}
 	if ok {
-		r.local.Allow(k, now, delay) // keep the fallback's clocks warm
+		r.local.Allow(ctx, k, now, delay) // keep the fallback's clocks warm
 		return true, 0
 	}
 	r.denied.Add(k, now+int64(wait))
@@ -310,13 +310,13 @@ func (r *Redis) Allow(k Key, now int64, delay time.Duration) (bool, time.Duratio
 }
 
 // Peek implements Limiter; it spends nothing, on the server or locally.
-func (r *Redis) Peek(k Key, now int64, delay time.Duration) (bool, time.Duration) {
+func (r *Redis) Peek(ctx context.Context, k Key, now int64, delay time.Duration) (bool, time.Duration) {
 	if until, ok := r.denied.Peek(k); ok && now < until {
 		return false, time.Duration(until - now)
 	}
-	ok, wait, err := r.call(k, now, delay, false)
+	ok, wait, err := r.call(ctx, k, now, delay, false)
 	if err != nil {
-		return r.onError(k, now, delay, err, false)
+		return r.onError(ctx, k, now, delay, err, false)
 	}
 	return ok, wait
 }
@@ -324,8 +324,13 @@ func (r *Redis) Peek(k Key, now int64, delay time.Duration) (bool, time.Duration
 // errPaused marks a decision made locally because calls are paused.
 var errPaused = errors.New("store calls paused after failures")
 
-// call runs the script once.
-func (r *Redis) call(k Key, now int64, delay time.Duration, spend bool) (bool, time.Duration, error) {
+// errGone marks a decision made locally because the caller's context ended
+// (the client went away) before the store answered: it says nothing of
+// the store, so it neither counts as a failure nor pauses calls.
+var errGone = errors.New("the request ended before the store answered")
+
+// call runs the script once, bounded by the store's timeout and by ctx.
+func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Duration, spend bool) (bool, time.Duration, error) {
 	if p := r.pausedUntil.Load(); p != 0 && r.mono() < p {
 		r.observe(StoreSkipped, 0)
 		return false, 0, errPaused
@@ -341,13 +346,16 @@ func (r *Redis) call(k Key, now int64, delay time.Duration, spend bool) (bool, t
 	if r.cfg.clientClock {
 		args = append(args, now/1000)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
 	start := time.Now()
 	res, err := gcraScript.Run(ctx, r.client, []string{r.key(k)}, args...).Int64Slice()
 	cancel()
 	took := time.Since(start)
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("unexpected script answer %v", res)
+	}
+	if err != nil && parent.Err() != nil {
+		return false, 0, errGone
 	}
 	if err != nil {
 		outcome := StoreError
@@ -371,16 +379,18 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// onError decides a request whose store call failed or was skipped.
-func (r *Redis) onError(k Key, now int64, delay time.Duration, err error, spend bool) (bool, time.Duration) {
-	if errors.Is(err, errPaused) {
+// onError decides a request whose store call failed or was skipped: by
+// the local clocks while calls are paused or when the caller went away,
+// else as OnError says.
+func (r *Redis) onError(ctx context.Context, k Key, now int64, delay time.Duration, err error, spend bool) (bool, time.Duration) {
+	if errors.Is(err, errPaused) || errors.Is(err, errGone) {
 		if spend {
-			return r.local.Allow(k, now, delay)
+			return r.local.Allow(ctx, k, now, delay)
 		}
-		return r.local.Peek(k, now, delay)
+		return r.local.Peek(ctx, k, now, delay)
 	}
 	if spend {
-		r.local.Allow(k, now, delay)
+		r.local.Allow(ctx, k, now, delay)
 	}
 	if r.cfg.OnError == OnErrorDeny {
 		return false, time.Second

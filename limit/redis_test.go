@@ -55,11 +55,11 @@ func TestRedisMatchesMemory(t *testing.T) {
 			var ok1, ok2 bool
 			var w1, w2 time.Duration
 			if peek {
-				ok1, w1 = mem.Peek(k, now, d)
-				ok2, w2 = red.Peek(k, now, d)
+				ok1, w1 = mem.Peek(bg, k, now, d)
+				ok2, w2 = red.Peek(bg, k, now, d)
 			} else {
-				ok1, w1 = mem.Allow(k, now, d)
-				ok2, w2 = red.Allow(k, now, d)
+				ok1, w1 = mem.Allow(bg, k, now, d)
+				ok2, w2 = red.Allow(bg, k, now, d)
 			}
 			if ok1 != ok2 || w1 != w2 {
 				t.Fatalf("run %d step %d (%v, delay %v, peek %v): memory %v %v, redis %v %v", run, i, k, d, peek, ok1, w1, ok2, w2)
@@ -77,14 +77,14 @@ func TestRedisShared(t *testing.T) {
 	c := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "other:"})
 	k := Key{Site: "https://example.com", Group: "SlowBot", Client: [16]byte{192, 0, 2, 1}}
 	now := time.Now().UnixNano()
-	if ok, _ := a.Allow(k, now, 2*time.Second); !ok {
+	if ok, _ := a.Allow(bg, k, now, 2*time.Second); !ok {
 		t.Fatal("first request refused")
 	}
-	ok, wait := b.Allow(k, now, 2*time.Second)
+	ok, wait := b.Allow(bg, k, now, 2*time.Second)
 	if ok || wait < time.Second || wait > 2*time.Second {
 		t.Fatalf("second instance: %v %v, want a refusal of about 1.5s", ok, wait)
 	}
-	if ok, _ := c.Allow(k, now, 2*time.Second); !ok {
+	if ok, _ := c.Allow(bg, k, now, 2*time.Second); !ok {
 		t.Fatal("another prefix must be another budget")
 	}
 	cl := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -101,7 +101,7 @@ func TestRedisShared(t *testing.T) {
 	obs := &storeCounts{}
 	b.cfg.Observer = obs
 	for range 10 {
-		if ok, _ := b.Allow(k, now+int64(100*time.Millisecond), 2*time.Second); ok {
+		if ok, _ := b.Allow(bg, k, now+int64(100*time.Millisecond), 2*time.Second); ok {
 			t.Fatal("admitted")
 		}
 	}
@@ -111,8 +111,8 @@ func TestRedisShared(t *testing.T) {
 	// A delay under a microsecond (the script's unit) is no error.
 	obs2 := &storeCounts{}
 	a.cfg.Observer = obs2
-	a.Allow(Key{Site: "tiny"}, now, 500*time.Nanosecond)
-	a.Allow(Key{Site: "tiny"}, now, 500*time.Nanosecond)
+	a.Allow(bg, Key{Site: "tiny"}, now, 500*time.Nanosecond)
+	a.Allow(bg, Key{Site: "tiny"}, now, 500*time.Nanosecond)
 	if obs2.get(StoreOK) != 2 {
 		t.Fatalf("a 500 ns delay: %v", obs2.m)
 	}
@@ -120,10 +120,10 @@ func TestRedisShared(t *testing.T) {
 	// The script is reloaded when the server forgot it.
 	cl.ScriptFlush(context.Background())
 	k2 := Key{Site: "https://example.com", Group: "Other"}
-	if ok, _ := a.Allow(k2, now, time.Second); !ok {
+	if ok, _ := a.Allow(bg, k2, now, time.Second); !ok {
 		t.Fatal("after SCRIPT FLUSH")
 	}
-	if ok, _ := b.Allow(k2, now, time.Second); ok {
+	if ok, _ := b.Allow(bg, k2, now, time.Second); ok {
 		t.Fatal("after SCRIPT FLUSH, shared")
 	}
 }
@@ -166,7 +166,7 @@ func TestRedisDown(t *testing.T) {
 			r := newRedis(t, RedisConfig{URL: srv.URL, OnError: mode, Timeout: timeout, Logger: zap.New(core), Observer: obs})
 			other := newRedis(t, RedisConfig{URL: srv.URL})
 			k := func(i int) Key { return Key{Site: "s", Group: "g", Client: [16]byte{byte(i), byte(i >> 8)}} }
-			if ok, _ := r.Allow(k(0), time.Now().UnixNano(), time.Second); !ok {
+			if ok, _ := r.Allow(bg, k(0), time.Now().UnixNano(), time.Second); !ok {
 				t.Fatal("up: refused")
 			}
 			srv.Stop()
@@ -176,7 +176,7 @@ func TestRedisDown(t *testing.T) {
 			allowed, refused, n := 0, 0, 0
 			for start := time.Now(); time.Since(start) < 2200*time.Millisecond; n++ {
 				t0 := time.Now()
-				ok, _ := r.Allow(k(n+1), time.Now().UnixNano(), time.Second)
+				ok, _ := r.Allow(bg, k(n+1), time.Now().UnixNano(), time.Second)
 				slowest = max(slowest, time.Since(t0))
 				if ok {
 					allowed++
@@ -200,8 +200,8 @@ func TestRedisDown(t *testing.T) {
 			}
 			// The local limiter still enforces the delay per instance.
 			now := time.Now().UnixNano()
-			r.Allow(k(500), now, time.Second)
-			if ok, _ := r.Allow(k(500), now, time.Second); ok {
+			r.Allow(bg, k(500), now, time.Second)
+			if ok, _ := r.Allow(bg, k(500), now, time.Second); ok {
 				t.Fatal("paused: the local limiter must refuse a second request at once")
 			}
 			if logs.FilterMessageSnippet("store unreachable").Len() == 0 {
@@ -217,8 +217,8 @@ func TestRedisDown(t *testing.T) {
 				okBefore, otherBefore := obs.get(StoreOK), otherObs.get(StoreOK)
 				now := time.Now().UnixNano()
 				key := k(1000 + i)
-				a, _ := r.Allow(key, now, 10*time.Second)
-				b, _ := other.Allow(key, now, 10*time.Second)
+				a, _ := r.Allow(bg, key, now, 10*time.Second)
+				b, _ := other.Allow(bg, key, now, 10*time.Second)
 				if a && !b && obs.get(StoreOK) > okBefore && otherObs.get(StoreOK) > otherBefore {
 					break
 				}
@@ -247,7 +247,7 @@ func TestRedisPasswordRedacted(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	r := newRedis(t, RedisConfig{URL: "redis://:hunter2@" + srv.Addr, Logger: zap.New(core)})
 	for range 5 {
-		r.Allow(Key{Site: "s"}, time.Now().UnixNano(), time.Second)
+		r.Allow(bg, Key{Site: "s"}, time.Now().UnixNano(), time.Second)
 	}
 	if logs.Len() == 0 {
 		t.Fatal("a wrong password must be logged")
@@ -263,7 +263,7 @@ func TestRedisPasswordRedacted(t *testing.T) {
 		t.Fatal(s)
 	}
 	ok := newRedis(t, RedisConfig{URL: "redis://:right-password@" + srv.Addr})
-	if a, _ := ok.Allow(Key{Site: "s"}, time.Now().UnixNano(), time.Second); !a {
+	if a, _ := ok.Allow(bg, Key{Site: "s"}, time.Now().UnixNano(), time.Second); !a {
 		t.Fatal("with the right password")
 	}
 }
@@ -282,15 +282,15 @@ func TestRedisTLS(t *testing.T) {
 	b := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS})
 	k := Key{Site: "tls"}
 	now := time.Now().UnixNano()
-	if ok, _ := a.Allow(k, now, time.Second); !ok {
+	if ok, _ := a.Allow(bg, k, now, time.Second); !ok {
 		t.Fatal("refused")
 	}
-	if ok, _ := b.Allow(k, now, time.Second); ok {
+	if ok, _ := b.Allow(bg, k, now, time.Second); ok {
 		t.Fatal("not shared over TLS")
 	}
 	obs := &storeCounts{}
 	a.cfg.Observer = obs
-	a.Allow(Key{Site: "tls2"}, now, time.Second)
+	a.Allow(bg, Key{Site: "tls2"}, now, time.Second)
 	if obs.get(StoreOK) != 1 {
 		t.Fatalf("calls %v", obs.m)
 	}
@@ -322,7 +322,7 @@ func BenchmarkRedisAllow(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		r.Allow(Key{Site: "bench", Group: "g", Client: [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}}, now, time.Second)
+		r.Allow(bg, Key{Site: "bench", Group: "g", Client: [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}}, now, time.Second)
 	}
 	sort.Slice(obs.d, func(i, j int) bool { return obs.d[i] < obs.d[j] })
 	if n := len(obs.d); n > 0 {
@@ -352,12 +352,38 @@ func TestRedisKeyBytes(t *testing.T) {
 	const n = 20000
 	now := time.Now().UnixNano()
 	for i := range n {
-		r.Allow(Key{Site: "https://www.example.com", Group: "SlowBot", Client: [16]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, byte(i >> 16), byte(i >> 8), byte(i)}}, now, time.Minute)
+		r.Allow(bg, Key{Site: "https://www.example.com", Group: "SlowBot", Client: [16]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, byte(i >> 16), byte(i >> 8), byte(i)}}, now, time.Minute)
 	}
 	keys, _ := cl.DBSize(context.Background()).Result()
 	per := float64(used()-before) / float64(keys)
 	t.Logf("%d keys, %.0f bytes each in Redis (key %d bytes)", keys, per, len(r.key(Key{Site: "https://www.example.com", Group: "SlowBot"})))
 	if keys != n || per < 50 || per > 400 {
 		t.Fatalf("%d keys, %.0f bytes per key", keys, per)
+	}
+}
+
+// A call whose request ended (its context canceled) is decided by the
+// local clocks, and neither counts as a store failure nor pauses calls:
+// clients that hang up cannot switch sharing off for everyone.
+func TestRedisCanceledCallIsNoFailure(t *testing.T) {
+	srv := testredis.Start(t)
+	r := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "gone:", OnError: OnErrorDeny})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	now := time.Now().UnixNano()
+	for i := range 3 * failuresToBackoff {
+		if ok, _ := r.Allow(ctx, Key{Site: "s", Client: Client{15: byte(i)}}, now, time.Second); !ok {
+			t.Fatalf("call %d of a canceled request: refused (on_store_error deny applied to a request that went away)", i)
+		}
+	}
+	if f, p := r.failures.Load(), r.pausedUntil.Load(); f != 0 || p != 0 {
+		t.Fatalf("canceled calls counted as failures: %d failures, paused until %d", f, p)
+	}
+	k := Key{Site: "s", Group: "shared"}
+	if ok, _ := r.Allow(bg, k, now, time.Hour); !ok {
+		t.Fatal("first live call refused")
+	}
+	if ok, _ := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "gone:"}).Allow(bg, k, now, time.Hour); ok {
+		t.Fatal("the live call was not shared through the store")
 	}
 }

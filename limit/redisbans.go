@@ -101,14 +101,14 @@ func (b *RedisBans) Close() error {
 }
 
 // Ban implements Bans.
-func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, reason string) BanInfo {
+func (b *RedisBans) Ban(ctx context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	hexc := hex.EncodeToString(client[:])
 	reason = strings.ReplaceAll(reason, "\n", " ")
 	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max}
 	if b.r.cfg.clientClock {
 		args = append(args, now/int64(time.Millisecond))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.r.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, b.r.cfg.Timeout)
 	res, err := banScript.Run(ctx, b.r.client, []string{b.banKey(hexc), b.strikesKey(hexc), b.setKey()}, args...).Int64Slice()
 	cancel()
 	if err == nil && len(res) != 3 {
@@ -126,15 +126,15 @@ func (b *RedisBans) Ban(client [16]byte, now int64, base, max time.Duration, rea
 }
 
 // Until implements Bans, from the local mirror.
-func (b *RedisBans) Until(client [16]byte, now int64) int64 { return b.mirror.Until(client, now) }
+func (b *RedisBans) Until(client Client, now int64) int64 { return b.mirror.Until(client, now) }
 
 // Active reports whether the mirror holds any entry (see MemoryBans.Active).
 func (b *RedisBans) Active() bool { return b.mirror.Active() }
 
 // Unban implements Bans, on every instance.
-func (b *RedisBans) Unban(client [16]byte) bool {
+func (b *RedisBans) Unban(ctx context.Context, client Client) bool {
 	hexc := hex.EncodeToString(client[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	n, err := b.r.client.Del(ctx, b.banKey(hexc), b.strikesKey(hexc)).Result()
 	if err == nil {
@@ -144,18 +144,18 @@ func (b *RedisBans) Unban(client [16]byte) bool {
 		b.r.log.Warn("robots_guard: store: unban not shared (lifted on this instance only)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
 	}
-	local := b.mirror.Unban(client)
+	local := b.mirror.Unban(ctx, client)
 	return n > 0 || local
 }
 
 // List implements Bans: the bans in the store, with their strikes and
 // reasons (the local mirror when the store cannot be reached).
-func (b *RedisBans) List(now int64) []BanInfo {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (b *RedisBans) List(ctx context.Context, now int64) []BanInfo {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	list, err := b.load(ctx, now)
 	if err != nil {
-		return b.mirror.List(now)
+		return b.mirror.List(ctx, now)
 	}
 	return list
 }
@@ -253,7 +253,7 @@ func (b *RedisBans) follow(ctx context.Context) {
 				}
 			case len(f) == 2 && f[0] == "unban":
 				if c, err := hex.DecodeString(f[1]); err == nil && len(c) == 16 {
-					b.mirror.Unban([16]byte(c))
+					b.mirror.Unban(ctx, Client(c))
 				}
 			}
 		}

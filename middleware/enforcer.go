@@ -139,7 +139,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	}
 	e.traps = newTrapSet(cfg.Traps)
 	if cfg.BanAfter != nil {
-		e.banAfter = &denialCounter{m: make(map[[16]byte]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
+		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
 	}
 	e.bansActive = func() bool { return true }
 	if e.traps != nil || e.banAfter != nil {
@@ -413,7 +413,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	if e.bans != nil && !vouched(ver) {
 		if e.bansActive() {
 			client := e.clientKey(req)
-			if until := e.bans.Until(client, e.clock(req)); until != 0 && client != ([16]byte{}) {
+			if until := e.bans.Until(client, e.clock(req)); until != 0 && !client.IsZero() {
 				v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 				v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
 				return v
@@ -424,7 +424,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 				if armed, _ := trapArmed(st.Robots, target); armed {
 					v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 					v.Action, v.Reason = Deny, ReasonTrap
-					v.BanUntil = e.ban(e.clientKey(req), tr, "trap "+e.traps.patterns[i])
+					v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.patterns[i])
 					return v
 				}
 			}
@@ -459,7 +459,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
-		e.countDenial(req, ver, tr)
+		e.countDenial(ctx, req, ver, tr)
 		return v
 	}
 	if policy.NeedsDecodedView(path) {
@@ -477,9 +477,9 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		var ok bool
 		var wait time.Duration
 		if tr == nil {
-			ok, wait = e.limits.Allow(k, now, d.CrawlDelay)
+			ok, wait = e.limits.Allow(ctx, k, now, d.CrawlDelay)
 		} else {
-			ok, wait = e.limits.Peek(k, now, d.CrawlDelay)
+			ok, wait = e.limits.Peek(ctx, k, now, d.CrawlDelay)
 		}
 		if !ok {
 			v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
@@ -490,18 +490,18 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 
 // ban bans client for reason (unless in dry run, or tr: Explain) and
 // returns when the ban ends; in dry run, when it would end.
-func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
+func (e *Enforcer) ban(ctx context.Context, client limit.Client, tr *trace, reason string) int64 {
 	now := e.now().UnixNano()
 	if tr != nil {
 		return now + int64(e.cfg.BanFor)
 	}
-	if client == ([16]byte{}) {
+	if client.IsZero() {
 		return 0 // no address to ban: the trap request is refused, no more
 	}
 	b := limit.BanInfo{Until: now + int64(e.cfg.BanFor), Strikes: 1}
 	msg := "robots_guard: dry run: would ban for ignoring robots.txt"
 	if !e.cfg.DryRun {
-		b = e.bans.Ban(client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
+		b = e.bans.Ban(ctx, client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
 		msg = "robots_guard: banned for ignoring robots.txt"
 	}
 	e.log.Warn(msg, zap.String("client", limit.Client(client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
@@ -515,16 +515,16 @@ func (e *Enforcer) ban(client [16]byte, tr *trace, reason string) int64 {
 // countDenial counts a robots.txt denial (in the RFC 9309 view only: the
 // decoded view can refuse what an RFC crawler may fetch) for ban_after, and
 // bans the client when it reaches the count (a verified crawler never).
-func (e *Enforcer) countDenial(req *Request, ver identity.Result, tr *trace) {
+func (e *Enforcer) countDenial(ctx context.Context, req *Request, ver identity.Result, tr *trace) {
 	if e.banAfter == nil || tr != nil || vouched(ver) {
 		return
 	}
 	client := e.clientKey(req)
-	if client == ([16]byte{}) {
+	if client.IsZero() {
 		return
 	}
 	if e.banAfter.add(client, e.clock(req)) {
-		e.ban(client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
+		e.ban(ctx, client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
 	}
 }
 
@@ -563,7 +563,7 @@ func (e *Enforcer) clock(req *Request) int64 {
 	return req.at
 }
 
-func (e *Enforcer) clientKey(req *Request) [16]byte {
+func (e *Enforcer) clientKey(req *Request) limit.Client {
 	if !req.keyDone {
 		req.key, req.keyDone = limit.ClientOf(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
 	}

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -203,7 +204,7 @@ func navigation(req *Request) bool {
 // over go first, then arbitrary ones.
 type denialCounter struct {
 	mu     sync.Mutex
-	m      map[[16]byte]denials
+	m      map[limit.Client]denials
 	max    int
 	window int64
 	n      int
@@ -216,7 +217,7 @@ type denials struct {
 
 // add counts a denial of client at now and reports whether it makes n
 // within the window.
-func (c *denialCounter) add(client [16]byte, now int64) bool {
+func (c *denialCounter) add(client limit.Client, now int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.m[client]
@@ -258,12 +259,12 @@ type BanStatus struct {
 
 // Bans returns the bans in force, the longest first; nil when neither
 // traps nor ban_after is configured.
-func (e *Enforcer) Bans() []BanStatus {
+func (e *Enforcer) Bans(ctx context.Context) []BanStatus {
 	if e.bans == nil {
 		return nil
 	}
 	out := []BanStatus{}
-	for _, b := range e.bans.List(e.now().UnixNano()) {
+	for _, b := range e.bans.List(ctx, e.now().UnixNano()) {
 		out = append(out, BanStatus{Client: limit.Client(b.Client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
 			Until: time.Unix(0, b.Until).UTC(), Strikes: b.Strikes, Reason: b.Reason})
 	}
@@ -273,7 +274,7 @@ func (e *Enforcer) Bans() []BanStatus {
 // Unban lifts the ban of the client whose address (or prefix, as Bans
 // shows it) is given, on every instance that shares the store, and
 // forgets its earlier bans. It reports whether there was one.
-func (e *Enforcer) Unban(client string) (bool, error) {
+func (e *Enforcer) Unban(ctx context.Context, client string) (bool, error) {
 	if e.bans == nil {
 		return false, errors.New("robots_guard: unban: no bans: neither traps nor ban_after is configured")
 	}
@@ -282,7 +283,7 @@ func (e *Enforcer) Unban(client string) (bool, error) {
 		return false, fmt.Errorf("robots_guard: unban: %q is not an address or prefix such as 203.0.113.7 or 2001:db8::/64", client)
 	}
 	k := limit.ClientOf(addr, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
-	ok := e.bans.Unban(k)
+	ok := e.bans.Unban(ctx, k)
 	if ok {
 		e.log.Info("robots_guard: unbanned", zap.String("client", k.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)))
 	}

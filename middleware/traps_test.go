@@ -94,16 +94,16 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
 	// Unban.
-	if bans := e.Bans(); len(bans) != 1 || bans[0].Client != "198.51.100.9/32" || !strings.HasPrefix(bans[0].Reason, "trap /no-robots/") {
+	if bans := e.Bans(context.Background()); len(bans) != 1 || bans[0].Client != "198.51.100.9/32" || !strings.HasPrefix(bans[0].Reason, "trap /no-robots/") {
 		t.Fatalf("bans %+v", bans)
 	}
-	if ok, err := e.Unban("198.51.100.9"); !ok || err != nil {
+	if ok, err := e.Unban(context.Background(), "198.51.100.9"); !ok || err != nil {
 		t.Fatalf("unban: %v %v", ok, err)
 	}
 	if rec := doIP(h, uaChrome, "/page", "198.51.100.9:1"); rec.Code != 200 {
 		t.Fatalf("after unban: %d", rec.Code)
 	}
-	if _, err := e.Unban("not-an-ip"); err == nil {
+	if _, err := e.Unban(context.Background(), "not-an-ip"); err == nil {
 		t.Fatal("a bad address must be an error")
 	}
 }
@@ -303,7 +303,7 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 		if got := v.Reason == ReasonTrap; got != tc.ban {
 			t.Errorf("%+v: trap %v, want %v", tc, got, tc.ban)
 		}
-		e.Unban(ip[:strings.IndexByte(ip, ':')])
+		e.Unban(context.Background(), ip[:strings.IndexByte(ip, ':')])
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -47,7 +48,7 @@ type Request struct {
 	// from the site itself, or from no page at all, is.
 	SecFetchSite, SecFetchDest string
 
-	key     [16]byte // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
+	key     limit.Client // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
 	keyDone bool
 	at      int64 // the clock when the decision first read it, Unix ns (Enforcer.clock); 0 before
 	// Signed holds what a Web Bot Auth signature covers when the request
