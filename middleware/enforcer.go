@@ -2,16 +2,9 @@ package middleware
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,9 +62,6 @@ type Enforcer struct {
 	report     *report.Recorder
 
 	bufs sync.Pool // *respBuf for response bodies and decoded views
-
-	// Header values shared by every stopped request; never modified.
-	hdrText, hdrNoStore, hdrNosniff []string
 }
 
 // New validates cfg, applies its defaults and returns an Enforcer. An invalid
@@ -87,27 +77,10 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
-	ver, own := o.verifier, false
-	if cfg.Verify == nil {
-		ver = nil
-	} else if ver == nil {
-		if ver, err = newVerifier(cfg, o); err != nil {
-			return nil, err
-		}
-		own = true
-		defer func() {
-			if err != nil {
-				ver.Close() // New fails after all: stop its feed refresh
-			}
-		}()
-	}
 	e := &Enforcer{
 		cfg:        cfg,
 		now:        o.now,
 		clientIP:   o.clientIP,
-		classes:    newClassifier(cfg, ver),
-		verifier:   ver,
-		ownVerify:  own,
 		denySpoof:  cfg.Verify != nil && cfg.Verify.OnSpoofed == SpoofedDeny,
 		starOnDNS:  cfg.Verify != nil && cfg.Verify.OnDNSError == DNSErrorStar,
 		acceptSig:  cfg.Verify != nil && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
@@ -117,46 +90,27 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		throttle:   o.throttle,
 		byGroup:    cfg.CrawlDelayKey == KeyGroup,
 		allowUnrch: cfg.OnUnreachable == UnreachableAllow,
-		hdrText:    []string{"text/plain; charset=utf-8"},
-		hdrNoStore: []string{"no-store"},
-		hdrNosniff: []string{"nosniff"},
+		traps:      newTrapSet(cfg.Traps),
+		report:     report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, o.now),
 	}
-	if e.limits == nil {
-		if cfg.Store == nil {
-			e.limits = NewLimiter(cfg)
-		} else {
-			var r *limit.Redis
-			if r, err = newStoreLimiter(cfg, o); err != nil {
+	defer func() {
+		if err != nil {
+			e.Close() // New fails after all: stop what it started
+		}
+	}()
+	if cfg.Verify != nil {
+		e.verifier = o.verifier
+		if e.verifier == nil {
+			if e.verifier, err = newVerifier(cfg, o); err != nil {
 				return nil, err
 			}
-			e.limits, e.ownLimits = r, r
-			defer func() {
-				if err != nil {
-					r.Close()
-				}
-			}()
+			e.ownVerify = true
 		}
 	}
-	e.traps = newTrapSet(cfg.Traps)
-	if cfg.BanAfter != nil {
-		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
+	e.classes = newClassifier(cfg, e.verifier)
+	if err = e.buildLimits(o); err != nil {
+		return nil, err
 	}
-	e.bansActive = func() bool { return true }
-	if e.traps != nil || e.banAfter != nil {
-		e.bans = o.bans
-		if e.bans == nil {
-			if r, ok := e.limits.(*limit.Redis); ok {
-				rb := r.NewBans(cfg.MaxBans)
-				e.bans, e.ownBans = rb, rb
-			} else {
-				e.bans = limit.NewMemoryBans(cfg.MaxBans)
-			}
-		}
-	}
-	if a, ok := e.bans.(interface{ Active() bool }); ok {
-		e.bansActive = a.Active // skips the address parse while no ban exists
-	}
-	e.report = report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, e.now)
 	e.bufs.New = func() any { return &respBuf{b: make([]byte, 0, 128)} }
 	if e.deny == nil {
 		e.deny = e.writeVerdict
@@ -164,11 +118,11 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	if e.throttle == nil {
 		e.throttle = e.writeVerdict
 	}
+	// Every line goes through the sampler, the robots.txt state lines too:
+	// a flood of new Host names cannot flood the log.
 	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return logsample.New(c, logSampleTick, logSampleFirst, logSampleThereafter)
 	}))
-	// Every line goes through the sampler, the robots.txt state lines too:
-	// a flood of new Host names cannot flood the log.
 	e.client = sites.NewHTTPClient(o.transport, time.Duration(cfg.FetchTimeout))
 	src := o.source
 	if src == nil {
@@ -195,18 +149,42 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	return e, nil
 }
 
-// Middleware returns the net/http middleware of a new Enforcer: protecting a
-// handler takes three lines.
-//
-//	guard, err := middleware.Middleware(middleware.Config{})
-//	if err != nil { ... }
-//	http.ListenAndServe(":8080", guard(mux))
-func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, error) {
-	e, err := New(cfg, opts...)
-	if err != nil {
-		return nil, err
+// buildLimits sets up the Crawl-delay limiter (WithLimiter's, or one of
+// its own: in memory, or in Config.Store), the ban_after counter and the
+// ban list (WithBans', or one in the limiter's store, or in memory) when
+// traps or ban_after need one.
+func (e *Enforcer) buildLimits(o options) error {
+	cfg := e.cfg
+	if e.limits == nil {
+		if cfg.Store == nil {
+			e.limits = limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
+		} else {
+			r, err := newStoreLimiter(cfg, o)
+			if err != nil {
+				return err
+			}
+			e.limits, e.ownLimits = r, r
+		}
 	}
-	return e.Handler, nil
+	if cfg.BanAfter != nil {
+		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
+	}
+	e.bansActive = func() bool { return true }
+	if e.traps != nil || e.banAfter != nil {
+		e.bans = o.bans
+		if e.bans == nil {
+			if r, ok := e.limits.(*limit.Redis); ok {
+				rb := r.NewBans(cfg.MaxBans)
+				e.bans, e.ownBans = rb, rb
+			} else {
+				e.bans = limit.NewMemoryBans(cfg.MaxBans)
+			}
+		}
+	}
+	if a, ok := e.bans.(interface{ Active() bool }); ok {
+		e.bansActive = a.Active // skips the address parse while no ban exists
+	}
+	return nil
 }
 
 // Config returns the configuration in force, defaults applied.
@@ -218,7 +196,9 @@ func (e *Enforcer) Config() Config { return e.cfg }
 // WithVerifier, WithLimiter or WithBans). Call it when the Enforcer is no
 // longer used: afterwards its store calls fail (and decide locally).
 func (e *Enforcer) Close() error {
-	e.client.CloseIdleConnections()
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
 	if e.ownVerify {
 		e.verifier.Close()
 	}
@@ -231,108 +211,9 @@ func (e *Enforcer) Close() error {
 	return nil
 }
 
-// newSource returns the source that Config.RobotsTxt names: the site
-// itself (empty), a URL fetched with client, or a file.
-func newSource(robotsTxt string, client *http.Client) (sites.Source, error) {
-	switch {
-	case robotsTxt == "":
-		return sites.SelfSource(), nil
-	case uriScheme.MatchString(robotsTxt): // http or https: checked by withDefaults
-		u, err := url.Parse(robotsTxt)
-		if err != nil {
-			return nil, fmt.Errorf("robots_guard: robots_txt: %w", err)
-		}
-		return sites.URLSource(u, client), nil
-	}
-	if err := CheckRobotsTxtFile(robotsTxt); err != nil {
-		return nil, err
-	}
-	return sites.FileSource(robotsTxt), nil
-}
-
 // Verifier returns the crawler verifier in use, nil when Config.Verify is
 // off.
 func (e *Enforcer) Verifier() *identity.Verifier { return e.verifier }
-
-// NewVerifier returns the crawler verifier that New builds for cfg.Verify
-// (nil, nil when it is off), with the logger, observer and feed storage of
-// opts. Front ends that keep the verifier's feeds and DNS cache across
-// configuration changes build one and hand it to each new Enforcer with
-// WithVerifier; they close it themselves.
-func NewVerifier(cfg Config, opts ...Option) (*identity.Verifier, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil || cfg.Verify == nil {
-		return nil, err
-	}
-	return newVerifier(cfg, collect(opts))
-}
-
-// collect applies opts to the defaults.
-func collect(opts []Option) options {
-	o := options{logger: zap.NewNop(), clientIP: remoteAddr}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
-	vc := cfg.Verify
-	ic := identity.Config{
-		Operators:  vc.Registry(),
-		Refresh:    time.Duration(vc.Refresh),
-		DNSTimeout: time.Duration(vc.DNSTimeout),
-		Resolver:   vc.Resolver,
-		CacheSize:  vc.DNSCacheSize,
-		Storage:    o.feedStore,
-		Logger:     o.logger,
-		Now:        o.now,
-	}
-	if w := vc.WebBotAuth; w != nil {
-		wc := &identity.WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: o.storeTLSForAgents}
-		if w.CAFile != "" && wc.TLS == nil {
-			pem, err := os.ReadFile(w.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %s holds no PEM certificate", w.CAFile)
-			}
-			wc.TLS = &tls.Config{RootCAs: pool}
-		}
-		for _, a := range w.Agents {
-			ag := identity.Agent{Origin: a.Origin, Operator: a.Operator}
-			for _, f := range a.Keys {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key: %w", a.Origin, err)
-				}
-				k, err := identity.ParseJWK(b)
-				if err != nil {
-					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key %s: %w", a.Origin, f, err)
-				}
-				ag.Keys = append(ag.Keys, k)
-			}
-			wc.Agents = append(wc.Agents, ag)
-		}
-		ic.WebBotAuth = wc
-	}
-	if ic.Storage == nil && vc.CacheDir != "" {
-		ic.Storage = identity.DirStorage(vc.CacheDir)
-	}
-	if io, ok := o.observer.(identity.Observer); ok {
-		ic.Observer = io
-	}
-	v, err := identity.New(ic)
-	if err != nil {
-		return nil, fmt.Errorf("robots_guard: verify: %w", err)
-	}
-	o.logger.Info("robots_guard: crawler verification on", zap.Stringer("registry", v), zap.String("on_spoofed", vc.OnSpoofed))
-	return v, nil
-}
-
-func remoteAddr(r *http.Request) string { return r.RemoteAddr }
 
 // MaxUserAgent is the length of the longest User-Agent header that is read
 // whole (4 times the longest of the 235 real browser headers and 2,116
@@ -410,25 +291,8 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
 	// Bans, and traps that ban: never for a verified crawler.
-	if e.bans != nil && !vouched(ver) {
-		if e.bansActive() {
-			client := e.clientKey(req)
-			if until := e.bans.Until(client, e.clock(req)); until != 0 && !client.IsZero() {
-				v.Bot, v.Group = bot || agent.Specific(), agent.Group()
-				v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
-				return v
-			}
-		}
-		if e.traps != nil && targetOK && !st.Unreachable {
-			if i, ok := e.traps.hit(target); ok && e.trapReady(ent, i) && navigation(req) {
-				if armed, _ := trapArmed(st.Robots, target); armed {
-					v.Bot, v.Group = bot || agent.Specific(), agent.Group()
-					v.Action, v.Reason = Deny, ReasonTrap
-					v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.patterns[i])
-					return v
-				}
-			}
-		}
+	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, bot) {
+		return v
 	}
 	if !bot && !agent.Specific() {
 		return v
@@ -447,7 +311,41 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		v.Action, v.Reason = Deny, ReasonBadTarget
 		return v
 	}
-	path, query := policy.SplitTarget(target)
+	e.judge(ctx, req, tr, &v, agent, target, ver)
+	return v
+}
+
+// banned stops (in v) a request of a banned client, or one that a trap
+// catches, which it bans; it reports whether it stopped it.
+func (e *Enforcer) banned(ctx context.Context, req *Request, tr *trace, v *Verdict, ent *sites.Site, st *sites.State, agent policy.Agent, target string, targetOK, bot bool) bool {
+	if e.bansActive() {
+		client := e.clientKey(req)
+		if until := e.bans.Until(client, e.clock(req)); until != 0 && !client.IsZero() {
+			v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+			v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
+			return true
+		}
+	}
+	if e.traps == nil || !targetOK || st.Unreachable {
+		return false
+	}
+	i, ok := e.traps.hit(target)
+	if !ok || !e.trapReady(ent, i) || !navigation(req) {
+		return false
+	}
+	if armed, _ := trapArmed(st.Robots, target); !armed {
+		return false
+	}
+	v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+	v.Action, v.Reason = Deny, ReasonTrap
+	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.patterns[i])
+	return true
+}
+
+// judge decides (in v) a bot's request for target by its group's rules: a
+// path disallowed in the RFC 9309 view or in a decoded view is denied, an
+// allowed one is subject to the group's Crawl-delay.
+func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdict, agent policy.Agent, target string, ver identity.Result) {
 	d := agent.Decide(target)
 	if tr != nil {
 		tr.d, tr.decided = d, true
@@ -455,37 +353,37 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	v.CrawlDelay = d.CrawlDelay
 	if d.Exempt {
 		v.Reason = ReasonRobotsTxt
-		return v
+		return
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
 		e.countDenial(ctx, req, ver, tr)
-		return v
+		return
 	}
-	if policy.NeedsDecodedView(path) {
+	if path, query := policy.SplitTarget(target); policy.NeedsDecodedView(path) {
 		if d2, denied := e.decideDecoded(agent, path, query); denied {
 			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
 			if tr != nil {
 				tr.d = d2
 			}
-			return v
+			return
 		}
 	}
 	v.Reason = ReasonAllowed
-	if d.CrawlDelay > 0 {
-		k, now := e.limitKey(ent.Name(), v.Group, req, ver), e.clock(req)
-		var ok bool
-		var wait time.Duration
-		if tr == nil {
-			ok, wait = e.limits.Allow(ctx, k, now, d.CrawlDelay)
-		} else {
-			ok, wait = e.limits.Peek(ctx, k, now, d.CrawlDelay)
-		}
-		if !ok {
-			v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
-		}
+	if d.CrawlDelay <= 0 {
+		return
 	}
-	return v
+	k, now := e.limitKey(v.Site, v.Group, req, ver), e.clock(req)
+	var ok bool
+	var wait time.Duration
+	if tr == nil {
+		ok, wait = e.limits.Allow(ctx, k, now, d.CrawlDelay)
+	} else {
+		ok, wait = e.limits.Peek(ctx, k, now, d.CrawlDelay)
+	}
+	if !ok {
+		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
+	}
 }
 
 // ban bans client for reason (unless in dry run, or tr: Explain) and
@@ -550,9 +448,6 @@ func (e *Enforcer) limitKey(site, group string, req *Request, ver identity.Resul
 	return k
 }
 
-// clientKey is the client's address prefix as a limiter, ban and report
-// key, parsed once per request (all zeros when the address does not
-// parse).
 // clock returns the time of req's decision, read once per request: the
 // ban check, the Crawl-delay limiter, ban_after and the violations report
 // of one request all use it (a clock read costs 30–65 ns on some VMs).
@@ -563,6 +458,9 @@ func (e *Enforcer) clock(req *Request) int64 {
 	return req.at
 }
 
+// clientKey is the client's address prefix as a limiter, ban and report
+// key, parsed once per request (the zero Client when the address does not
+// parse).
 func (e *Enforcer) clientKey(req *Request) limit.Client {
 	if !req.keyDone {
 		req.key, req.keyDone = limit.ClientOf(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
@@ -593,75 +491,8 @@ func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Requ
 	return e.verifier.Verify(ctx, claims, addr)
 }
 
-// signedRequest returns the parts of r a Web Bot Auth signature covers,
-// or nil when r carries no signature or signatures are not checked.
-func (e *Enforcer) signedRequest(r *http.Request, scheme string) *identity.SignedRequest {
-	if e.verifier == nil || !e.verifier.WebBotAuth() || len(r.Header["Signature-Input"]) == 0 {
-		return nil
-	}
-	return SignedRequest(r, scheme)
-}
-
-// SignedRequest returns what a Web Bot Auth signature of r covers (front
-// ends that fill Request themselves put it in Request.Signed).
-func SignedRequest(r *http.Request, scheme string) *identity.SignedRequest {
-	u := r.URL
-	return &identity.SignedRequest{Method: r.Method, Scheme: scheme, Authority: r.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: r.Header}
-}
-
-// NewStoreLimiter returns the limiter that New builds for cfg.Store: a
-// limit.Redis with the logger and observer of opts (an Observer that also
-// implements limit.StoreObserver gets the store's call outcomes). Front
-// ends that keep it across configuration changes hand it to each new
-// Enforcer with WithLimiter and close it themselves. It is an error to
-// call it without cfg.Store.
-func NewStoreLimiter(cfg Config, opts ...Option) (*limit.Redis, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Store == nil {
-		return nil, errors.New("robots_guard: store: not configured")
-	}
-	return newStoreLimiter(cfg, collect(opts))
-}
-
-func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
-	sc := cfg.Store
-	rc := limit.RedisConfig{
-		URL:       sc.Redis,
-		KeyPrefix: sc.KeyPrefix,
-		Timeout:   time.Duration(sc.Timeout),
-		OnError:   sc.OnStoreError,
-		Tolerance: *cfg.CrawlDelayTolerance,
-		LocalKeys: cfg.MaxKeys,
-		Logger:    o.logger,
-		TLS:       o.storeTLS,
-	}
-	if so, ok := o.observer.(limit.StoreObserver); ok {
-		rc.Observer = so
-	}
-	r, err := limit.NewRedis(rc)
-	if err != nil {
-		return nil, fmt.Errorf("robots_guard: store: %w", err)
-	}
-	o.logger.Info("robots_guard: Crawl-delay clocks shared through a store", zap.Stringer("store", r), zap.String("on_store_error", sc.OnStoreError))
-	return r, nil
-}
-
-// NewLimiter returns the in-memory Crawl-delay limiter that New builds for
-// cfg (cfg.MaxKeys keys, cfg.CrawlDelayTolerance). Front ends that keep the
-// limiter's clocks across configuration changes build one and hand it to
-// each new Enforcer with WithLimiter.
-func NewLimiter(cfg Config) *limit.Memory {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		cfg, _ = Config{}.withDefaults()
-	}
-	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
-}
-
-// done reports a verdict to the observer and the log, and returns it.
+// done reports a verdict to the observer and, when it stops the request,
+// to the violations report and the (sampled) log.
 func (e *Enforcer) done(req *Request, v *Verdict) {
 	if e.obs != nil {
 		e.obs.ObserveDecision(*v)
@@ -715,139 +546,6 @@ func (e *Enforcer) logTarget(t string) string {
 		return t[:i] + "?…"
 	}
 	return t
-}
-
-// Handler returns next wrapped by the Enforcer: allowed requests reach next,
-// denied ones get 403 and throttled ones 429 with Retry-After (or what
-// WithDenyHandler and WithThrottleHandler write). next also serves the
-// site's robots.txt to the default source.
-func (e *Enforcer) Handler(next http.Handler) http.Handler {
-	return &handler{e: e, next: next}
-}
-
-type handler struct {
-	e    *Enforcer
-	next http.Handler
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	e := h.e
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	target := r.RequestURI
-	if target == "" {
-		target = r.URL.RequestURI()
-	}
-	req := Request{
-		Scheme:    scheme,
-		Host:      r.Host,
-		Port:      LocalPort(r),
-		Target:    target,
-		UserAgent: userAgent(r.Header),
-		ClientIP:  e.clientIP(r),
-		Origin:    h.next,
-		Method:    r.Method,
-	}
-	req.Signed = e.signedRequest(r, scheme)
-	if e.traps != nil { // only traps read fetch metadata
-		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
-		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
-	}
-	v := e.Decide(r.Context(), req)
-	switch {
-	case !v.Enforced():
-		h.next.ServeHTTP(w, r)
-	default:
-		e.Respond(w, r, v)
-	}
-}
-
-// Respond writes the answer to a request that v stops (v.Enforced()): 403
-// or 429 with Retry-After and a short text body, or what WithDenyHandler and
-// WithThrottleHandler write. Front ends that call Decide themselves use it
-// to answer the way Handler does.
-func (e *Enforcer) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
-	if v.Action == Deny {
-		e.deny(w, r, v)
-		return
-	}
-	e.throttle(w, r, v)
-}
-
-// LocalPort returns the port of the server's side of r's connection (from
-// http.LocalAddrContextKey: TCP, or UDP for HTTP/3), or 0 when there is
-// none (a Unix socket). Front ends put it into Request.Port.
-func LocalPort(r *http.Request) int {
-	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
-	case *net.TCPAddr:
-		return a.Port
-	case *net.UDPAddr: // HTTP/3 (quic-go stores the UDP address)
-		return a.Port
-	}
-	return 0
-}
-
-// userAgent returns the User-Agent header; the key is canonical already, so
-// the map is read directly.
-func userAgent(h http.Header) string {
-	if v := h["User-Agent"]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// retryAfterValues are the Retry-After header values of 1 to 3600 seconds,
-// made once and never modified, so that a 429 does not allocate for them.
-var retryAfterValues = func() [][]string {
-	t := make([][]string, 3601)
-	for i := 1; i < len(t); i++ {
-		t[i] = []string{strconv.Itoa(i)}
-	}
-	return t
-}()
-
-// retryAfterValue returns the header value of secs seconds.
-func retryAfterValue(secs int64) []string {
-	if secs >= 1 && secs < int64(len(retryAfterValues)) {
-		return retryAfterValues[secs]
-	}
-	return []string{strconv.FormatInt(secs, 10)}
-}
-
-// headerValue returns the first value of the canonical header key without
-// allocating.
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// writeVerdict is the default answer to a stopped request: the status,
-// Retry-After for Throttle, and the message as a text/plain body that no
-// cache may keep (the answer depends on the User-Agent).
-func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
-	h := w.Header()
-	h["Content-Type"] = e.hdrText
-	h["Cache-Control"] = e.hdrNoStore
-	h["X-Content-Type-Options"] = e.hdrNosniff
-	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
-		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`}
-	}
-	switch {
-	case v.Action == Throttle:
-		h["Retry-After"] = retryAfterValue(v.RetryAfterSeconds())
-	case v.BanUntil != 0:
-		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
-		h["Retry-After"] = retryAfterValue(max(secs, 1))
-	}
-	w.WriteHeader(v.StatusCode())
-	bp := e.bufs.Get().(*respBuf)
-	bp.b = append(v.AppendMessage(bp.b[:0]), '\n')
-	_, _ = w.Write(bp.b)
-	e.bufs.Put(bp)
 }
 
 // decideDecoded decides the decoded views of a target

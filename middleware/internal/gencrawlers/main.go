@@ -10,7 +10,7 @@
 // lists the dropped ones in the output's header, so that nothing is lost
 // silently. Tokens shorter than three bytes are dropped too.
 //
-// Usage (see the go:generate line in middleware/crawlers.go):
+// Usage (see the go:generate line in middleware/classify.go):
 //
 //	go run ./internal/gencrawlers -in ../testdata/useragents -out crawlers.txt
 package main

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Robots is a parsed and compiled robots.txt file. It is immutable after
+// Parse and safe for concurrent use by many goroutines.
+type Robots struct {
+	text     string      // the parsed part of the body, after the BOM
+	rules    []Rule      // every rule of every group, in file order
+	groups   []fileGroup // groups as written
+	merged   []mergedGroup
+	global   int32 // index into merged of the merged "*" group, or -1
+	tokens   tokenTable
+	sets     []ruleSet
+	sitemaps []string
+	diags    []Diagnostic // found while parsing; Lint adds the rest
+	trunc    bool
+	html     bool // the body looks like an HTML document
+	size     int  // bytes of the original body
+
+	m       matcher
+	scratch sync.Pool                // *scratch
+	agents  atomic.Pointer[[]string] // Agents, made on first use
+}
+
+// fileGroup is a group as written: its agent tokens and a contiguous range
+// of r.rules.
+type fileGroup struct {
+	agents         []string
+	delays         []time.Duration // per agent: the Crawl-delay of its run (SEMANTICS.md §8)
+	line           int
+	ruleLo, ruleHi int32
+	delay          time.Duration // largest Crawl-delay given inside the group
+}
+
+// mergedGroup is every group that names one token (case-insensitively), or
+// every "*" group, merged (RFC 9309 §2.2.1).
+type mergedGroup struct {
+	name  string  // the token as first written
+	lower string  // lower-cased token, "*" for the global group
+	fgs   []int32 // file groups, in file order
+	set   int32   // index into Robots.sets
+	delay time.Duration
+}
+
+// ruleSet is the compiled union of the rules of some file groups. Merged
+// groups made of the same file groups share one (a group of 166 agents with
+// one rule compiles once).
+type ruleSet struct {
+	root int32
+}
+
+// Groups returns the groups of the file as written, in file order, without
+// merging. The result is a copy.
+func (r *Robots) Groups() []Group {
+	out := make([]Group, len(r.groups))
+	for i, g := range r.groups {
+		out[i] = Group{
+			Agents:     append([]string(nil), g.agents...),
+			Delays:     append([]time.Duration(nil), g.delays...),
+			Line:       g.line,
+			Rules:      append([]Rule(nil), r.rules[g.ruleLo:g.ruleHi]...),
+			CrawlDelay: g.delay,
+		}
+	}
+	return out
+}
+
+// Agents returns the distinct User-agent tokens of the file's groups in
+// file order (the first spelling of each, compared case-insensitively),
+// "*" included when there is a global group. It is computed on first use
+// and shared by every caller, who must not modify it.
+func (r *Robots) Agents() []string {
+	if p := r.agents.Load(); p != nil {
+		return *p
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, g := range r.groups {
+		for _, a := range g.agents {
+			if k := strings.ToLower(a); a != "" && !seen[k] {
+				seen[k] = true
+				out = append(out, a)
+			}
+		}
+	}
+	r.agents.CompareAndSwap(nil, &out)
+	return *r.agents.Load()
+}
+
+// Sitemaps returns the values of the Sitemap lines, in file order.
+func (r *Robots) Sitemaps() []string {
+	return append([]string(nil), r.sitemaps...)
+}
+
+// Truncated reports whether the body was longer than MaxBodySize, so that
+// its tail was ignored.
+func (r *Robots) Truncated() bool { return r.trunc }
+
+// HTML reports whether the body looks like an HTML document (see
+// LooksLikeHTML). Such a body is still parsed as RFC 9309 says, and usually
+// yields no rule; Lint reports it as "html-page".
+func (r *Robots) HTML() bool { return r.html }
+
+// Restricts reports whether the file can stop or slow some bot: some group
+// has a Disallow with a non-empty pattern or a Crawl-delay. A file for which
+// it is false (empty, comments only, only "Disallow:" or Allow lines, an
+// HTML page) allows every bot everything.
+func (r *Robots) Restricts() bool {
+	for _, g := range r.groups {
+		if g.delay > 0 {
+			return true
+		}
+	}
+	for _, rule := range r.rules {
+		if rule.Kind == Disallow && rule.Pattern != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// LooksLikeHTML reports whether body starts like an HTML document: after an
+// optional byte order mark and white space, "<!doctype html", "<html",
+// "<head", "<body" or "<!--" (ASCII case ignored). A robots.txt never starts
+// with '<', so a server that answers /robots.txt with a web page is told
+// apart from a real file whatever its Content-Type says.
+func LooksLikeHTML(body []byte) bool {
+	body = body[:min(len(body), 1024)]
+	for len(body) >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF {
+		body = body[3:]
+	}
+	i := 0
+	for i < len(body) && isSpace(body[i]) {
+		i++
+	}
+	body = body[i:]
+	for _, p := range [...]string{"<!doctype html", "<html", "<head", "<body", "<!--"} {
+		if len(body) >= len(p) && strings.EqualFold(string(body[:len(p)]), p) {
+			return true
+		}
+	}
+	return false
+}
