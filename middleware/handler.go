@@ -40,11 +40,37 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := h.e
+	v := e.Decide(r.Context(), e.RequestOf(r, nil, e.clientIP(r), h.next))
+	switch {
+	case !v.Enforced():
+		h.next.ServeHTTP(w, r)
+	default:
+		e.Respond(w, r, v)
+	}
+}
+
+// RequestOf maps r to the Request that Decide takes: the one mapping of the
+// net/http front (Handler) and the Caddy module. orig is the request as
+// the client sent it, when the front end rewrote r before the guard
+// (Caddy's original request): its RequestURI and URL are the target judged
+// and the path and query a Web Bot Auth signature covers; nil means r. The
+// rest comes from r. clientIP is the client's address as the front end
+// resolved it (behind trusted proxies, the forwarded one); origin is the
+// handler that serves the site, which the default robots.txt source asks.
+// Fetch metadata is read only when traps are set, and the signature parts
+// only when Web Bot Auth is on and r carries a signature.
+func (e *Enforcer) RequestOf(r, orig *http.Request, clientIP string, origin http.Handler) Request {
+	if orig == nil {
+		orig = r
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	target := r.RequestURI
+	target := orig.RequestURI
+	if target == "" && orig.URL != nil {
+		target = orig.URL.RequestURI()
+	}
 	if target == "" {
 		target = r.URL.RequestURI()
 	}
@@ -54,22 +80,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Port:      LocalPort(r),
 		Target:    target,
 		UserAgent: userAgent(r.Header),
-		ClientIP:  e.clientIP(r),
-		Origin:    h.next,
+		ClientIP:  clientIP,
+		Origin:    origin,
 		Method:    r.Method,
 	}
-	req.Signed = e.signedRequest(r, scheme)
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
 	}
-	v := e.Decide(r.Context(), req)
-	switch {
-	case !v.Enforced():
-		h.next.ServeHTTP(w, r)
-	default:
-		e.Respond(w, r, v)
+	if req.Signed = e.signedRequest(r, scheme); req.Signed != nil && orig.URL != nil {
+		// The signature covers the request as the client sent it: the
+		// path before any rewrite.
+		req.Signed.Path, req.Signed.Query = orig.URL.EscapedPath(), orig.URL.RawQuery
 	}
+	return req
 }
 
 // Respond writes the answer to a request that v stops (v.Enforced()): 403
