@@ -1,5 +1,119 @@
 package middleware
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/sites"
+)
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// clock is an injected clock for tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// site returns a handler serving robots and "ok" elsewhere.
+func site(robots string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, robots) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func mustNew(t testing.TB, cfg Config, opts ...Option) *Enforcer {
+	t.Helper()
+	e, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func do(h http.Handler, ua, target string) *httptest.ResponseRecorder {
+	return doIP(h, ua, target, "192.0.2.1:1234")
+}
+
+func doIP(h http.Handler, ua, target, remote string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", "http://example.com"+target, nil)
+	req.RequestURI = target
+	req.RemoteAddr = remote
+	if ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+type countObserver struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (o *countObserver) inc(k string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]int{}
+	}
+	o.m[k]++
+}
+
+func (o *countObserver) get(k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m[k]
+}
+
+func (o *countObserver) ObserveDecision(v Verdict) {
+	o.inc(v.ActionName() + "/" + v.Reason.String())
+	if v.Verification != identity.None {
+		o.inc("verification/" + v.Verification.String())
+	}
+}
+
+func (o *countObserver) ObserveFetch(site string, out sites.Outcome) { o.inc("fetch/" + out.String()) }
+
+// statusSite serves robots.txt with the given handler.
+func statusSite(f http.HandlerFunc) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", f)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func redirectChain(n int, final string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var hop int
+		fmt.Sscanf(r.URL.Query().Get("hop"), "%d", &hop)
+		if hop < n {
+			http.Redirect(w, r, fmt.Sprintf("/robots.txt?hop=%d", hop+1), http.StatusMovedPermanently)
+			return
+		}
+		io.WriteString(w, final)
+	}
+}
