@@ -48,16 +48,19 @@ const (
 )
 
 // Config is the serialisable configuration of an Enforcer. Its JSON form is
-// what the Caddy module reads, so every field has a snake_case tag and every
-// zero value means "use the default".
+// what the Caddy module reads (the module embeds it), so every field has a
+// snake_case tag and every zero value means "use the default". Every
+// duration, nested ones included, is a Duration: "90s", "1h30m", "1d" or
+// integer nanoseconds.
 type Config struct {
 	// RobotsTxt says where each site's robots.txt comes from. Empty (the
 	// default) means the protected site itself: a virtual GET /robots.txt
-	// sent to the handler that serves the site (Request.Origin), so whatever
-	// serves the site is what gets enforced. A value starting with http://
-	// or https:// is a URL fetched with the Enforcer's own HTTP client; any
-	// other value is a file path, read again at every refresh. WithSource
-	// overrides this field.
+	// sent to the handler that serves the site (Request.Origin; in Caddy,
+	// through the server, past the guard), so whatever serves the site —
+	// reverse_proxy, file_server, respond, a Go handler — is what gets
+	// enforced. A value starting with http:// or https:// is a URL fetched
+	// with the Enforcer's own HTTP client; any other value is a file path,
+	// read again at every refresh. WithSource overrides this field.
 	RobotsTxt string `json:"robots_txt,omitempty"`
 
 	// Refresh is how long a fetched robots.txt is used before it is
@@ -65,7 +68,9 @@ type Config struct {
 	// (a file source compares size and modification time), so an
 	// unchanged file costs a 304 and no parse. Default 1m; at most 24h
 	// (RFC 9309 §2.4). While a refresh runs, requests are decided with the
-	// previous copy.
+	// previous copy. A Caddy config reload (and Enforcer.Invalidate)
+	// revalidates every cached robots.txt before the next bot request of
+	// its site.
 	Refresh Duration `json:"refresh,omitempty"`
 
 	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
@@ -105,8 +110,9 @@ type Config struct {
 	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
 	// When full, expired keys are evicted first, then arbitrary ones (about
 	// 1% of a full shard). One key costs about 85 bytes (see the package
-	// documentation). Enforcers that share a limiter (WithLimiter) share
-	// this bound.
+	// documentation). Enforcers that share a limiter (WithLimiter; in
+	// Caddy, handlers with the same max_keys, crawl_delay_tolerance and
+	// store) share this bound.
 	MaxKeys int `json:"max_keys,omitempty"`
 
 	// MaxSites caps the number of sites whose robots.txt is cached; the
@@ -162,7 +168,7 @@ type Config struct {
 	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
 	// "/*/print-all$") that no human is led to and that robots.txt must
 	// disallow for every group: a client that fetches one ignores
-	// robots.txt, whatever its User-Agent says, and is banned (BanFor). A
+	// robots.txt, whatever its User-Agent says, and is banned (ban_for). A
 	// trap is armed for a request only when the site's current robots.txt
 	// disallows that path for every group, the "*" group included (so a
 	// compliant crawler can never be caught); a trap that is not is
@@ -175,22 +181,23 @@ type Config struct {
 	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
 	// the file before the Disallow was added may follow the new link in
 	// good faith. The clock starts at the first copy the guard sees that
-	// arms the trap, so after a restart traps arm again after TrapGrace.
+	// arms the trap, so after a restart traps arm again after trap_grace.
 	// Default 24h (nil); 0 arms at once (for a Disallow added long ago).
 	TrapGrace *Duration `json:"trap_grace,omitempty"`
 
 	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
 	// key) is refused everything but /robots.txt after a trap hit or
-	// BanAfter: 403 with a body that says why and until when. It doubles
-	// for each earlier ban of the client within 7 days, up to BanMax.
+	// ban_after: 403 with a body that says why and until when. It doubles
+	// for each earlier ban of the client within 7 days, up to ban_max.
 	// Default 1h.
 	BanFor Duration `json:"ban_for,omitempty"`
 
 	// BanMax caps a repeat offender's ban. Default 24h; at most 30 days.
 	BanMax Duration `json:"ban_max,omitempty"`
 
-	// BanAfter also bans a client after Denials robots.txt denials within
-	// Window (counted per instance). nil (the default): off.
+	// BanAfter also bans a client after a number of robots.txt denials
+	// (denials) within a time (window), counted per instance. nil (the
+	// default): off.
 	BanAfter *BanAfter `json:"ban_after,omitempty"`
 
 	// MaxBans caps the bans held (and remembered strikes). Default
@@ -201,7 +208,8 @@ type Config struct {
 	// Store keeps the Crawl-delay clocks in a shared store, so that a bot
 	// spreading its requests over several instances gets one budget, not
 	// one per instance. nil (the default) keeps them in memory, per
-	// instance.
+	// instance. In Caddy, the connections survive reloads that keep this
+	// block.
 	Store *StoreConfig `json:"store,omitempty"`
 
 	// LogQuery writes the query string of a denied or throttled request's
