@@ -44,9 +44,11 @@ func init() {
 // before any rewrite, and the client address is Caddy's client_ip, which
 // honours the server's trusted_proxies.
 //
-// Stopped requests become HTTP errors (caddyhttp.Error) when the server has
-// handle_errors routes, so they can be restyled there; otherwise the module
-// answers itself with the status, Retry-After and a one-line text body.
+// Stopped requests become HTTP errors (caddyhttp.Error) when a
+// handle_errors route of the server takes them, so they can be restyled
+// there; otherwise the module answers itself with the status, Retry-After
+// and a one-line text body (Caddy would answer an error no route takes
+// with the status alone).
 // The placeholders {http.robots_guard.group}, {http.robots_guard.rule} and
 // {http.robots_guard.action} describe the decision for logs and
 // handle_errors; with verify, {http.robots_guard.verification} (none,
@@ -531,10 +533,10 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		// Built only here: caddyhttp.Error records a stack trace.
 		herr = caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
 	}
-	if herr.StatusCode == 0 || !errorRouteFor(srv, r, herr) {
+	if herr.StatusCode == 0 || !errorRouteTakes(srv, r, herr) {
 		// No handle_errors route takes this status: answer with the
 		// body too, which Caddy's default error answer (status only)
-		// would drop.
+		// would drop (see errorRouteTakes).
 		g.state.enforcer.Respond(w, r, v)
 		return nil
 	}
@@ -546,43 +548,6 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr
-}
-
-// errorRouteFor reports whether a handle_errors route of srv would take
-// herr: some route whose matchers match the request with the error set (a
-// bare handle_errors block matches every error; "handle_errors 404" only
-// 404s). When none would, Caddy would answer with the status alone.
-func errorRouteFor(srv *caddyhttp.Server, r *http.Request, herr caddyhttp.HandlerError) bool {
-	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
-		return false
-	}
-	if _, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); !ok {
-		return true // outside a real Caddy request: let Caddy decide
-	}
-	return routesTake(srv.Errors.Routes, srv.Errors.WithError(r, herr), 0)
-}
-
-// routesTake reports whether some route of rl matches r and has a handler
-// that acts on it. A subroute (what a Caddyfile handle_errors block
-// compiles to, nested) acts only when one of its own routes does.
-func routesTake(rl caddyhttp.RouteList, r *http.Request, depth int) bool {
-	if depth > 8 {
-		return true // deeper than Caddyfile output: let Caddy decide
-	}
-	for _, route := range rl {
-		if ok, err := route.MatcherSets.AnyMatchWithError(r); err != nil {
-			return true
-		} else if !ok {
-			continue
-		}
-		for _, h := range route.Handlers {
-			sub, ok := h.(*caddyhttp.Subroute)
-			if !ok || routesTake(sub.Routes, r, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Interface guards.
