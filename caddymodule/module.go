@@ -297,6 +297,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		if err := registerMetrics(reg); err != nil {
 			return fmt.Errorf("robots_guard: metrics: %w", err)
 		}
+		newGeneration(reg)
 	}
 	return nil
 }

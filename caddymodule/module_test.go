@@ -136,6 +136,7 @@ func TestStateSurvivesReprovision(t *testing.T) {
 }
 
 func TestGroupLabelsAreBounded(t *testing.T) {
+	freshGroupLabels(t)
 	for i := 0; i < 3*maxGroupLabels; i++ {
 		groupLabel(fmt.Sprintf("bot%d", i))
 	}
