@@ -168,7 +168,7 @@ type Config struct {
 	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
 	// "/*/print-all$") that no human is led to and that robots.txt must
 	// disallow for every group: a client that fetches one ignores
-	// robots.txt, whatever its User-Agent says, and is banned (ban_for). A
+	// robots.txt, whatever its User-Agent says, and is banned for ban_for. A
 	// trap is armed for a request only when the site's current robots.txt
 	// disallows that path for every group, the "*" group included (so a
 	// compliant crawler can never be caught); a trap that is not is
