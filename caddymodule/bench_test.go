@@ -14,6 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/robotsguard/robotsguard/middleware"
 )
 
 // BenchmarkServeHTTP measures what the module adds to a request inside
@@ -121,7 +123,7 @@ func benchGuard(b *testing.B) *RobotsGuard {
 	file := writeRobots(b, testRobots)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	b.Cleanup(cancel)
-	g := &RobotsGuard{RobotsTxt: file}
+	g := &RobotsGuard{Config: middleware.Config{RobotsTxt: file}}
 	if err := g.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -86,8 +85,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	}
 //
 // A bare robots_guard line uses every default; a bare verify line turns
-// crawler verification on with the built-in registry. Values are checked here, so
-// "caddy adapt" already names a bad one.
+// crawler verification on with the built-in registry. A <duration> is a Go
+// duration that may count days too (90s, 1h30m, 1d12h), as everywhere in
+// Caddy. Values are checked here, so "caddy adapt" already names a bad one.
 func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -120,16 +120,16 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			*dst = n
 			return nil
 		}
-		dur := func(dst *caddy.Duration) error {
+		dur := func(dst *middleware.Duration) error {
 			v, err := one()
 			if err != nil {
 				return err
 			}
-			t, err := caddy.ParseDuration(v)
+			t, err := middleware.ParseDuration(v)
 			if err != nil {
 				return d.Errf("%s: %q is not a duration: %v", name, v, err)
 			}
-			*dst = caddy.Duration(t)
+			*dst = middleware.Duration(t)
 			return nil
 		}
 		var err error
@@ -201,7 +201,7 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			g.Traps = append(g.Traps, args...)
 		case "trap_grace":
-			var d caddy.Duration
+			var d middleware.Duration
 			if err = dur(&d); err == nil {
 				g.TrapGrace = &d
 			}
@@ -219,7 +219,7 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if perr != nil {
 				return d.Errf("ban_after: %q is not a whole number", args[0])
 			}
-			w, perr := caddy.ParseDuration(args[1])
+			w, perr := middleware.ParseDuration(args[1])
 			if perr != nil {
 				return d.Errf("ban_after: %q is not a duration: %v", args[1], perr)
 			}
@@ -236,7 +236,7 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return err
 		}
 	}
-	if err := g.Config().Validate(); err != nil {
+	if err := g.Config.Validate(); err != nil {
 		return d.Err(err.Error())
 	}
 	return nil
@@ -255,7 +255,7 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 		case "key_prefix":
 			sc.KeyPrefix = args[0]
 		case "timeout":
-			t, err := caddy.ParseDuration(args[0])
+			t, err := middleware.ParseDuration(args[0])
 			if err != nil {
 				return nil, d.Errf("store: timeout: %q is not a duration: %v", args[0], err)
 			}
@@ -321,7 +321,7 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 			if len(args) != 1 {
 				return nil, d.Errf("web_bot_auth: max_window: want one duration")
 			}
-			t, err := caddy.ParseDuration(args[0])
+			t, err := middleware.ParseDuration(args[0])
 			if err != nil {
 				return nil, d.Errf("web_bot_auth: max_window: %q is not a duration: %v", args[0], err)
 			}
@@ -350,7 +350,7 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 			if err != nil {
 				return err
 			}
-			t, err := caddy.ParseDuration(v)
+			t, err := middleware.ParseDuration(v)
 			if err != nil {
 				return d.Errf("verify: %s: %q is not a duration: %v", name, v, err)
 			}

@@ -2,10 +2,13 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/robotsguard/robotsguard/middleware"
 )
 
 func TestUnmarshalCaddyfile(t *testing.T) {
@@ -16,9 +19,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"empty block", "robots_guard {\n}", `{}`},
 		{"robots_txt url", "robots_guard {\n robots_txt https://example.com/robots.txt\n}", `{"robots_txt":"https://example.com/robots.txt"}`},
 		{"robots_txt file", "robots_guard {\n robots_txt /etc/robots.txt\n}", `{"robots_txt":"/etc/robots.txt"}`},
-		{"refresh", "robots_guard {\n refresh 1h\n}", `{"refresh":3600000000000}`},
-		{"refresh in days", "robots_guard {\n refresh 1d\n}", `{"refresh":86400000000000}`},
-		{"fetch_timeout", "robots_guard {\n fetch_timeout 2.5s\n}", `{"fetch_timeout":2500000000}`},
+		{"refresh", "robots_guard {\n refresh 1h\n}", `{"refresh":"1h0m0s"}`},
+		{"refresh in days", "robots_guard {\n refresh 1d\n}", `{"refresh":"24h0m0s"}`},
+		{"fetch_timeout", "robots_guard {\n fetch_timeout 2.5s\n}", `{"fetch_timeout":"2.5s"}`},
 		{"on_unreachable", "robots_guard {\n on_unreachable allow\n}", `{"on_unreachable":"allow"}`},
 		{"crawl_delay_key", "robots_guard {\n crawl_delay_key group\n}", `{"crawl_delay_key":"group"}`},
 		{"crawl_delay_tolerance fraction", "robots_guard {\n crawl_delay_tolerance 0.1\n}", `{"crawl_delay_tolerance":0.1}`},
@@ -34,7 +37,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"web_bot_auth off", "robots_guard {\n verify {\n web_bot_auth {\n discover off\n accept_signature on\n allow_private_directories off\n }\n }\n}", `{"verify":{"web_bot_auth":{"accept_signature":true}}}`},
 		{"web_bot_auth", "robots_guard {\n verify {\n web_bot_auth {\n agent https://bot.acme.example acme {\n key /etc/acme.jwk\n }\n agent https://chatgpt.com openai\n discover\n max_window 1h\n allow_private_directories\n accept_signature\n }\n operator acme {\n tokens AcmeBot\n signature_agents https://bot.acme.example\n }\n }\n}",
 			`{"verify":{"operators":[{"name":"acme","tokens":["AcmeBot"],"signature_agents":["https://bot.acme.example"]}],"web_bot_auth":{"agents":[{"origin":"https://bot.acme.example","operator":"acme","keys":["/etc/acme.jwk"]},{"origin":"https://chatgpt.com","operator":"openai"}],"discover":true,"max_window":"1h0m0s","allow_private_directories":true,"accept_signature":true}}}`},
-		{"traps and bans", "robots_guard {\n trap /no-robots/ /*/print-all$\n trap /honeypot\n ban_for 30m\n ban_max 48h\n ban_after 20 1m\n max_bans 5000\n}", `{"traps":["/no-robots/","/*/print-all$","/honeypot"],"ban_for":1800000000000,"ban_max":172800000000000,"ban_after":{"denials":20,"window":"1m0s"},"max_bans":5000}`},
+		{"traps and bans", "robots_guard {\n trap /no-robots/ /*/print-all$\n trap /honeypot\n ban_for 30m\n ban_max 48h\n ban_after 20 1m\n max_bans 5000\n}", `{"traps":["/no-robots/","/*/print-all$","/honeypot"],"ban_for":"30m0s","ban_max":"48h0m0s","ban_after":{"denials":20,"window":"1m0s"},"max_bans":5000}`},
 		{"store block", "robots_guard {\n store redis rediss://:pw@redis.internal:6380/2 {\n key_prefix site1:\n timeout 100ms\n on_store_error deny\n }\n}", `{"store":{"redis":"rediss://:pw@redis.internal:6380/2","key_prefix":"site1:","timeout":"100ms","on_store_error":"deny"}}`},
 		{"verify block", `robots_guard {
 			verify {
@@ -73,7 +76,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			http_tools_are_bots
 			ua_cache_size 10000
 			dry_run
-		}`, `{"robots_txt":"http://127.0.0.1:9000/robots.txt","refresh":1800000000000,"fetch_timeout":3000000000,"on_unreachable":"disallow","crawl_delay_key":"ip","ipv4_prefix":32,"ipv6_prefix":64,"max_keys":100000,"max_sites":1000,"bots":["AbBot"],"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"ua_cache_size":10000,"dry_run":true}`},
+		}`, `{"robots_txt":"http://127.0.0.1:9000/robots.txt","refresh":"30m0s","fetch_timeout":"3s","on_unreachable":"disallow","crawl_delay_key":"ip","ipv4_prefix":32,"ipv6_prefix":64,"max_keys":100000,"max_sites":1000,"bots":["AbBot"],"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"ua_cache_size":10000,"dry_run":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g RobotsGuard
@@ -162,10 +165,21 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 	}
 }
 
-// TestConfigCoversEveryField makes sure that every field of the module
-// reaches middleware.Config with its JSON name unchanged, so that the two
-// configurations cannot drift apart.
+// TestConfigCoversEveryField: the module's configuration is
+// middleware.Config itself, embedded and flattened, so that no field is
+// declared twice; the Caddyfile sets every one of them, and the module's
+// JSON is the engine's, both ways.
 func TestConfigCoversEveryField(t *testing.T) {
+	rt := reflect.TypeFor[RobotsGuard]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if !f.Anonymous || f.Type != reflect.TypeFor[middleware.Config]() || f.Tag != "" {
+			t.Errorf("RobotsGuard.%s: the module's only exported field must be the embedded middleware.Config, untagged", f.Name)
+		}
+	}
 	var g RobotsGuard
 	in := `robots_guard {
 		robots_txt /r
@@ -198,30 +212,26 @@ func TestConfigCoversEveryField(t *testing.T) {
 	if err := g.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
 	}
-	var mod, cfg map[string]any
-	b, _ := json.Marshal(g)
-	json.Unmarshal(b, &mod)
-	b, _ = json.Marshal(g.Config())
-	json.Unmarshal(b, &cfg)
-	if len(mod) != 26 || len(cfg) != len(mod) {
-		t.Fatalf("module has %d set fields, middleware.Config %d; want 26 each:\n%v\n%v", len(mod), len(cfg), mod, cfg)
+	mod, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range mod {
-		cv, ok := cfg[k]
-		if !ok {
-			t.Errorf("field %q missing from middleware.Config JSON", k)
-			continue
-		}
-		// Durations: caddy.Duration writes nanoseconds, middleware.Duration a string.
-		if s, ok := cv.(string); ok && k != "robots_txt" && k != "on_unreachable" && k != "crawl_delay_key" {
-			if f, ok := v.(float64); !ok || s == "" || f == 0 {
-				t.Errorf("field %q: module %v, config %v", k, v, cv)
-			}
-			continue
-		}
-		if b1, _ := json.Marshal(v); string(b1) != mustJSON(cv) {
-			t.Errorf("field %q: module %s, config %s", k, b1, mustJSON(cv))
-		}
+	if cfg := mustJSON(g.Config); string(mod) != cfg {
+		t.Errorf("module JSON\n%s\ndiffers from middleware.Config's\n%s", mod, cfg)
+	}
+	var set map[string]any
+	json.Unmarshal(mod, &set)
+	if n := reflect.TypeFor[middleware.Config]().NumField(); len(set) != n {
+		t.Errorf("the Caddyfile set %d fields, middleware.Config has %d: %v", len(set), n, set)
+	}
+	// Back: the module reads its JSON into the same configuration (no
+	// promoted UnmarshalJSON or field shadows the flattening).
+	var back RobotsGuard
+	if err := json.Unmarshal(mod, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Config, g.Config) {
+		t.Errorf("JSON round trip:\n got %+v\nwant %+v", back.Config, g.Config)
 	}
 }
 

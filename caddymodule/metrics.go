@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,9 +19,10 @@ import (
 	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
-// maxGroupLabels caps the distinct values of the group label; later groups
-// are counted as "_other", so a site that lists thousands of agents cannot
-// blow up the metrics.
+// maxGroupLabels caps the distinct values of the group label at a time;
+// later groups are counted as "_other", so a site that lists thousands of
+// agents cannot blow up the metrics. A config reload frees the places of
+// the groups that had no request since the previous one (groupLabels).
 const maxGroupLabels = 50
 
 // The collectors are built once and registered on every config's registry
@@ -77,10 +79,17 @@ func registerMetrics(reg prometheus.Registerer) error {
 	return nil
 }
 
-// groupLabels bounds the group label values (see maxGroupLabels).
+// groupLabels bounds the group label values (see maxGroupLabels): seen
+// holds the groups that have counters of their own in requestsTotal; the
+// others are counted as "_other". A new config generation (newGeneration)
+// sets it to the groups that had requests since the previous one, so that
+// a group no longer in any site's robots.txt, or of a site no longer
+// served, gives its place up at the next reload instead of keeping it for
+// the life of the process.
 var groupLabels = struct {
 	sync.RWMutex
 	seen map[string]bool
+	gen  weak.Pointer[prometheus.Registry] // the generation of the last retireGroups
 }{seen: make(map[string]bool)}
 
 func groupLabel(group string) string {
@@ -104,6 +113,26 @@ func groupLabel(group string) string {
 	}
 	groupLabels.seen[group] = true
 	return group
+}
+
+// newGeneration starts a new config generation of the group labels when
+// reg, the metrics registry of the configuration being provisioned (Caddy
+// makes one per config load, shared by all its handlers), is not the one
+// of the last call: requestsTotal retires the groups that had no request
+// since the previous generation began. It reports whether it did.
+func newGeneration(reg *prometheus.Registry) bool {
+	if reg == nil {
+		return false
+	}
+	w := weak.Make(reg)
+	groupLabels.Lock()
+	defer groupLabels.Unlock()
+	if groupLabels.gen == w {
+		return false
+	}
+	groupLabels.gen = w
+	requestsTotal.retireGroups()
+	return true
 }
 
 var (
@@ -185,6 +214,19 @@ type cellCounter struct {
 		n atomic.Uint64
 		_ [56]byte // one cache line each
 	}
+	// Under groupLabels' lock and fastMu: the count at the last
+	// retireGroups, and whether it removed the counter.
+	atRetire uint64
+	retired  bool
+}
+
+// total sums the cells of cc.
+func (cc *cellCounter) total() uint64 {
+	var n uint64
+	for i := range cc.cells {
+		n += cc.cells[i].n.Load()
+	}
+	return n
 }
 
 func (c *decisionCollector) inc(v middleware.Verdict) {
@@ -227,6 +269,9 @@ func (c *decisionCollector) slow(v middleware.Verdict) *cellCounter {
 func (c *decisionCollector) remember(idx int, group string, cc *cellCounter) {
 	c.fastMu.Lock()
 	defer c.fastMu.Unlock()
+	if cc.retired {
+		return // found just before retireGroups removed it
+	}
 	old := c.fast[idx].Load()
 	t := &tupleCounters{}
 	if old != nil {
@@ -263,16 +308,50 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 	sums := map[[4]string]uint64{}
 	c.counters.Range(func(_, v any) bool {
 		cc := v.(*cellCounter)
-		var n uint64
-		for i := range cc.cells {
-			n += cc.cells[i].n.Load()
-		}
-		sums[cc.labels] += n // "_other" tuples of several groups add up
+		sums[cc.labels] += cc.total() // "_other" tuples of several groups add up
 		return true
 	})
 	for l, n := range sums {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), l[0], l[1], l[2], l[3])
 	}
+}
+
+// retireGroups removes the counters of the groups that had no request
+// since the last call (none of their counters moved), with their series,
+// and leaves in groupLabels.seen only the groups that did: the places of
+// the others go to new names. Counters of active groups are kept whole, so
+// their series never restart; "_none" and "_other" are never removed.
+// Requests counted while it runs may be lost to a removed counter (one
+// found just before), but only for a group that had none for a whole
+// generation. The caller holds groupLabels' lock.
+func (c *decisionCollector) retireGroups() {
+	c.fastMu.Lock()
+	defer c.fastMu.Unlock()
+	for i := range c.fast {
+		c.fast[i].Store(nil) // refilled from counters by the slow path
+	}
+	active := map[string]bool{}
+	c.counters.Range(func(k, v any) bool {
+		cc := v.(*cellCounter)
+		if n := cc.total(); n != cc.atRetire {
+			cc.atRetire = n
+			active[k.(counterKey).group] = true
+		}
+		return true
+	})
+	seen := make(map[string]bool, len(active))
+	c.counters.Range(func(k, v any) bool {
+		switch g := k.(counterKey).group; {
+		case g == "" || g == "_other":
+		case active[g]:
+			seen[g] = true
+		default:
+			v.(*cellCounter).retired = true
+			c.counters.Delete(k)
+		}
+		return true
+	})
+	groupLabels.seen = seen
 }
 
 // ObserveFeed counts a feed fetch; the feed label takes the configured

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,9 +14,24 @@ import (
 	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
+// freshGroupLabels starts a test below the group label cap, which is
+// process-wide, whatever ran before (-shuffle), and puts it back as it was.
+func freshGroupLabels(t *testing.T) {
+	groupLabels.Lock()
+	saved := groupLabels.seen
+	groupLabels.seen = map[string]bool{}
+	groupLabels.Unlock()
+	t.Cleanup(func() {
+		groupLabels.Lock()
+		groupLabels.seen = saved
+		groupLabels.Unlock()
+	})
+}
+
 // requests_total counts every decision exactly, under concurrency, with the
 // verification label.
 func TestRequestsTotal(t *testing.T) {
+	freshGroupLabels(t)
 	reg := prometheus.NewRegistry()
 	if err := registerMetrics(reg); err != nil {
 		t.Fatal(err)
@@ -61,17 +77,7 @@ func TestRequestsTotal(t *testing.T) {
 // out of the index's range, all count exactly; a tuple remembers at most
 // maxFastGroups groups and counts the others all the same.
 func TestRequestsTotalFastIndex(t *testing.T) {
-	// The group label cap is process-wide: start this test below it, and
-	// put it back as it was.
-	groupLabels.Lock()
-	saved := groupLabels.seen
-	groupLabels.seen = map[string]bool{}
-	groupLabels.Unlock()
-	t.Cleanup(func() {
-		groupLabels.Lock()
-		groupLabels.seen = saved
-		groupLabels.Unlock()
-	})
+	freshGroupLabels(t)
 	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
 	sum := func() map[[4]string]uint64 {
 		ch := make(chan prometheus.Metric, 1000)
@@ -131,5 +137,141 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 	}
 	if total != maxFastGroups+10 {
 		t.Errorf("%d allowed counted, want %d", total, maxFastGroups+10)
+	}
+}
+
+// A new config generation lets the groups that had no request since the
+// previous one leave, with their series, and gives their places to new
+// names; the groups still in use keep their counts; the same generation
+// (a second handler of the config) changes nothing.
+func TestGroupLabelsRetire(t *testing.T) {
+	freshGroupLabels(t)
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
+	deny := func(group string, n int) {
+		for range n {
+			c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: group})
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	series := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "group" {
+						out[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	retire := func() {
+		groupLabels.Lock()
+		c.retireGroups()
+		groupLabels.Unlock()
+	}
+	deny("", 1)
+	for i := range maxGroupLabels {
+		deny("old"+strconv.Itoa(i), 2)
+	}
+	deny("new", 3)
+	if s := series(); s["new"] != 0 || s["_other"] != 3 || len(s) != maxGroupLabels+2 {
+		t.Fatalf("over the cap: %v", s)
+	}
+	retire() // every group had requests in the first generation: all stay
+	if s := series(); len(s) != maxGroupLabels+2 {
+		t.Fatalf("after the first reload: %d series, want %d: %v", len(s), maxGroupLabels+2, s)
+	}
+	for i := range 10 {
+		deny("old"+strconv.Itoa(i), 1)
+	}
+	retire() // only old0 … old9 had requests in the second
+	deny("new", 4)
+	s := series()
+	for i := range maxGroupLabels {
+		g := "old" + strconv.Itoa(i)
+		switch {
+		case i < 10 && s[g] != 3:
+			t.Errorf("%s = %v, want 3 (kept whole)", g, s[g])
+		case i >= 10 && s[g] != 0:
+			t.Errorf("%s = %v, want no series (retired)", g, s[g])
+		}
+	}
+	if s["new"] != 4 || s["_other"] != 3 || s["_none"] != 1 {
+		t.Errorf("new %v (want 4), _other %v (want 3), _none %v (want 1)", s["new"], s["_other"], s["_none"])
+	}
+	groupLabels.RLock()
+	n := len(groupLabels.seen)
+	groupLabels.RUnlock()
+	if n != 11 || len(s)-2 > maxGroupLabels {
+		t.Errorf("%d group labels in use (want 11), %d group series", n, len(s)-2)
+	}
+
+	// One generation per registry: a second handler of the same config
+	// does not retire anything.
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	if !newGeneration(regA) || newGeneration(regA) || !newGeneration(regB) || newGeneration(nil) {
+		t.Error("newGeneration: want a new generation for each new registry only")
+	}
+}
+
+// Retiring groups while requests are counted: no race (go test -race), and
+// a group that has requests all along keeps one series that never goes
+// back.
+func TestGroupLabelsRetireConcurrently(t *testing.T) {
+	freshGroupLabels(t)
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
+	total := func(group string) uint64 {
+		var n uint64
+		c.counters.Range(func(k, v any) bool {
+			if k.(counterKey).group == group {
+				n += v.(*cellCounter).total()
+			}
+			return true
+		})
+		return n
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "steady"})
+				c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "g" + strconv.Itoa(w*1000+i%100)})
+			}
+		})
+	}
+	for range 200 {
+		// Once "steady" has had a request in this generation, a new
+		// one must keep its counter.
+		for before := total("steady"); total("steady") == before; {
+			runtime.Gosched()
+		}
+		before := total("steady")
+		groupLabels.Lock()
+		c.retireGroups()
+		groupLabels.Unlock()
+		if n := total("steady"); n < before {
+			t.Fatalf("steady went back from %d to %d", before, n)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	groupLabels.RLock()
+	n := len(groupLabels.seen)
+	groupLabels.RUnlock()
+	if n > maxGroupLabels {
+		t.Errorf("%d group labels, cap %d", n, maxGroupLabels)
 	}
 }

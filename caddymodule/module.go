@@ -44,132 +44,34 @@ func init() {
 // before any rewrite, and the client address is Caddy's client_ip, which
 // honours the server's trusted_proxies.
 //
-// Stopped requests become HTTP errors (caddyhttp.Error) when the server has
-// handle_errors routes, so they can be restyled there; otherwise the module
-// answers itself with the status, Retry-After and a one-line text body.
+// Stopped requests become HTTP errors (caddyhttp.Error) when a
+// handle_errors route of the server takes them, so they can be restyled
+// there; otherwise the module answers itself with the status, Retry-After
+// and a one-line text body (Caddy would answer an error no route takes
+// with the status alone).
 // The placeholders {http.robots_guard.group}, {http.robots_guard.rule} and
 // {http.robots_guard.action} describe the decision for logs and
 // handle_errors; with verify, {http.robots_guard.verification} (none,
 // verified, spoofed or unverifiable) and {http.robots_guard.operator} too.
 //
-// The robots.txt cache and the Crawl-delay clocks survive config reloads as
-// long as the module's configuration does not change.
+// Its configuration is middleware.Config's, field for field, with the same
+// JSON names and documentation; every duration in it, nested ones
+// included, reads "90s", "1h30m", "1d" or integer nanoseconds.
+//
+// On a config reload, the robots.txt cache carries over as long as the
+// module's configuration does not change, and every cached robots.txt is
+// revalidated before the next bot request of its site. The Crawl-delay
+// clocks (and a store's connections) carry over as long as max_keys,
+// crawl_delay_tolerance and store do not change: handlers with the same
+// three share one limiter, and its max_keys bound. Crawler verification's
+// feeds and DNS cache carry over as long as the verify block does not
+// change; the last good copy of each feed is kept in Caddy's storage
+// unless verify's cache_dir names a directory.
 type RobotsGuard struct {
-	// Where each site's robots.txt comes from: empty (the default) for the
-	// site itself, an http:// or https:// URL, or a file path.
-	RobotsTxt string `json:"robots_txt,omitempty"`
-
-	// How long a robots.txt is used before it is revalidated (a
-	// conditional request: an unchanged file answers 304 and is not parsed
-	// again). Default 1m, at most 24h. A config reload revalidates every
-	// cached robots.txt before the next bot request of its site.
-	Refresh caddy.Duration `json:"refresh,omitempty"`
-
-	// Bound of one robots.txt fetch, and of a request's wait for its site's
-	// first fetch. Default 5s, at most 1m.
-	FetchTimeout caddy.Duration `json:"fetch_timeout,omitempty"`
-
-	// What bots may do when robots.txt is unreachable (5xx, 429, network
-	// error) and no earlier copy is known: "disallow" (default) or "allow".
-	OnUnreachable string `json:"on_unreachable,omitempty"`
-
-	// Key of the Crawl-delay limiter: "ip" (default: site, group and
-	// client-IP prefix) or "group" (site and group).
-	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
-
-	// Fraction of a Crawl-delay by which a bot may come early and still
-	// pass, so that network jitter never makes a compliant crawler get 429:
-	// f × delay, at least 250ms, at most 5s and never more than half the
-	// delay. Default 0.25; 0 for strict spacing; at most 0.5.
-	CrawlDelayTolerance *float64 `json:"crawl_delay_tolerance,omitempty"`
-
-	// Prefix lengths that group client addresses in the limiter key.
-	// Defaults 32 and 64.
-	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
-	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
-
-	// Cap on Crawl-delay limiter keys (default 100000; about 85 bytes
-	// each). Handlers with the same max_keys and crawl_delay_tolerance
-	// share one limiter, and this bound.
-	MaxKeys int `json:"max_keys,omitempty"`
-
-	// Cap on cached robots.txt files, one per scheme and host (default
-	// 1000).
-	MaxSites int `json:"max_sites,omitempty"`
-
-	// Bound of the memory of compiled robots.txt files in use, estimated
-	// (8 bytes per byte of body plus 4 KiB per distinct file); over it the
-	// least recently used sites are dropped. Default 256 MiB.
-	MaxRobotsBytes int64 `json:"max_robots_bytes,omitempty"`
-
-	// Bound of first robots.txt fetches of sites not seen before, per
-	// second (default 50, bursts of four seconds' worth): a flood of Host
-	// names costs at most this many upstream fetches. A bot's request for
-	// a new site over the bound gets 429 with Retry-After 1.
-	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
-
-	// Extra product tokens that mark a client as a bot.
-	Bots []string `json:"bots,omitempty"`
-
-	// Treat a missing or empty User-Agent as a bot of the "*" group.
-	EmptyUserAgentIsBot bool `json:"empty_user_agent_is_bot,omitempty"`
-
-	// Treat HTTP tools (curl, Wget, python-requests, ...) as bots.
-	HTTPToolsAreBots bool `json:"http_tools_are_bots,omitempty"`
-
-	// Size of the User-Agent classification cache (default 10000).
-	UACacheSize int `json:"ua_cache_size,omitempty"`
-
-	// Decide, log and count every request, but let all of them through.
-	DryRun bool `json:"dry_run,omitempty"`
-
-	// Write the query string of a stopped request's target into its log
-	// line. Default false: the line shows the path and "?…" (queries carry
-	// tokens and e-mail addresses).
-	LogQuery bool `json:"log_query,omitempty"`
-
-	// Crawler verification: a request whose User-Agent names a registered
-	// crawler operator's token (Googlebot, GPTBot, ClaudeBot, ...) is
-	// checked against the operator's published IP ranges and reverse-DNS
-	// domains. A spoofed claim never earns the claimed group ("deny": 403,
-	// the default; "star": judged as "*"); verified crawlers share one
-	// Crawl-delay budget per operator with crawl_delay_key group. The last
-	// good copy of each feed is kept in Caddy's storage. Absent: off.
-	Verify *middleware.VerifyConfig `json:"verify,omitempty"`
-
-	// Trap paths (robots.txt pattern syntax) that no human is led to and
-	// that robots.txt disallows for every group: whoever fetches one,
-	// whatever its User-Agent, is banned for ban_for. A trap that the
-	// site's robots.txt does not disallow for every bot is not armed (a
-	// warning names the group that allows it). Verified crawlers are never
-	// banned.
-	Traps []string `json:"traps,omitempty"`
-
-	// How long robots.txt must have disallowed a trap, without a break,
-	// before it arms (crawlers may keep robots.txt for 24 hours). Default
-	// 24h; 0 arms at once.
-	TrapGrace *caddy.Duration `json:"trap_grace,omitempty"`
-
-	// Length of a first ban (default 1h), doubling for repeat offenders up
-	// to ban_max (default 24h).
-	BanFor caddy.Duration `json:"ban_for,omitempty"`
-	BanMax caddy.Duration `json:"ban_max,omitempty"`
-
-	// Also ban after this many robots.txt denials within a window (per
-	// instance). Off by default.
-	BanAfter *middleware.BanAfter `json:"ban_after,omitempty"`
-
-	// Cap on bans held (default 100000).
-	MaxBans int `json:"max_bans,omitempty"`
-
-	// Where the Crawl-delay clocks live: absent, in memory, per instance;
-	// {"redis": "redis://host:6379"} (or rediss://), in a Redis-protocol
-	// server shared by a fleet of instances, so that a bot spreading its
-	// requests over them gets one budget. key_prefix (default
-	// "robots_guard:"), timeout (one round trip, default 50ms) and
-	// on_store_error ("allow", the default, or "deny") complete it. The
-	// connection survives reloads that keep this block.
-	Store *middleware.StoreConfig `json:"store,omitempty"`
+	// The configuration of the engine, flattened into the module's JSON
+	// (robots_txt, refresh, verify, store, traps, ...): each field and its
+	// documentation are middleware.Config's.
+	middleware.Config
 
 	state       *state
 	poolKey     string
@@ -183,39 +85,6 @@ func (RobotsGuard) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.robots_guard",
 		New: func() caddy.Module { return new(RobotsGuard) },
-	}
-}
-
-// Config returns the engine configuration the module stands for: the one
-// place where Caddy's configuration becomes middleware.Config.
-func (g *RobotsGuard) Config() middleware.Config {
-	return middleware.Config{
-		RobotsTxt:           g.RobotsTxt,
-		Refresh:             middleware.Duration(g.Refresh),
-		FetchTimeout:        middleware.Duration(g.FetchTimeout),
-		OnUnreachable:       g.OnUnreachable,
-		CrawlDelayKey:       g.CrawlDelayKey,
-		CrawlDelayTolerance: g.CrawlDelayTolerance,
-		IPv4Prefix:          g.IPv4Prefix,
-		IPv6Prefix:          g.IPv6Prefix,
-		MaxKeys:             g.MaxKeys,
-		MaxSites:            g.MaxSites,
-		NewSitesPerSecond:   g.NewSitesPerSecond,
-		MaxRobotsBytes:      g.MaxRobotsBytes,
-		Bots:                g.Bots,
-		EmptyUserAgentIsBot: g.EmptyUserAgentIsBot,
-		HTTPToolsAreBots:    g.HTTPToolsAreBots,
-		UACacheSize:         g.UACacheSize,
-		DryRun:              g.DryRun,
-		LogQuery:            g.LogQuery,
-		Verify:              g.Verify,
-		Store:               g.Store,
-		Traps:               g.Traps,
-		TrapGrace:           (*middleware.Duration)(g.TrapGrace),
-		BanFor:              middleware.Duration(g.BanFor),
-		BanMax:              middleware.Duration(g.BanMax),
-		BanAfter:            g.BanAfter,
-		MaxBans:             g.MaxBans,
 	}
 }
 
@@ -313,7 +182,7 @@ func (s *sharedLimiter) Destruct() error {
 // long as max_keys and crawl_delay_tolerance do not change.
 func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
-	cfg, err := g.Config().WithDefaults()
+	cfg, err := g.Config.WithDefaults()
 	if err != nil {
 		return err
 	}
@@ -428,6 +297,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		if err := registerMetrics(reg); err != nil {
 			return fmt.Errorf("robots_guard: metrics: %w", err)
 		}
+		newGeneration(reg)
 	}
 	return nil
 }
@@ -664,10 +534,10 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		// Built only here: caddyhttp.Error records a stack trace.
 		herr = caddyhttp.Error(v.StatusCode(), errors.New(v.Message()))
 	}
-	if herr.StatusCode == 0 || !errorRouteFor(srv, r, herr) {
+	if herr.StatusCode == 0 || !errorRouteTakes(srv, r, herr) {
 		// No handle_errors route takes this status: answer with the
 		// body too, which Caddy's default error answer (status only)
-		// would drop.
+		// would drop (see errorRouteTakes).
 		g.state.enforcer.Respond(w, r, v)
 		return nil
 	}
@@ -679,43 +549,6 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr
-}
-
-// errorRouteFor reports whether a handle_errors route of srv would take
-// herr: some route whose matchers match the request with the error set (a
-// bare handle_errors block matches every error; "handle_errors 404" only
-// 404s). When none would, Caddy would answer with the status alone.
-func errorRouteFor(srv *caddyhttp.Server, r *http.Request, herr caddyhttp.HandlerError) bool {
-	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
-		return false
-	}
-	if _, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); !ok {
-		return true // outside a real Caddy request: let Caddy decide
-	}
-	return routesTake(srv.Errors.Routes, srv.Errors.WithError(r, herr), 0)
-}
-
-// routesTake reports whether some route of rl matches r and has a handler
-// that acts on it. A subroute (what a Caddyfile handle_errors block
-// compiles to, nested) acts only when one of its own routes does.
-func routesTake(rl caddyhttp.RouteList, r *http.Request, depth int) bool {
-	if depth > 8 {
-		return true // deeper than Caddyfile output: let Caddy decide
-	}
-	for _, route := range rl {
-		if ok, err := route.MatcherSets.AnyMatchWithError(r); err != nil {
-			return true
-		} else if !ok {
-			continue
-		}
-		for _, h := range route.Handlers {
-			sub, ok := h.(*caddyhttp.Subroute)
-			if !ok || routesTake(sub.Routes, r, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Interface guards.

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -70,7 +71,7 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 // handle_errors): it answers stopped requests itself, with the body.
 func TestServeHTTPWithoutServer(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	g := provisioned(t, &RobotsGuard{RobotsTxt: file})
+	g := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
 	for _, tc := range []struct {
 		ua, target string
 		code       int
@@ -116,11 +117,11 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 // clock goes on; a different configuration gets its own.
 func TestStateSurvivesReprovision(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	a := provisioned(t, &RobotsGuard{RobotsTxt: file})
+	a := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
 	if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
 		t.Fatalf("first request: %d", w.Code)
 	}
-	b := provisioned(t, &RobotsGuard{RobotsTxt: file})
+	b := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
 	a.Cleanup() // the old config goes away after the new one is provisioned
 	if a.state != b.state {
 		t.Fatal("same configuration, different state")
@@ -128,13 +129,14 @@ func TestStateSurvivesReprovision(t *testing.T) {
 	if w := serve(b, "SlowBot/1", "/a"); w.Code != 429 {
 		t.Errorf("after reload: %d, want 429 (the clock must survive)", w.Code)
 	}
-	c := provisioned(t, &RobotsGuard{RobotsTxt: file, DryRun: true})
+	c := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file, DryRun: true}})
 	if c.state == b.state {
 		t.Error("different configuration, same state")
 	}
 }
 
 func TestGroupLabelsAreBounded(t *testing.T) {
+	freshGroupLabels(t)
 	for i := 0; i < 3*maxGroupLabels; i++ {
 		groupLabel(fmt.Sprintf("bot%d", i))
 	}
@@ -189,7 +191,7 @@ func TestSwapCore(t *testing.T) {
 func TestProvisionRejectsBadConfig(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	g := &RobotsGuard{CrawlDelayKey: "ua"}
+	g := &RobotsGuard{Config: middleware.Config{CrawlDelayKey: "ua"}}
 	err := g.Provision(ctx)
 	if err == nil || !strings.Contains(err.Error(), "crawl_delay_key") {
 		t.Errorf("Provision error %v, want one naming crawl_delay_key", err)

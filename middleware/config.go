@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -51,16 +48,19 @@ const (
 )
 
 // Config is the serialisable configuration of an Enforcer. Its JSON form is
-// what the Caddy module reads, so every field has a snake_case tag and every
-// zero value means "use the default".
+// what the Caddy module reads (the module embeds it), so every field has a
+// snake_case tag and every zero value means "use the default". Every
+// duration, nested ones included, is a Duration: "90s", "1h30m", "1d" or
+// integer nanoseconds.
 type Config struct {
 	// RobotsTxt says where each site's robots.txt comes from. Empty (the
 	// default) means the protected site itself: a virtual GET /robots.txt
-	// sent to the handler that serves the site (Request.Origin), so whatever
-	// serves the site is what gets enforced. A value starting with http://
-	// or https:// is a URL fetched with the Enforcer's own HTTP client; any
-	// other value is a file path, read again at every refresh. WithSource
-	// overrides this field.
+	// sent to the handler that serves the site (Request.Origin; in Caddy,
+	// through the server, past the guard), so whatever serves the site —
+	// reverse_proxy, file_server, respond, a Go handler — is what gets
+	// enforced. A value starting with http:// or https:// is a URL fetched
+	// with the Enforcer's own HTTP client; any other value is a file path,
+	// read again at every refresh. WithSource overrides this field.
 	RobotsTxt string `json:"robots_txt,omitempty"`
 
 	// Refresh is how long a fetched robots.txt is used before it is
@@ -68,7 +68,9 @@ type Config struct {
 	// (a file source compares size and modification time), so an
 	// unchanged file costs a 304 and no parse. Default 1m; at most 24h
 	// (RFC 9309 §2.4). While a refresh runs, requests are decided with the
-	// previous copy.
+	// previous copy. A Caddy config reload (and Enforcer.Invalidate)
+	// revalidates every cached robots.txt before the next bot request of
+	// its site.
 	Refresh Duration `json:"refresh,omitempty"`
 
 	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
@@ -108,8 +110,9 @@ type Config struct {
 	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
 	// When full, expired keys are evicted first, then arbitrary ones (about
 	// 1% of a full shard). One key costs about 85 bytes (see the package
-	// documentation). Enforcers that share a limiter (WithLimiter) share
-	// this bound.
+	// documentation). Enforcers that share a limiter (WithLimiter; in
+	// Caddy, handlers with the same max_keys, crawl_delay_tolerance and
+	// store) share this bound.
 	MaxKeys int `json:"max_keys,omitempty"`
 
 	// MaxSites caps the number of sites whose robots.txt is cached; the
@@ -165,7 +168,7 @@ type Config struct {
 	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
 	// "/*/print-all$") that no human is led to and that robots.txt must
 	// disallow for every group: a client that fetches one ignores
-	// robots.txt, whatever its User-Agent says, and is banned (BanFor). A
+	// robots.txt, whatever its User-Agent says, and is banned for ban_for. A
 	// trap is armed for a request only when the site's current robots.txt
 	// disallows that path for every group, the "*" group included (so a
 	// compliant crawler can never be caught); a trap that is not is
@@ -178,22 +181,23 @@ type Config struct {
 	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
 	// the file before the Disallow was added may follow the new link in
 	// good faith. The clock starts at the first copy the guard sees that
-	// arms the trap, so after a restart traps arm again after TrapGrace.
+	// arms the trap, so after a restart traps arm again after trap_grace.
 	// Default 24h (nil); 0 arms at once (for a Disallow added long ago).
 	TrapGrace *Duration `json:"trap_grace,omitempty"`
 
 	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
 	// key) is refused everything but /robots.txt after a trap hit or
-	// BanAfter: 403 with a body that says why and until when. It doubles
-	// for each earlier ban of the client within 7 days, up to BanMax.
+	// ban_after: 403 with a body that says why and until when. It doubles
+	// for each earlier ban of the client within 7 days, up to ban_max.
 	// Default 1h.
 	BanFor Duration `json:"ban_for,omitempty"`
 
 	// BanMax caps a repeat offender's ban. Default 24h; at most 30 days.
 	BanMax Duration `json:"ban_max,omitempty"`
 
-	// BanAfter also bans a client after Denials robots.txt denials within
-	// Window (counted per instance). nil (the default): off.
+	// BanAfter also bans a client after a number of robots.txt denials
+	// (denials) within a time (window), counted per instance. nil (the
+	// default): off.
 	BanAfter *BanAfter `json:"ban_after,omitempty"`
 
 	// MaxBans caps the bans held (and remembered strikes). Default
@@ -204,213 +208,14 @@ type Config struct {
 	// Store keeps the Crawl-delay clocks in a shared store, so that a bot
 	// spreading its requests over several instances gets one budget, not
 	// one per instance. nil (the default) keeps them in memory, per
-	// instance.
+	// instance. In Caddy, the connections survive reloads that keep this
+	// block.
 	Store *StoreConfig `json:"store,omitempty"`
 
 	// LogQuery writes the query string of a denied or throttled request's
 	// target into its log line. Default false: the line shows the path and
 	// "?…", since queries carry tokens and e-mail addresses.
 	LogQuery bool `json:"log_query,omitempty"`
-}
-
-// Values of VerifyConfig.OnSpoofed and VerifyConfig.OnDNSError.
-const (
-	SpoofedDeny    = "deny"
-	SpoofedStar    = "star"
-	DNSErrorStar   = "star"
-	DNSErrorHeader = "header"
-)
-
-// Bounds of VerifyConfig.
-const (
-	MaxDNSTimeout = 30 * time.Second
-)
-
-// VerifyConfig configures crawler verification (Config.Verify). What it
-// changes: a Spoofed claim (the operator publishes a check, its data is
-// loaded, and the address fails it) never earns the claimed group or spends
-// its Crawl-delay budget; a Verified one, with crawl_delay_key "group",
-// shares one budget per operator and group; Unverifiable claims (no check
-// published or loaded yet, DNS failing) are judged by the header as before,
-// with per-address budgets, except that one whose reverse-DNS check failed
-// is judged by "*" (see OnDNSError).
-type VerifyConfig struct {
-	// OnSpoofed says what a spoofed claim gets: "deny" (the default) answers
-	// 403 with a body that says why; "star" judges the request as a client
-	// of the "*" group.
-	OnSpoofed string `json:"on_spoofed,omitempty"`
-
-	// OnDNSError says how a claim is judged when its reverse-DNS check
-	// fails (a DNS error or timeout, too many checks at once) and no
-	// loaded feed of the operator decides it: "star" (the default) judges
-	// it by the "*" group, since the owner of an address controls its
-	// reverse zone and can make the check fail; "header" judges it by the
-	// group its header names, as if verified (with a per-address budget).
-	// Neither answers 403 for the failure itself.
-	OnDNSError string `json:"on_dns_error,omitempty"`
-
-	// Refresh is how often each IP-range feed is fetched again
-	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
-	// max-age of a feed shortens it, down to 1h.
-	Refresh Duration `json:"refresh,omitempty"`
-
-	// DNSTimeout bounds one forward-confirmed reverse-DNS check (PTR and
-	// forward lookups). Default 2s; at most 30s.
-	DNSTimeout Duration `json:"dns_timeout,omitempty"`
-
-	// Resolver is the host:port of the DNS server to ask. Default: the
-	// system's resolver.
-	Resolver string `json:"resolver,omitempty"`
-
-	// DNSCacheSize bounds the cached reverse-DNS answers (one per address
-	// and operator). Default 10000.
-	DNSCacheSize int `json:"dns_cache_size,omitempty"`
-
-	// Builtin keeps the built-in registry of operators (identity.Builtin).
-	// Default true; false leaves only Operators.
-	Builtin *bool `json:"builtin,omitempty"`
-
-	// Operators adds operators to the registry; one with the name of a
-	// built-in operator replaces it whole.
-	Operators []identity.Operator `json:"operators,omitempty"`
-
-	// WebBotAuth turns on Web Bot Auth: requests signed with HTTP Message
-	// Signatures (RFC 9421, tag "web-bot-auth") by a known signature agent
-	// are verified as its operator's, whatever their address. nil: off.
-	WebBotAuth *WebBotAuthSettings `json:"web_bot_auth,omitempty"`
-
-	// CacheDir is a directory where the last good copy of each feed is
-	// kept, so that a restart without network still verifies. The Caddy
-	// module uses Caddy's storage instead when it is empty. Default: none.
-	CacheDir string `json:"cache_dir,omitempty"`
-}
-
-// WebBotAuthSettings configures Web Bot Auth (VerifyConfig.WebBotAuth).
-type WebBotAuthSettings struct {
-	// Agents pins signature agents: their origin, the registry operator
-	// they stand for, and optionally their keys (JWK files); an agent
-	// without keys has its key directory fetched. The registry's own
-	// agents (e.g. https://chatgpt.com for openai) need no entry.
-	Agents []SignatureAgent `json:"agents,omitempty"`
-	// Discover fetches the key directories of agents that neither the
-	// registry nor Agents name (on port 443 only), and reports them
-	// verified as "agent <origin>": that proves who signed, not that the
-	// signer is a crawler anyone vouches for, so such requests keep
-	// per-address budgets and stay subject to traps and bans. Default
-	// false: only known agents are trusted.
-	Discover bool `json:"discover,omitempty"`
-	// MaxWindow bounds expires − created of a signature. Default 24h.
-	MaxWindow Duration `json:"max_window,omitempty"`
-	// AllowPrivateDirectories lets key directories be fetched from
-	// private, loopback and link-local addresses. Default false.
-	AllowPrivateDirectories bool `json:"allow_private_directories,omitempty"`
-	// CAFile is a PEM file of CA certificates that key directories'
-	// certificates may chain to, for agents under a private CA. Default:
-	// the system's roots.
-	CAFile string `json:"ca_file,omitempty"`
-	// AcceptSignature adds, to a 403 or 429 for a request that claims an
-	// operator with signature agents but carries no valid signature, the
-	// Accept-Signature header that says what to sign (the draft's hint).
-	// Default false.
-	AcceptSignature bool `json:"accept_signature,omitempty"`
-}
-
-// SignatureAgent is a pinned Web Bot Auth agent.
-type SignatureAgent struct {
-	// Origin is the agent's origin, e.g. "https://bot.example.com".
-	Origin string `json:"origin"`
-	// Operator names the registry operator it stands for.
-	Operator string `json:"operator,omitempty"`
-	// Keys are JWK files of its public keys.
-	Keys []string `json:"keys,omitempty"`
-}
-
-// Registry returns the operators in force: the built-in ones (unless
-// Builtin is false) merged with Operators.
-func (c *VerifyConfig) Registry() []identity.Operator {
-	var base []identity.Operator
-	if c.Builtin == nil || *c.Builtin {
-		base = identity.Builtin()
-	}
-	return identity.Merge(base, c.Operators)
-}
-
-// withDefaults returns a copy of c with defaults applied, or an error
-// naming the first invalid field.
-func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
-	errf := func(field, format string, args ...any) error {
-		return fmt.Errorf("robots_guard: verify: %s: "+format, append([]any{field}, args...)...)
-	}
-	switch c.OnSpoofed {
-	case "":
-		c.OnSpoofed = SpoofedDeny
-	case SpoofedDeny, SpoofedStar:
-	default:
-		return nil, errf("on_spoofed", "must be %q or %q, got %q", SpoofedDeny, SpoofedStar, c.OnSpoofed)
-	}
-	switch c.OnDNSError {
-	case "":
-		c.OnDNSError = DNSErrorStar
-	case DNSErrorStar, DNSErrorHeader:
-	default:
-		return nil, errf("on_dns_error", "must be %q or %q, got %q", DNSErrorStar, DNSErrorHeader, c.OnDNSError)
-	}
-	switch r := time.Duration(c.Refresh); {
-	case r == 0:
-		c.Refresh = Duration(identity.DefaultRefresh)
-	case r < identity.MinRefresh:
-		return nil, errf("refresh", "must be at least 1h (the operators' feeds change slowly), got %s", r)
-	}
-	switch d := time.Duration(c.DNSTimeout); {
-	case d == 0:
-		c.DNSTimeout = Duration(identity.DefaultDNSTimeout)
-	case d < 0 || d > MaxDNSTimeout:
-		return nil, errf("dns_timeout", "must be between 0 and 30s, got %s", d)
-	}
-	if err := identity.CheckResolver(c.Resolver); err != nil {
-		return nil, errf("resolver", "%v", err)
-	}
-	if err := orDefault(&c.DNSCacheSize, identity.DefaultCacheSize, "verify: dns_cache_size"); err != nil {
-		return nil, err
-	}
-	if w := c.WebBotAuth; w != nil {
-		for i, a := range w.Agents {
-			field := fmt.Sprintf("web_bot_auth: agents[%d]", i)
-			o, err := identity.NormalizeOrigin(a.Origin)
-			switch {
-			case err != nil:
-				return nil, errf(field, "%v", err)
-			case a.Operator == "" && len(a.Keys) == 0:
-				return nil, errf(field, "%s: give the operator it stands for, its keys, or both", o)
-			case strings.HasPrefix(o, "http://") && len(a.Keys) == 0:
-				return nil, errf(field, "%s: key directories are fetched over https only; pin its keys", o)
-			}
-		}
-		switch d := time.Duration(w.MaxWindow); {
-		case d == 0:
-			w2 := *w
-			w2.MaxWindow = Duration(identity.DefaultMaxWindow)
-			c.WebBotAuth = &w2
-		case d < time.Minute || d > 7*24*time.Hour:
-			return nil, errf("web_bot_auth: max_window", "must be between 1m and 168h, got %s", d)
-		}
-	}
-	ops := c.Registry()
-	if err := identity.Validate(ops); err != nil {
-		return nil, fmt.Errorf("robots_guard: verify: %w", err)
-	}
-	if len(ops) == 0 {
-		return nil, errf("operators", "the registry is empty (builtin is off and no operator is given)")
-	}
-	return &c, nil
-}
-
-// BanAfter is Config.BanAfter.
-type BanAfter struct {
-	// Denials is the number of robots.txt denials that bans; at least 2.
-	Denials int `json:"denials"`
-	// Window is the time they must fall within; at most 24h.
-	Window Duration `json:"window"`
 }
 
 // Defaults and bounds of bans.
@@ -434,92 +239,6 @@ func checkTrap(p string) error {
 		return fmt.Errorf("trap pattern longer than 512 bytes")
 	}
 	return nil
-}
-
-// StoreConfig configures the shared Crawl-delay store (Config.Store): a
-// Redis-protocol server (Redis 6+, Valkey). See package limit, type Redis.
-type StoreConfig struct {
-	// Redis is the server's URL: redis://[:password@]host:port[/db], or
-	// rediss:// for TLS. Required. The password never appears in logs or
-	// errors.
-	Redis string `json:"redis"`
-
-	// KeyPrefix starts every key, so that several sites or apps can share
-	// one server. Default "robots_guard:".
-	KeyPrefix string `json:"key_prefix,omitempty"`
-
-	// Timeout bounds one decision's round trip. Default 50ms; at most 5s.
-	Timeout Duration `json:"timeout,omitempty"`
-
-	// OnStoreError is what a request gets when its call fails: "allow"
-	// (the default: it passes, and a sampled warning is logged) or "deny"
-	// (429, Retry-After 1). After repeated failures calls pause and each
-	// instance decides with its own in-memory clocks until the store
-	// answers again.
-	OnStoreError string `json:"on_store_error,omitempty"`
-}
-
-// withDefaults returns a copy of c with defaults applied, or an error
-// naming the first invalid field.
-func (c StoreConfig) withDefaults() (*StoreConfig, error) {
-	errf := func(field, format string, args ...any) error {
-		return fmt.Errorf("robots_guard: store: %s: "+format, append([]any{field}, args...)...)
-	}
-	if c.Redis == "" {
-		return nil, errf("redis", "the server's URL is required, e.g. redis://127.0.0.1:6379")
-	}
-	if err := limit.CheckRedisURL(c.Redis); err != nil {
-		return nil, errf("redis", "%v", err)
-	}
-	if c.KeyPrefix == "" {
-		c.KeyPrefix = limit.DefaultKeyPrefix
-	}
-	switch d := time.Duration(c.Timeout); {
-	case d == 0:
-		c.Timeout = Duration(limit.DefaultStoreTimeout)
-	case d < 0 || d > limit.MaxStoreTimeout:
-		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
-	}
-	switch c.OnStoreError {
-	case "":
-		c.OnStoreError = limit.OnErrorAllow
-	case limit.OnErrorAllow, limit.OnErrorDeny:
-	default:
-		return nil, errf("on_store_error", "must be %q or %q, got %q", limit.OnErrorAllow, limit.OnErrorDeny, c.OnStoreError)
-	}
-	return &c, nil
-}
-
-// Duration is a time.Duration that reads JSON strings such as "10m" as well
-// as integer nanoseconds, the way Caddy's caddy.Duration does, and writes
-// strings.
-type Duration time.Duration
-
-// UnmarshalJSON accepts a Go duration string or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		*d = Duration(v)
-		return nil
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("duration must be a string like \"10m\" or integer nanoseconds, got %s", b)
-	}
-	*d = Duration(n)
-	return nil
-}
-
-// MarshalJSON writes the duration as a string such as "10m0s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
 }
 
 // Validate reports the first invalid field of c, by name, or nil. New
