@@ -466,48 +466,22 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		// share one limiter); judging it again would refuse it.
 		return next.ServeHTTP(w, r)
 	}
-	target := r.RequestURI
-	if orig, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
-		target = orig.RequestURI
-		if target == "" && orig.URL != nil {
-			target = orig.URL.RequestURI()
-		}
-	}
-	if target == "" {
-		target = r.URL.RequestURI()
+	// Rules are judged on the request as the client sent it (before any
+	// rewrite), from Caddy's client_ip, which honours trusted_proxies.
+	var orig *http.Request
+	if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
+		orig = &o
 	}
 	clientIP, _ := caddyhttp.GetVar(ctx, caddyhttp.ClientIPVarKey).(string)
 	if clientIP == "" {
 		clientIP = r.RemoteAddr
 	}
+	var origin http.Handler
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	req := middleware.Request{
-		Scheme:    "http",
-		Host:      r.Host,
-		Port:      middleware.LocalPort(r),
-		Target:    target,
-		UserAgent: r.Header.Get("User-Agent"),
-		ClientIP:  clientIP,
-		Method:    r.Method,
-	}
-	if len(g.Traps) > 0 { // only traps read fetch metadata
-		req.SecFetchSite = r.Header.Get("Sec-Fetch-Site")
-		req.SecFetchDest = r.Header.Get("Sec-Fetch-Dest")
-	}
-	if r.TLS != nil {
-		req.Scheme = "https"
-	}
-	if g.Verify != nil && g.Verify.WebBotAuth != nil && len(r.Header["Signature-Input"]) > 0 {
-		// The signature covers the request as the client sent it: the
-		// path before any rewrite.
-		req.Signed = middleware.SignedRequest(r, req.Scheme)
-		if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && o.URL != nil {
-			req.Signed.Path, req.Signed.Query = o.URL.EscapedPath(), o.URL.RawQuery
-		}
-	}
 	if srv != nil {
-		req.Origin = srv
+		origin = srv // robots.txt is asked of the server that serves the site
 	}
+	req := g.state.enforcer.RequestOf(r, orig, clientIP, origin)
 	v := g.state.enforcer.Decide(ctx, req)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {

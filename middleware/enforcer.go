@@ -61,7 +61,8 @@ type Enforcer struct {
 	banAfter   *denialCounter // nil: off
 	report     *report.Recorder
 
-	bufs sync.Pool // *respBuf for response bodies and decoded views
+	bufs  sync.Pool // *respBuf for response bodies and decoded views
+	slabs sync.Pool // *headerSlab for the header values of answers
 }
 
 // New validates cfg, applies its defaults and returns an Enforcer. An invalid

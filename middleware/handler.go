@@ -148,11 +148,11 @@ func retryAfterText(secs int64) string {
 	return strconv.FormatInt(secs, 10)
 }
 
-// respHeaders holds the header values of one stopped request's answer, in
-// one allocation. Every answer gets slices of its own: a handler after the
-// guard may rewrite a header's values in place (Caddy's header directive
-// with a replacement does, when it is deferred), which would change a
-// slice shared by all answers.
+// respHeaders holds the header values of one stopped request's answer.
+// Every answer gets slices of its own: a handler after the guard may
+// rewrite a header's values in place (Caddy's header directive with a
+// replacement does, when it is deferred), which would change a slice
+// shared by all answers.
 type respHeaders [5]string
 
 // Indexes into respHeaders.
@@ -163,6 +163,33 @@ const (
 	hdrRetryAfter
 	hdrAcceptSignature
 )
+
+// slabSize is how many answers' headers one allocation holds.
+const slabSize = 64
+
+// headerSlab holds the respHeaders of slabSize answers. Each slot is handed
+// out once and never reused (the answer it went to may keep it as long as
+// it likes), so the header values of a stopped request cost one
+// allocation per slabSize answers; a slab is garbage once no answer
+// refers to any of its slots. Slabs go round through a sync.Pool, which is
+// per P, so handing out a slot writes no memory that other Ps use.
+type headerSlab struct {
+	n  int
+	hs [slabSize]respHeaders
+}
+
+// newHeaders returns a fresh respHeaders from the P's slab.
+func (e *Enforcer) newHeaders() *respHeaders {
+	s, _ := e.slabs.Get().(*headerSlab)
+	if s == nil {
+		s = new(headerSlab)
+	}
+	hs := &s.hs[s.n]
+	if s.n++; s.n < slabSize {
+		e.slabs.Put(s)
+	}
+	return hs
+}
 
 // set puts value i of hs under key in h.
 func (hs *respHeaders) set(h http.Header, key string, i int) { h[key] = hs[i : i+1 : i+1] }
@@ -181,7 +208,8 @@ func headerValue(h http.Header, key string) string {
 // cache may keep (the answer depends on the User-Agent).
 func (e *Enforcer) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
 	h := w.Header()
-	hs := &respHeaders{hdrContentType: "text/plain; charset=utf-8", hdrCacheControl: "no-store", hdrNosniff: "nosniff"}
+	hs := e.newHeaders()
+	hs[hdrContentType], hs[hdrCacheControl], hs[hdrNosniff] = "text/plain; charset=utf-8", "no-store", "nosniff"
 	hs.set(h, "Content-Type", hdrContentType)
 	hs.set(h, "Cache-Control", hdrCacheControl)
 	hs.set(h, "X-Content-Type-Options", hdrNosniff)
