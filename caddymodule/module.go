@@ -186,38 +186,17 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	key, err := json.Marshal(cfg)
-	if err != nil {
-		return fmt.Errorf("robots_guard: %w", err)
-	}
-	lk := limiterKey{maxKeys: cfg.MaxKeys, tolerance: *cfg.CrawlDelayTolerance}
-	if cfg.Store != nil {
-		b, err := json.Marshal(cfg.Store)
-		if err != nil {
-			return fmt.Errorf("robots_guard: store: %w", err)
-		}
-		lk.store = string(b)
-	}
-	lv, _, err := pool.LoadOrNew(lk, func() (caddy.Destructor, error) {
-		if cfg.Store == nil {
-			return &sharedLimiter{l: middleware.NewLimiter(cfg)}, nil
-		}
-		log := newSwapCore()
-		log.set(g.logger.Core()) // for the lines NewStoreLimiter writes
-		r, err := middleware.NewStoreLimiter(cfg,
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}))
-		if err != nil {
-			return nil, err
-		}
-		return &sharedLimiter{l: r, log: log}, nil
-	})
+	sl, err := g.provisionLimiter(cfg)
 	if err != nil {
 		return err
 	}
-	g.limiterKey = &lk
-	if sl := lv.(*sharedLimiter); sl.log != nil {
-		sl.log.set(g.logger.Core())
+	ver, err := g.provisionVerifier(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	key, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("robots_guard: %w", err)
 	}
 	// Enforcers of the previous config that read the same source; ranged
 	// before LoadOrNew, which must not wait on the pool inside.
@@ -228,47 +207,17 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		}
 		return true
 	})
-	var ver *identity.Verifier
-	if cfg.Verify != nil {
-		vkey, err := json.Marshal(cfg.Verify)
-		if err != nil {
-			return fmt.Errorf("robots_guard: verify: %w", err)
-		}
-		vv, _, err := pool.LoadOrNew(verifierKey(vkey), func() (caddy.Destructor, error) {
-			log := newSwapCore()
-			log.set(g.logger.Core())
-			opts := []middleware.Option{
-				middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-				middleware.WithObserver(metricsObserver{}),
-			}
-			if cfg.Verify.CacheDir == "" {
-				opts = append(opts, middleware.WithFeedStorage(ctx.Storage()))
-			}
-			v, err := middleware.NewVerifier(cfg, opts...)
-			if err != nil {
-				return nil, err
-			}
-			return &sharedVerifier{v: v, log: log}, nil
-		})
-		if err != nil {
-			return err
-		}
-		g.verifierKey = string(vkey)
-		sv := vv.(*sharedVerifier)
-		sv.log.set(g.logger.Core())
-		ver = sv.v
-	}
 	adopted := 0
 	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
 		opts := []middleware.Option{
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}),
-			middleware.WithLimiter(lv.(*sharedLimiter).l),
+			middleware.WithLimiter(sl.l),
 			middleware.WithVerifier(ver),
 		}
 		if len(cfg.Traps) > 0 || cfg.BanAfter != nil {
-			opts = append(opts, middleware.WithBans(lv.(*sharedLimiter).banList(cfg.MaxBans)))
+			opts = append(opts, middleware.WithBans(sl.banList(cfg.MaxBans)))
 		}
 		e, err := middleware.New(cfg, opts...)
 		if err != nil {
@@ -300,6 +249,83 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		newGeneration(reg)
 	}
 	return nil
+}
+
+// provisionLimiter loads or makes the shared Crawl-delay limiter for cfg's
+// limiter settings (max_keys, crawl_delay_tolerance and the store block),
+// and points a store limiter's log at this config's.
+func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, error) {
+	lk := limiterKey{maxKeys: cfg.MaxKeys, tolerance: *cfg.CrawlDelayTolerance}
+	if cfg.Store != nil {
+		b, err := json.Marshal(cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("robots_guard: store: %w", err)
+		}
+		lk.store = string(b)
+	}
+	lv, _, err := pool.LoadOrNew(lk, func() (caddy.Destructor, error) {
+		if cfg.Store == nil {
+			l, err := middleware.NewLimiter(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return &sharedLimiter{l: l}, nil
+		}
+		log := newSwapCore()
+		log.set(g.logger.Core()) // for the lines NewStoreLimiter writes
+		r, err := middleware.NewStoreLimiter(cfg,
+			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			middleware.WithObserver(metricsObserver{}))
+		if err != nil {
+			return nil, err
+		}
+		return &sharedLimiter{l: r, log: log}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.limiterKey = &lk
+	sl := lv.(*sharedLimiter)
+	if sl.log != nil {
+		sl.log.set(g.logger.Core())
+	}
+	return sl, nil
+}
+
+// provisionVerifier loads or makes the shared crawler verifier for cfg's
+// verify block (nil when it is off), keeping its feeds in Caddy's storage
+// unless cache_dir says otherwise.
+func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config) (*identity.Verifier, error) {
+	if cfg.Verify == nil {
+		return nil, nil
+	}
+	vkey, err := json.Marshal(cfg.Verify)
+	if err != nil {
+		return nil, fmt.Errorf("robots_guard: verify: %w", err)
+	}
+	vv, _, err := pool.LoadOrNew(verifierKey(vkey), func() (caddy.Destructor, error) {
+		log := newSwapCore()
+		log.set(g.logger.Core())
+		opts := []middleware.Option{
+			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			middleware.WithObserver(metricsObserver{}),
+		}
+		if cfg.Verify.CacheDir == "" {
+			opts = append(opts, middleware.WithFeedStorage(ctx.Storage()))
+		}
+		v, err := middleware.NewVerifier(cfg, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &sharedVerifier{v: v, log: log}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.verifierKey = string(vkey)
+	sv := vv.(*sharedVerifier)
+	sv.log.set(g.logger.Core())
+	return sv.v, nil
 }
 
 // refreshWhenActive fetches every robots.txt that e holds again as soon as

@@ -171,13 +171,14 @@ func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
 }
 
 // NewLimiter returns the in-memory Crawl-delay limiter that New builds for
-// cfg (cfg.MaxKeys keys, cfg.CrawlDelayTolerance). Front ends that keep the
-// limiter's clocks across configuration changes build one and hand it to
-// each new Enforcer with WithLimiter.
-func NewLimiter(cfg Config) *limit.Memory {
+// cfg (cfg.MaxKeys keys, cfg.CrawlDelayTolerance), or the error that names
+// cfg's first invalid field. Front ends that keep the limiter's clocks
+// across configuration changes build one and hand it to each new Enforcer
+// with WithLimiter.
+func NewLimiter(cfg Config) (*limit.Memory, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		cfg, _ = Config{}.withDefaults()
+		return nil, err
 	}
-	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
+	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance), nil
 }

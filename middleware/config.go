@@ -256,122 +256,10 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // withDefaults returns a copy of c with zero fields set to their defaults,
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
-	errf := func(field, format string, args ...any) error {
-		return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
-	}
-	if err := checkRobotsTxt(c.RobotsTxt); err != nil {
-		return c, err
-	}
-	switch {
-	case c.Refresh < 0:
-		return c, errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
-	case c.Refresh == 0:
-		c.Refresh = Duration(DefaultRefresh)
-	case time.Duration(c.Refresh) > MaxRefresh:
-		return c, errf("refresh", "must be at most 24h, got %s", time.Duration(c.Refresh))
-	}
-	switch {
-	case c.FetchTimeout < 0:
-		return c, errf("fetch_timeout", "must be positive, got %s", time.Duration(c.FetchTimeout))
-	case c.FetchTimeout == 0:
-		c.FetchTimeout = Duration(DefaultFetchTimeout)
-	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
-		return c, errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
-	}
-	switch c.OnUnreachable {
-	case "":
-		c.OnUnreachable = UnreachableDisallow
-	case UnreachableDisallow, UnreachableAllow:
-	default:
-		return c, errf("on_unreachable", "must be %q or %q, got %q", UnreachableDisallow, UnreachableAllow, c.OnUnreachable)
-	}
-	switch c.CrawlDelayKey {
-	case "":
-		c.CrawlDelayKey = KeyIP
-	case KeyIP, KeyGroup:
-	default:
-		return c, errf("crawl_delay_key", "must be %q or %q, got %q", KeyIP, KeyGroup, c.CrawlDelayKey)
-	}
-	switch t := c.CrawlDelayTolerance; {
-	case t == nil:
-		f := limit.DefaultTolerance
-		c.CrawlDelayTolerance = &f
-	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
-		return c, errf("crawl_delay_tolerance", "must be a fraction of the delay between 0 and %g, got %g", limit.MaxTolerance, *t)
-	}
-	if c.IPv4Prefix == 0 {
-		c.IPv4Prefix = DefaultIPv4Prefix
-	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return c, errf("ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
-	}
-	if c.IPv6Prefix == 0 {
-		c.IPv6Prefix = DefaultIPv6Prefix
-	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return c, errf("ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
-	}
-	if err := orDefault(&c.MaxKeys, DefaultMaxKeys, "max_keys"); err != nil {
-		return c, err
-	}
-	if err := orDefault(&c.MaxRobotsBytes, DefaultMaxRobotsBytes, "max_robots_bytes"); err != nil {
-		return c, err
-	}
-	if c.MaxRobotsBytes < MinMaxRobotsBytes {
-		return c, errf("max_robots_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxRobotsBytes)
-	}
-	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "new_sites_per_second"); err != nil {
-		return c, err
-	}
-	if err := orDefault(&c.MaxSites, DefaultMaxSites, "max_sites"); err != nil {
-		return c, err
-	}
-	if err := orDefault(&c.UACacheSize, DefaultUACacheSize, "ua_cache_size"); err != nil {
-		return c, err
-	}
-	bots := make([]string, 0, len(c.Bots))
-	for i, b := range c.Bots {
-		t := strings.ToLower(strings.TrimSpace(b))
-		if len(t) < 2 {
-			return c, errf(fmt.Sprintf("bots[%d]", i), "token must have at least 2 characters, got %q", b)
+	for _, check := range [...]func(*Config) error{(*Config).fetchDefaults, (*Config).limitDefaults, (*Config).banDefaults} {
+		if err := check(&c); err != nil {
+			return c, err
 		}
-		bots = append(bots, t)
-	}
-	c.Bots = bots
-	for i, p := range c.Traps {
-		if err := checkTrap(p); err != nil {
-			return c, errf(fmt.Sprintf("traps[%d]", i), "%v", err)
-		}
-	}
-	switch g := c.TrapGrace; {
-	case g == nil:
-		d := Duration(DefaultTrapGrace)
-		c.TrapGrace = &d
-	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
-		return c, errf("trap_grace", "must be between 0 and 168h, got %s", time.Duration(*g))
-	}
-	switch d := time.Duration(c.BanMax); {
-	case d == 0:
-		c.BanMax = Duration(DefaultBanMax)
-	case d < time.Second || d > MaxBanMax:
-		return c, errf("ban_max", "must be between 1s and 720h, got %s", d)
-	}
-	switch d := time.Duration(c.BanFor); {
-	case d == 0:
-		c.BanFor = Duration(min(DefaultBanFor, time.Duration(c.BanMax)))
-	case d < time.Second:
-		return c, errf("ban_for", "must be at least 1s, got %s", d)
-	case d > time.Duration(c.BanMax):
-		return c, errf("ban_for", "must be at most ban_max (%s), got %s", time.Duration(c.BanMax), d)
-	}
-	if b := c.BanAfter; b != nil {
-		if b.Denials < 2 {
-			return c, errf("ban_after", "denials must be at least 2, got %d", b.Denials)
-		}
-		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
-			return c, errf("ban_after", "window must be between 0 and 24h, got %s", w)
-		}
-	}
-	if err := orDefault(&c.MaxBans, limit.DefaultMaxBans, "max_bans"); err != nil {
-		return c, err
 	}
 	if c.Store != nil {
 		st, err := c.Store.withDefaults()
@@ -388,6 +276,146 @@ func (c Config) withDefaults() (Config, error) {
 		c.Verify = v
 	}
 	return c, nil
+}
+
+// configErr is the error of an invalid field: "robots_guard: <field>: ...".
+func configErr(field, format string, args ...any) error {
+	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
+}
+
+// fetchDefaults checks and defaults where robots.txt comes from and how it
+// is fetched.
+func (c *Config) fetchDefaults() error {
+	errf := configErr
+	if err := checkRobotsTxt(c.RobotsTxt); err != nil {
+		return err
+	}
+	switch {
+	case c.Refresh < 0:
+		return errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
+	case c.Refresh == 0:
+		c.Refresh = Duration(DefaultRefresh)
+	case time.Duration(c.Refresh) > MaxRefresh:
+		return errf("refresh", "must be at most 24h, got %s", time.Duration(c.Refresh))
+	}
+	switch {
+	case c.FetchTimeout < 0:
+		return errf("fetch_timeout", "must be positive, got %s", time.Duration(c.FetchTimeout))
+	case c.FetchTimeout == 0:
+		c.FetchTimeout = Duration(DefaultFetchTimeout)
+	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
+		return errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
+	}
+	switch c.OnUnreachable {
+	case "":
+		c.OnUnreachable = UnreachableDisallow
+	case UnreachableDisallow, UnreachableAllow:
+	default:
+		return errf("on_unreachable", "must be %q or %q, got %q", UnreachableDisallow, UnreachableAllow, c.OnUnreachable)
+	}
+	return nil
+}
+
+// limitDefaults checks and defaults the Crawl-delay limiter, the client
+// prefixes and the bounds of the caches.
+func (c *Config) limitDefaults() error {
+	errf := configErr
+	switch c.CrawlDelayKey {
+	case "":
+		c.CrawlDelayKey = KeyIP
+	case KeyIP, KeyGroup:
+	default:
+		return errf("crawl_delay_key", "must be %q or %q, got %q", KeyIP, KeyGroup, c.CrawlDelayKey)
+	}
+	switch t := c.CrawlDelayTolerance; {
+	case t == nil:
+		f := limit.DefaultTolerance
+		c.CrawlDelayTolerance = &f
+	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
+		return errf("crawl_delay_tolerance", "must be a fraction of the delay between 0 and %g, got %g", limit.MaxTolerance, *t)
+	}
+	if c.IPv4Prefix == 0 {
+		c.IPv4Prefix = DefaultIPv4Prefix
+	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
+		return errf("ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
+	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = DefaultIPv6Prefix
+	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
+		return errf("ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
+	}
+	if err := orDefault(&c.MaxKeys, DefaultMaxKeys, "max_keys"); err != nil {
+		return err
+	}
+	if err := orDefault(&c.MaxRobotsBytes, DefaultMaxRobotsBytes, "max_robots_bytes"); err != nil {
+		return err
+	}
+	if c.MaxRobotsBytes < MinMaxRobotsBytes {
+		return errf("max_robots_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxRobotsBytes)
+	}
+	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "new_sites_per_second"); err != nil {
+		return err
+	}
+	if err := orDefault(&c.MaxSites, DefaultMaxSites, "max_sites"); err != nil {
+		return err
+	}
+	if err := orDefault(&c.UACacheSize, DefaultUACacheSize, "ua_cache_size"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// banDefaults checks and defaults the extra bot tokens, the traps and the
+// bans.
+func (c *Config) banDefaults() error {
+	errf := configErr
+	bots := make([]string, 0, len(c.Bots))
+	for i, b := range c.Bots {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return errf(fmt.Sprintf("bots[%d]", i), "token must have at least 2 characters, got %q", b)
+		}
+		bots = append(bots, t)
+	}
+	c.Bots = bots
+	for i, p := range c.Traps {
+		if err := checkTrap(p); err != nil {
+			return errf(fmt.Sprintf("traps[%d]", i), "%v", err)
+		}
+	}
+	switch g := c.TrapGrace; {
+	case g == nil:
+		d := Duration(DefaultTrapGrace)
+		c.TrapGrace = &d
+	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
+		return errf("trap_grace", "must be between 0 and 168h, got %s", time.Duration(*g))
+	}
+	switch d := time.Duration(c.BanMax); {
+	case d == 0:
+		c.BanMax = Duration(DefaultBanMax)
+	case d < time.Second || d > MaxBanMax:
+		return errf("ban_max", "must be between 1s and 720h, got %s", d)
+	}
+	switch d := time.Duration(c.BanFor); {
+	case d == 0:
+		c.BanFor = Duration(min(DefaultBanFor, time.Duration(c.BanMax)))
+	case d < time.Second:
+		return errf("ban_for", "must be at least 1s, got %s", d)
+	case d > time.Duration(c.BanMax):
+		return errf("ban_for", "must be at most ban_max (%s), got %s", time.Duration(c.BanMax), d)
+	}
+	if b := c.BanAfter; b != nil {
+		if b.Denials < 2 {
+			return errf("ban_after", "denials must be at least 2, got %d", b.Denials)
+		}
+		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
+			return errf("ban_after", "window must be between 0 and 24h, got %s", w)
+		}
+	}
+	if err := orDefault(&c.MaxBans, limit.DefaultMaxBans, "max_bans"); err != nil {
+		return err
+	}
+	return nil
 }
 
 // hostPortPath matches a value that names a host and port without a scheme,
