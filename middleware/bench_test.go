@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -82,7 +83,7 @@ func BenchmarkBotThrottled(b *testing.B) {
 // maximum so that the fake clock, 11 s a request, seldom makes a refresh
 // due (which would be measured too).
 func BenchmarkDecideBotCrawlDelay(b *testing.B) {
-	clk := newClock()
+	clk := testclock.New()
 	e := mustNew(b, Config{Refresh: Duration(MaxRefresh)}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
 	req := Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1:1234"}
 	ctx := context.Background()

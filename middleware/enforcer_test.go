@@ -8,16 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -107,7 +106,7 @@ func TestGroupTokenMakesBot(t *testing.T) {
 }
 
 func TestCrawlDelay(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e := mustNew(t, Config{}, WithClock(clk.Now))
 	h := e.Handler(site(robotsTxt))
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
@@ -147,7 +146,7 @@ func TestCrawlDelay(t *testing.T) {
 }
 
 func TestCrawlDelayKeyGroup(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	h := mustNew(t, Config{CrawlDelayKey: KeyGroup}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	do(h, uaBing, "/p")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
@@ -207,9 +206,9 @@ func TestStatusHandling(t *testing.T) {
 		{"503 allow when configured", Config{OnUnreachable: UnreachableAllow}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
 		{"429 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, "/x", 403},
 		{"panic disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { panic("boom") }, "/x", 403},
-		{"3 redirects followed", Config{}, redirectChain(3, "User-agent: *\nDisallow: /x\n"), "/x", 403},
-		{"5 redirects followed", Config{}, redirectChain(5, "User-agent: *\nDisallow: /x\n"), "/x", 403},
-		{"6 redirects: unavailable", Config{}, redirectChain(6, "User-agent: *\nDisallow: /x\n"), "/x", 200},
+		{"3 redirects followed", Config{}, testorigin.Redirects(3, "User-agent: *\nDisallow: /x\n"), "/x", 403},
+		{"5 redirects followed", Config{}, testorigin.Redirects(5, "User-agent: *\nDisallow: /x\n"), "/x", 403},
+		{"6 redirects: unavailable", Config{}, testorigin.Redirects(6, "User-agent: *\nDisallow: /x\n"), "/x", 200},
 		{"redirect without Location", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(302) }, "/x", 200},
 		{"huge body truncated", Config{}, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, "/late/x", 200},
 		{"garbage", Config{}, func(w http.ResponseWriter, r *http.Request) {
@@ -221,7 +220,7 @@ func TestStatusHandling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := mustNew(t, tt.cfg).Handler(statusSite(tt.robots))
+			h := mustNew(t, tt.cfg).Handler(testorigin.Status(tt.robots))
 			if rec := do(h, uaAhrefs, tt.path); rec.Code != tt.code {
 				t.Fatalf("got %d, want %d (%s)", rec.Code, tt.code, rec.Body.String())
 			}
@@ -229,113 +228,9 @@ func TestStatusHandling(t *testing.T) {
 	}
 }
 
-func TestFetchTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var calls atomic.Int32
-		h := mustNew(t, Config{FetchTimeout: Duration(2 * time.Second)}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
-			calls.Add(1)
-			<-release // hangs, ignoring the context
-		}))
-		start := time.Now()
-		if rec := do(h, uaAhrefs, "/x"); rec.Code != 403 {
-			t.Fatalf("bot during hanging fetch: %d", rec.Code)
-		}
-		if d := time.Since(start); d != 2*time.Second {
-			t.Fatalf("waited %s, want the 2s timeout", d)
-		}
-		// Later requests do not wait, and no second fetch starts.
-		start = time.Now()
-		for range 10 {
-			if rec := do(h, uaChrome, "/x"); rec.Code != 200 {
-				t.Fatalf("browser: %d", rec.Code)
-			}
-		}
-		time.Sleep(5 * time.Minute) // fake time: a retry is due
-		do(h, uaAhrefs, "/x")
-		if time.Since(start) != 5*time.Minute {
-			t.Fatal("requests waited for the hanging fetch")
-		}
-		if n := calls.Load(); n != 1 {
-			t.Fatalf("%d fetches ran at once, want 1", n)
-		}
-		close(release)
-		synctest.Wait()
-	})
-}
-
-func TestRefresh(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		body, status := "User-agent: *\nDisallow: /old\n", 200
-		set := func(b string, s int) { mu.Lock(); body, status = b, s; mu.Unlock() }
-		var fetches atomic.Int32
-		h := mustNew(t, Config{Refresh: Duration(time.Hour)}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
-			fetches.Add(1)
-			mu.Lock()
-			defer mu.Unlock()
-			w.WriteHeader(status)
-			io.WriteString(w, body)
-		}))
-		check := func(path string, want int) {
-			t.Helper()
-			if rec := do(h, uaAhrefs, path); rec.Code != want {
-				t.Fatalf("%s: got %d, want %d", path, rec.Code, want)
-			}
-		}
-		check("/old", 403)
-		set("User-agent: *\nDisallow: /new\n", 200)
-		time.Sleep(59 * time.Minute)
-		check("/old", 403) // still cached
-		time.Sleep(2 * time.Minute)
-		check("/old", 403) // stale copy served while the refresh runs
-		synctest.Wait()
-		check("/old", 200)
-		check("/new", 403)
-		// The origin fails: the last good copy is kept.
-		set("", 500)
-		time.Sleep(61 * time.Minute)
-		check("/new", 403)
-		synctest.Wait()
-		check("/new", 403)
-		check("/old", 200)
-		if n := fetches.Load(); n != 3 {
-			t.Fatalf("%d fetches, want 3", n)
-		}
-	})
-}
-
-func TestSingleFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
-		gate := make(chan struct{})
-		h := mustNew(t, Config{}).Handler(statusSite(func(w http.ResponseWriter, r *http.Request) {
-			calls.Add(1)
-			<-gate
-			io.WriteString(w, "User-agent: *\nDisallow: /x\n")
-		}))
-		var wg sync.WaitGroup
-		codes := make([]int, 100)
-		for i := range 100 {
-			wg.Go(func() { codes[i] = do(h, uaAhrefs, "/x").Code })
-		}
-		synctest.Wait() // all 100 requests wait on the one fetch
-		close(gate)
-		wg.Wait()
-		if n := calls.Load(); n != 1 {
-			t.Fatalf("%d fetches for 100 concurrent requests, want 1", n)
-		}
-		for i, c := range codes {
-			if c != 403 {
-				t.Fatalf("request %d: %d", i, c)
-			}
-		}
-	})
-}
-
 func TestSources(t *testing.T) {
 	rules := "User-agent: *\nDisallow: /x\n"
-	srv := httptest.NewServer(redirectChain(2, rules))
+	srv := httptest.NewServer(testorigin.Redirects(2, rules))
 	defer srv.Close()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "robots.txt")
@@ -400,27 +295,6 @@ func TestRobotsTxtValueErrors(t *testing.T) {
 	os.WriteFile(f, []byte("User-agent: *\nDisallow: /x\n"), 0o644)
 	if _, err := New(Config{RobotsTxt: f}); err != nil {
 		t.Errorf("file %q: %v", f, err)
-	}
-}
-
-func TestURLSourceStatus(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/500":
-			w.WriteHeader(500)
-		case "/big":
-			io.WriteString(w, strings.Repeat("x", 600000)+"\nUser-agent: *\nDisallow: /x\n")
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-	for path, want := range map[string]int{"/500": 403, "/404": 200, "/big": 200} {
-		e := mustNew(t, Config{RobotsTxt: srv.URL + path})
-		if rec := do(e.Handler(site("")), uaAhrefs, "/x"); rec.Code != want {
-			t.Errorf("%s: got %d, want %d", path, rec.Code, want)
-		}
-		e.Close()
 	}
 }
 
@@ -503,7 +377,7 @@ func TestDurationJSON(t *testing.T) {
 }
 
 func TestCustomResponders(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	h := mustNew(t, Config{}, WithClock(clk.Now),
 		WithDenyHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(451) }),
 		WithThrottleHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(503) }),

@@ -2,39 +2,17 @@ package middleware
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
-
-// clock is an injected clock for tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // site returns a handler serving robots and "ok" elsewhere.
 func site(robots string) http.Handler {
@@ -97,23 +75,3 @@ func (o *countObserver) ObserveDecision(v Verdict) {
 }
 
 func (o *countObserver) ObserveFetch(site string, out sites.Outcome) { o.inc("fetch/" + out.String()) }
-
-// statusSite serves robots.txt with the given handler.
-func statusSite(f http.HandlerFunc) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/robots.txt", f)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	return mux
-}
-
-func redirectChain(n int, final string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var hop int
-		fmt.Sscanf(r.URL.Query().Get("hop"), "%d", &hop)
-		if hop < n {
-			http.Redirect(w, r, fmt.Sprintf("/robots.txt?hop=%d", hop+1), http.StatusMovedPermanently)
-			return
-		}
-		io.WriteString(w, final)
-	}
-}

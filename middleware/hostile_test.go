@@ -13,6 +13,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -45,7 +47,7 @@ func TestLogQuery(t *testing.T) {
 func TestLogFloodSampled(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	e := mustNew(t, Config{NewSitesPerSecond: 1 << 20}, WithLogger(zap.New(core)))
-	origin := statusSite(http.NotFound)
+	origin := testorigin.Status(http.NotFound)
 	start := time.Now()
 	for i := range 2000 {
 		e.Decide(context.Background(), Request{Host: fmt.Sprintf("h%d.example", i), Target: "/", UserAgent: uaAhrefs, Origin: origin})
@@ -91,10 +93,10 @@ func BenchmarkHugeUserAgent(b *testing.B) {
 // for a site over the bound gets 429 with Retry-After 1 and no fetch, and
 // is served by rules once tokens come back.
 func TestNewSiteRate(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	var fetches atomic.Int32
 	obs := &countObserver{}
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		fetches.Add(1)
 		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
 	})
@@ -137,7 +139,7 @@ func TestMillionHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fetches atomic.Int32
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { fetches.Add(1); w.Write(body) })
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) { fetches.Add(1); w.Write(body) })
 	e := mustNew(t, Config{})
 	ctx := context.Background()
 	before := heapAlloc()
@@ -168,14 +170,14 @@ func heapAlloc() uint64 {
 // TestUACacheDoesNotPinReplacedFiles: headers cached with their group
 // choice do not keep a replaced robots.txt alive.
 func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	ctx := context.Background()
 	for i := range 100 {
 		e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: fmt.Sprintf("Bot%d/1.0 (+https://example.com/bot)", i), Origin: s})
 	}
 	old := weak.Make(e.sites.Entry(sites.MakeKey("http", "example.com", 0)).State().Robots)
-	s.set("User-agent: *\nDisallow: /b\n")
+	s.Set("User-agent: *\nDisallow: /b\n")
 	e.Invalidate("")
 	e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: uaAhrefs, Origin: s})
 	runtime.GC()

@@ -4,95 +4,16 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 )
-
-// editableSite serves a robots.txt that tests can change, with an ETag and
-// Last-Modified through http.ServeContent (which answers conditional
-// requests with 304, as Caddy's file_server does), and records the
-// requests it gets for /robots.txt.
-type editableSite struct {
-	fail    atomic.Bool // answer 503
-	block   chan struct{}
-	mu      sync.Mutex
-	body    string
-	ctype   string
-	mod     time.Time
-	fetches []*http.Request
-	served  atomic.Int32 // 200 answers
-}
-
-func newEditableSite(body string) *editableSite {
-	return &editableSite{body: body, mod: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (s *editableSite) set(body string) {
-	s.mu.Lock()
-	s.body, s.mod = body, s.mod.Add(time.Minute)
-	s.mu.Unlock()
-}
-
-func (s *editableSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/robots.txt" {
-		io.WriteString(w, "ok")
-		return
-	}
-	s.mu.Lock()
-	body, mod, ctype, block := s.body, s.mod, s.ctype, s.block
-	s.fetches = append(s.fetches, r)
-	s.mu.Unlock()
-	if block != nil {
-		<-block
-	}
-	if s.fail.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	if ctype == "" {
-		ctype = "text/plain; charset=utf-8"
-	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("ETag", `"`+mod.Format("150405")+`"`)
-	rw := &statusSpy{ResponseWriter: w}
-	http.ServeContent(rw, r, "robots.txt", mod, strings.NewReader(body))
-	if rw.code == 200 {
-		s.served.Add(1)
-	}
-}
-
-func (s *editableSite) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.fetches)
-}
-
-func (s *editableSite) last() *http.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fetches[len(s.fetches)-1]
-}
-
-type statusSpy struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusSpy) WriteHeader(c int) { s.code = c; s.ResponseWriter.WriteHeader(c) }
-
-func (s *statusSpy) Write(b []byte) (int, error) {
-	if s.code == 0 {
-		s.code = 200
-	}
-	return s.ResponseWriter.Write(b)
-}
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -107,13 +28,13 @@ func waitFor(t *testing.T, cond func() bool) {
 // TestInvalidate: after Invalidate (what a Caddy reload does), the next bot
 // request is decided with a fresh fetch, not with the old copy.
 func TestInvalidate(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	h := e.Handler(s)
 	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("first: %d", rec.Code)
 	}
-	s.set("User-agent: *\nDisallow: /b\n")
+	s.Set("User-agent: *\nDisallow: /b\n")
 	if rec := do(h, uaAhrefs, "/b"); rec.Code != 200 {
 		t.Fatalf("before Invalidate the copy is an hour old: %d", rec.Code)
 	}
@@ -124,7 +45,7 @@ func TestInvalidate(t *testing.T) {
 		t.Fatalf("first bot request after Invalidate: %d, want 403 from the new copy", rec.Code)
 	}
 	// One site by name.
-	s.set("User-agent: *\nDisallow: /c\n")
+	s.Set("User-agent: *\nDisallow: /c\n")
 	if n := e.Invalidate("example.org"); n != 0 {
 		t.Fatalf("Invalidate(other site) marked %d", n)
 	}
@@ -135,10 +56,10 @@ func TestInvalidate(t *testing.T) {
 		t.Fatalf("after Invalidate(site): %d", rec.Code)
 	}
 	// A failed revalidation keeps the copy.
-	s.set("User-agent: *\nDisallow: /a\n")
+	s.Set("User-agent: *\nDisallow: /a\n")
 	e.Invalidate("")
 	do(h, uaAhrefs, "/")
-	s.fail.Store(true)
+	s.Fail.Store(true)
 	e.Invalidate("")
 	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("failed revalidation: %d", rec.Code)
@@ -149,23 +70,23 @@ func TestInvalidate(t *testing.T) {
 }
 
 func TestRefreshAndSites(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	h := e.Handler(s)
 	do(h, uaAhrefs, "/")
-	s.set("User-agent: *\nDisallow: /b\n")
+	s.Set("User-agent: *\nDisallow: /b\n")
 	st := e.Refresh(context.Background(), "", nil)
 	if len(st) != 1 || st[0].Site != "http://example.com" || st[0].Outcome != "ok" || !st[0].Rules || st[0].Error != "" || st[0].Status != 200 {
 		t.Fatalf("Refresh = %+v", st)
 	}
-	if s.served.Load() != 2 {
-		t.Fatalf("Refresh did not fetch: %d answers", s.served.Load())
+	if s.Served.Load() != 2 {
+		t.Fatalf("Refresh did not fetch: %d answers", s.Served.Load())
 	}
 	if rec := do(h, uaAhrefs, "/b"); rec.Code != 403 {
 		t.Fatalf("after Refresh: %d", rec.Code)
 	}
 	// The origin function wins over the remembered handler.
-	other := newEditableSite("User-agent: *\nDisallow: /z\n")
+	other := testorigin.NewEditable("User-agent: *\nDisallow: /z\n")
 	e.Refresh(context.Background(), "example.com", func(string) http.Handler { return other })
 	if rec := do(h, uaAhrefs, "/z"); rec.Code != 403 {
 		t.Fatalf("Refresh with an origin: %d", rec.Code)
@@ -177,7 +98,7 @@ func TestRefreshAndSites(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e := mustNew(t, Config{}, WithClock(clk.Now))
 	origin := site(robotsTxt)
 	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/a/b/c", UserAgent: uaBing, Origin: origin})
@@ -220,14 +141,14 @@ func TestExplain(t *testing.T) {
 // logged once per site and per change, at Info, or Warn for an HTML page
 // and an unreachable file; the copy is still parsed.
 func TestNoRulesLogged(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.DebugLevel)
 	var mu sync.Mutex
 	answer := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 	set := func(f http.HandlerFunc) { mu.Lock(); answer = f; mu.Unlock() }
 	h := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
-		Handler(statusSite(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
+		Handler(testorigin.Status(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
 	step := func(n int) {
 		for range n {
 			clk.Add(2 * time.Minute)
@@ -285,10 +206,10 @@ func TestNoRulesLogged(t *testing.T) {
 // TestOutagesLoggedEachTime: an outage, a recovery answered 304, and a
 // second outage: both outages are logged (the 304 brings the state back).
 func TestOutagesLoggedEachTime(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	h := mustNew(t, Config{Refresh: Duration(time.Minute)}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
 	do(h, uaAhrefs, "/")
 	refresh := func(key string, n int) {
@@ -297,11 +218,11 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 		do(h, uaChrome, "/")
 		waitFor(t, func() bool { return obs.get(key) == n })
 	}
-	s.fail.Store(true)
+	s.Fail.Store(true)
 	refresh("fetch/unreachable", 1)
-	s.fail.Store(false)
+	s.Fail.Store(false)
 	refresh("fetch/not_modified", 1)
-	s.fail.Store(true)
+	s.Fail.Store(true)
 	refresh("fetch/unreachable", 2)
 	if n := logs.FilterMessage("robots_guard: robots.txt unreachable").Len(); n != 2 {
 		t.Fatalf("two outages logged %d times", n)
@@ -314,15 +235,13 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	req := Request{Host: "example.com", Target: "/a", UserAgent: uaChrome, ClientIP: "192.0.2.1", Origin: s}
 	ctx := context.Background()
 	e.Decide(ctx, req)
 	release := make(chan struct{})
-	s.mu.Lock()
-	s.block = release
-	s.mu.Unlock()
+	s.Block(release)
 	defer close(release)
 	e.Invalidate("")
 	e.Decide(ctx, req) // starts the revalidation, which hangs
@@ -334,7 +253,7 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 // TestRevalidate fetches the copies marked by Invalidate that no request
 // has renewed since, and only those.
 func TestRevalidate(t *testing.T) {
-	a, b := newEditableSite("User-agent: *\nDisallow: /a\n"), newEditableSite("User-agent: *\nDisallow: /b\n")
+	a, b := testorigin.NewEditable("User-agent: *\nDisallow: /a\n"), testorigin.NewEditable("User-agent: *\nDisallow: /b\n")
 	e := mustNew(t, Config{Refresh: Duration(time.Hour)})
 	ctx := context.Background()
 	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // bots wait for the first fetch
@@ -345,8 +264,8 @@ func TestRevalidate(t *testing.T) {
 	if len(st) != 1 || st[0].Site != "http://b.example" || st[0].Error != "" {
 		t.Fatalf("Revalidate = %+v, want b.example alone", st)
 	}
-	if a.count() != 2 || b.count() != 2 {
-		t.Fatalf("fetches: a %d, b %d; want 2 each", a.count(), b.count())
+	if a.Count() != 2 || b.Count() != 2 {
+		t.Fatalf("fetches: a %d, b %d; want 2 each", a.Count(), b.Count())
 	}
 	if st := e.Revalidate(ctx, nil); len(st) != 0 {
 		t.Fatalf("second Revalidate fetched %+v", st)
@@ -357,9 +276,9 @@ func TestRevalidate(t *testing.T) {
 // browsers pass at once; unknown clients and bots wait (at most the fetch
 // timeout).
 func TestBrowsersNeverWait(t *testing.T) {
-	s := newEditableSite("User-agent: FooAgent\nDisallow: /\n")
+	s := testorigin.NewEditable("User-agent: FooAgent\nDisallow: /\n")
 	release := make(chan struct{})
-	s.block = release
+	s.Block(release)
 	defer close(release)
 	e := mustNew(t, Config{FetchTimeout: Duration(time.Second)})
 	start := time.Now()

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/report"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -25,7 +27,7 @@ Crawl-delay: 1
 `
 
 // trapEnforcer has the trap /no-robots/ and bans of 1 h (2 h max).
-func trapEnforcer(t testing.TB, robots string, clk *clock, mod func(*Config), opts ...Option) (*Enforcer, *observer.ObservedLogs) {
+func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*Config), opts ...Option) (*Enforcer, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	zero := Duration(0)
@@ -50,7 +52,7 @@ func at(e *Enforcer, ua, target, ip string) Verdict {
 // /robots.txt for the ban time; a repeat offender twice as long, up to the
 // cap; other clients are not affected.
 func TestTrapBansBrowserHeader(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e, logs := trapEnforcer(t, trapRobots, clk, nil)
 	const ip = "198.51.100.7:1234"
 	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
@@ -117,7 +119,7 @@ func TestTrapNotArmed(t *testing.T) {
 		{"no * group", "User-agent: Googlebot\nDisallow: /no-robots/\n", "bots no group names (there is no User-agent: * group)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newClock()
+			clk := testclock.New()
 			e, logs := trapEnforcer(t, tc.robots, clk, nil)
 			target := "/no-robots/x"
 			if tc.allowedFor == "" {
@@ -142,7 +144,7 @@ func TestTrapNotArmed(t *testing.T) {
 // Verified crawlers are never banned: their request for a trap gets the
 // normal 403. A bot that claims Googlebot from elsewhere is banned.
 func TestTrapSparesVerified(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	vc := verifyConfig(t, SpoofedStar, "")
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Verify = vc.Verify })
 	deadline := time.Now().Add(5 * time.Second)
@@ -167,7 +169,7 @@ func TestTrapSparesVerified(t *testing.T) {
 // ban_after: N robots.txt denials within the window ban; fewer, or spread
 // wider, do not.
 func TestBanAfter(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
 		c.Traps = nil
 		c.BanAfter = &BanAfter{Denials: 3, Window: Duration(time.Minute)}
@@ -192,7 +194,7 @@ func TestBanAfter(t *testing.T) {
 
 // dry_run logs bans without enforcing them.
 func TestTrapDryRun(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
 	v := at(e, uaChrome, "/no-robots/x", "198.51.100.7:1")
 	if v.Reason != ReasonTrap || v.Enforced() {
@@ -208,7 +210,7 @@ func TestTrapDryRun(t *testing.T) {
 
 // The report after a scripted mix of traffic has the exact counts.
 func TestReportCounts(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	e, _ := trapEnforcer(t, trapRobots, clk, nil)
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	for range 3 {
@@ -255,8 +257,8 @@ func TestReportCounts(t *testing.T) {
 // that does not arm it restarts the clock. Browsers made to load it by
 // another page (fetch metadata) are not banned.
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
-	clk := newClock()
-	src := newEditableSite(trapRobots)
+	clk := testclock.New()
+	src := testorigin.NewEditable(trapRobots)
 	e := mustNew(t, Config{Traps: []string{"/no-robots/"}, Refresh: Duration(time.Minute)}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Enforcer, ua, target, ip string) Verdict {
@@ -273,10 +275,10 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 		t.Fatalf("after 24 h: %v", v.Reason)
 	}
 	// The Disallow goes away for a while: the clock starts again.
-	src.set("User-agent: *\nDisallow: /private/\n")
+	src.Set("User-agent: *\nDisallow: /private/\n")
 	clk.Add(2 * time.Minute)
 	refresh()
-	src.set(trapRobots)
+	src.Set(trapRobots)
 	clk.Add(2 * time.Minute)
 	refresh()
 	if v := at(e, uaChrome, "/no-robots/x", "198.51.100.3:1"); v.Reason == ReasonTrap {
@@ -310,7 +312,7 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 // BenchmarkTrapsBrowser is a browser request with traps configured and no
 // ban in force: the cost of traps on every visitor (compare BenchmarkBrowser).
 func BenchmarkTrapsBrowser(b *testing.B) {
-	clk := newClock()
+	clk := testclock.New()
 	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	runBench(b, e.Handler(okHandler), r, 200)
@@ -318,7 +320,7 @@ func BenchmarkTrapsBrowser(b *testing.B) {
 
 // BenchmarkBannedRequest is a request of a banned client, refused.
 func BenchmarkBannedRequest(b *testing.B) {
-	clk := newClock()
+	clk := testclock.New()
 	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	at(e, uaChrome, "/no-robots/x", "192.0.2.1:1234")
 	r := benchRequest(uaChrome, "/public/page?id=42")

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testdns"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -132,7 +133,7 @@ func TestVerifySpoofedAnswer(t *testing.T) {
 func TestVerifyGroupBudget(t *testing.T) {
 	for _, onSpoofed := range []string{SpoofedDeny, SpoofedStar} {
 		t.Run(onSpoofed, func(t *testing.T) {
-			clk := newClock()
+			clk := testclock.New()
 			cfg := verifyConfig(t, onSpoofed, "")
 			cfg.CrawlDelayKey = KeyGroup
 			e := newVerifying(t, cfg, WithClock(clk.Now))
@@ -167,7 +168,7 @@ func TestVerifyGroupBudget(t *testing.T) {
 // Unverifiable claims (the feed has not loaded) keep the header's group
 // but per-address budgets even with crawl_delay_key group.
 func TestVerifyUnverifiable(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	off := false
 	cfg := Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
 		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},

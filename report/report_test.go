@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
 )
@@ -25,26 +26,6 @@ Disallow: /no-robots/
 Crawl-delay: 1
 `
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // privateRule is line 3 of testRobots, "Disallow: /private/".
 func privateRule(t testing.TB) *policy.Rule {
 	d := policy.Parse([]byte(testRobots)).Agent("AhrefsBot").Decide("/private/x")
@@ -55,7 +36,7 @@ func privateRule(t testing.TB) *policy.Rule {
 }
 
 // denial is the record of a request from addr denied by rule.
-func denial(clk *clock, addr string, rule *policy.Rule) Record {
+func denial(clk *testclock.Clock, addr string, rule *policy.Rule) Record {
 	return Record{Site: site, Client: limit.ClientOf(addr, 32, 64), Group: "*", Rule: rule, At: clk.Now().UnixNano(), Kind: Denial}
 }
 
@@ -72,7 +53,7 @@ func row(rows []ClientReport, client string) ClientReport {
 // Records of every kind are counted in their client's row, in the last
 // hour and day, and denials in their line, exactly.
 func TestRecorderCounts(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	rule := privateRule(t)
 	for range 3 {
@@ -112,7 +93,7 @@ func TestReportFloodBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a million records")
 	}
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	rule := privateRule(t)
 	runtime.GC()
@@ -146,7 +127,7 @@ func TestReportFloodBound(t *testing.T) {
 // unseen in a batch, none is lost with one, and reading does not race
 // with flushing.
 func TestReportConcurrentBatches(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	rule := privateRule(t)
 	const workers, each = 8, 1000
@@ -202,7 +183,7 @@ func TestReportConcurrentBatches(t *testing.T) {
 
 // Recording a denial allocates nothing (in the steady state).
 func TestRecordAllocs(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	rec := denial(clk, "203.0.113.1:1", privateRule(t))
 	r.Record(rec)
@@ -250,7 +231,7 @@ func TestReportLateRecord(t *testing.T) {
 // A batch whose ref the pool dropped goes back to use with its records,
 // which are counted once; past the bound, new refs share batches.
 func TestReportBatchReuse(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	ref := r.pool.New().(*reportBatchRef)
 	r.add(ref.b, reportRecord{site: "http://example.com", key: reportKey{client: limit.Client{15: 1}, group: "*"}, at: clk.Now().UnixNano(), kind: Denial})
@@ -287,7 +268,7 @@ func TestReportBatchReuse(t *testing.T) {
 // slice; across slices (60 records, more than a batch holds) the report's
 // counts stay exact.
 func TestReportBatchAggregates(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	r := New(32, 64, clk.Now)
 	b := r.pool.New().(*reportBatchRef).b
 	const clients, rounds = 20, 30 // no report shard gets more than its 8 exact counters

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
 
 // floodSetup returns a Cache of 100 sites, the origin of every site, a
@@ -16,7 +19,7 @@ import (
 // site's robots.txt fetches.
 func floodSetup(t *testing.T) (*Cache, http.Handler, func(), *atomic.Int32) {
 	busyFetches := new(atomic.Int32)
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		if r.Host == "busy.example" {
 			busyFetches.Add(1)
 		}
@@ -87,7 +90,7 @@ func TestHostFloodMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
 	cfg := testConfig(SelfSource())
 	cfg.NewSitesPerSecond = 1 << 20 // every Host fetched: the sharing is what is measured
 	c := New(cfg)
@@ -113,7 +116,7 @@ func TestHostFloodMemory(t *testing.T) {
 // MaxBytes; sites that share one file are counted once.
 func TestRobotsBytesBound(t *testing.T) {
 	big := strings.Repeat("Disallow: /some/long/path/segment/*/x\n", 1300) // about 50 KB
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "User-agent: *\n# "+r.Host+"\n"+big) // a different file per Host
 	})
 	const limit = 4 << 20 // the enforcer's smallest max_robots_bytes
@@ -131,7 +134,7 @@ func TestRobotsBytesBound(t *testing.T) {
 		t.Errorf("%d sites with distinct 50 KB files cached under a %d-byte bound", n, limit)
 	}
 	// One file shared by many sites is counted once.
-	shared := statusSite(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\n"+big) })
+	shared := testorigin.Status(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\n"+big) })
 	c2 := New(cfg)
 	for i := range 200 {
 		get(c2, fmt.Sprintf("s%d.example", i), shared)
@@ -145,10 +148,10 @@ func TestRobotsBytesBound(t *testing.T) {
 // postponed (the state says so, and the Observer counts it), and the sites
 // are fetched once tokens come back; known sites are never postponed.
 func TestNewSitesPerSecond(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
 	var fetches atomic.Int32
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		fetches.Add(1)
 		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
 	})

@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -43,9 +44,9 @@ func TestStatusMapping(t *testing.T) {
 		{"503 unreachable", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", Unreachable, true},
 		{"429 unreachable", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, "/x", Unreachable, true},
 		{"panic unreachable", func(w http.ResponseWriter, r *http.Request) { panic("boom") }, "/x", Unreachable, true},
-		{"3 redirects followed", redirectChain(3, "User-agent: *\nDisallow: /x\n"), "/x", OK, true},
-		{"5 redirects followed", redirectChain(5, "User-agent: *\nDisallow: /x\n"), "/x", OK, true},
-		{"6 redirects: unavailable", redirectChain(6, "User-agent: *\nDisallow: /x\n"), "/x", Unavailable, false},
+		{"3 redirects followed", testorigin.Redirects(3, "User-agent: *\nDisallow: /x\n"), "/x", OK, true},
+		{"5 redirects followed", testorigin.Redirects(5, "User-agent: *\nDisallow: /x\n"), "/x", OK, true},
+		{"6 redirects: unavailable", testorigin.Redirects(6, "User-agent: *\nDisallow: /x\n"), "/x", Unavailable, false},
 		{"redirect without Location", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(302) }, "/x", Unavailable, false},
 		{"huge body truncated", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }, "/late/x", OK, false},
 		{"garbage", func(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +58,7 @@ func TestStatusMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := get(New(testConfig(SelfSource())), "example.com", statusSite(tt.robots))
+			st := get(New(testConfig(SelfSource())), "example.com", testorigin.Status(tt.robots))
 			if st.Outcome != tt.outcome || (st.Unreachable || denies(st, tt.path)) != tt.refused {
 				t.Fatalf("outcome %s, unreachable %v, denies %s %v; want %s, refused %v", st.Outcome, st.Unreachable, tt.path, denies(st, tt.path), tt.outcome, tt.refused)
 			}
@@ -75,7 +76,7 @@ func TestFetchTimeout(t *testing.T) {
 		cfg := testConfig(SelfSource())
 		cfg.Timeout = 2 * time.Second
 		c := New(cfg)
-		origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
 			<-release // hangs, ignoring the context
 		})
@@ -115,7 +116,7 @@ func TestRefresh(t *testing.T) {
 		cfg := testConfig(SelfSource())
 		cfg.Refresh = time.Hour
 		c := New(cfg)
-		origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			fetches.Add(1)
 			mu.Lock()
 			defer mu.Unlock()
@@ -157,7 +158,7 @@ func TestSingleFlight(t *testing.T) {
 		var calls atomic.Int32
 		gate := make(chan struct{})
 		c := New(testConfig(SelfSource()))
-		origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
 			<-gate
 			io.WriteString(w, "User-agent: *\nDisallow: /x\n")
@@ -184,7 +185,7 @@ func TestSingleFlight(t *testing.T) {
 // TestSources: a URL (redirects followed), a file and fixed bytes.
 func TestSources(t *testing.T) {
 	rules := "User-agent: *\nDisallow: /x\n"
-	srv := httptest.NewServer(redirectChain(2, rules))
+	srv := httptest.NewServer(testorigin.Redirects(2, rules))
 	defer srv.Close()
 	file := filepath.Join(t.TempDir(), "robots.txt")
 	if err := os.WriteFile(file, []byte(rules), 0o644); err != nil {
@@ -267,14 +268,14 @@ func TestGzipRobotsTxt(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	io.WriteString(zw, "User-agent: *\nDisallow: /private/\n")
 	zw.Close()
-	st := get(New(testConfig(SelfSource())), "example.com", statusSite(func(w http.ResponseWriter, r *http.Request) {
+	st := get(New(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Write(gz.Bytes())
 	}))
 	if !denies(st, "/private/x") {
 		t.Fatalf("gzipped robots.txt: /private/x allowed (%s)", st.Outcome)
 	}
-	st = get(New(testConfig(SelfSource())), "example.com", statusSite(func(w http.ResponseWriter, r *http.Request) {
+	st = get(New(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "br")
 		w.Write([]byte{0x1b, 0x2f, 0x00})
 	}))
@@ -289,7 +290,7 @@ func TestTricklingBodyMessage(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	cfg := testConfig(SelfSource())
 	cfg.Timeout, cfg.Logger = 200*time.Millisecond, zap.New(core)
-	get(New(cfg), "example.com", statusSite(func(w http.ResponseWriter, r *http.Request) {
+	get(New(cfg), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "User-agent: *\n")
 		<-r.Context().Done()
 		panic(http.ErrAbortHandler) // what reverse_proxy does when the copy is cut short

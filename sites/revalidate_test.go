@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
 // revalidating is a Cache with a one-minute refresh on clk, counting
 // outcomes in obs.
-func revalidating(src Source, clk *clock, obs *countObserver) *Cache {
+func revalidating(src Source, clk *testclock.Clock, obs *countObserver) *Cache {
 	cfg := testConfig(src)
 	cfg.Now, cfg.Observer = clk.Now, obs
 	return New(cfg)
@@ -26,14 +28,14 @@ func revalidating(src Source, clk *clock, obs *countObserver) *Cache {
 // Last-Modified; 304 keeps the copy without a parse; a changed file is
 // picked up at the next refresh.
 func TestRevalidateConditional(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	c := revalidating(SelfSource(), clk, obs)
 	if st := get(c, "example.com", s); !denies(st, "/a") {
 		t.Fatalf("first: %s", st.Outcome)
 	}
-	if r := s.last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
+	if r := s.Last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
 		t.Fatalf("first self-fetch: RequestURI %q RemoteAddr %q If-None-Match %q", r.RequestURI, r.RemoteAddr, r.Header.Get("If-None-Match"))
 	}
 	browser := func() { c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, s, false) }
@@ -42,13 +44,13 @@ func TestRevalidateConditional(t *testing.T) {
 		browser() // starts the refresh in the background
 		waitFor(t, func() bool { return obs.get("not_modified") == i+1 })
 	}
-	if r := s.last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
+	if r := s.Last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
 		t.Fatalf("revalidation without validators: %v", r.Header)
 	}
-	if s.served.Load() != 1 {
-		t.Fatalf("%d full answers, want 1", s.served.Load())
+	if s.Served.Load() != 1 {
+		t.Fatalf("%d full answers, want 1", s.Served.Load())
 	}
-	s.set("User-agent: *\nDisallow: /b\n")
+	s.Set("User-agent: *\nDisallow: /b\n")
 	clk.Add(61 * time.Second)
 	browser()
 	waitFor(t, func() bool { return obs.get("ok") == 2 })
@@ -59,9 +61,9 @@ func TestRevalidateConditional(t *testing.T) {
 
 // TestRevalidateURLSource: the URL source sends validators too.
 func TestRevalidateURLSource(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL + "/robots.txt")
@@ -72,15 +74,15 @@ func TestRevalidateURLSource(t *testing.T) {
 	clk.Add(2 * time.Minute)
 	c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false)
 	waitFor(t, func() bool { return obs.get("not_modified") == 1 })
-	if s.served.Load() != 1 {
-		t.Fatalf("%d full answers, want 1", s.served.Load())
+	if s.Served.Load() != 1 {
+		t.Fatalf("%d full answers, want 1", s.Served.Load())
 	}
 }
 
 // TestRevalidateFileSource: a file is read again only when its size or
 // modification time changed; a file that disappears keeps the last copy.
 func TestRevalidateFileSource(t *testing.T) {
-	clk := newClock()
+	clk := testclock.New()
 	obs := &countObserver{}
 	file := filepath.Join(t.TempDir(), "robots.txt")
 	os.WriteFile(file, []byte("User-agent: *\nDisallow: /a\n"), 0o644)
@@ -113,12 +115,12 @@ func TestRevalidateFileSource(t *testing.T) {
 // TestInvalidateWaits: after Invalidate, the next waiting Get returns a
 // fresh copy; a failed revalidation keeps the old one.
 func TestInvalidateWaits(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	cfg := testConfig(SelfSource())
 	cfg.Refresh = time.Hour
 	c := New(cfg)
 	get(c, "example.com", s)
-	s.set("User-agent: *\nDisallow: /b\n")
+	s.Set("User-agent: *\nDisallow: /b\n")
 	if denies(get(c, "example.com", s), "/b") {
 		t.Fatal("the copy is an hour old: /b denied before Invalidate")
 	}
@@ -131,7 +133,7 @@ func TestInvalidateWaits(t *testing.T) {
 	if !denies(get(c, "example.com", s), "/b") {
 		t.Fatal("first waiting Get after Invalidate: /b allowed, want the new copy")
 	}
-	s.fail.Store(true)
+	s.Fail.Store(true)
 	c.Invalidate(nil)
 	if st := get(c, "example.com", s); !denies(st, "/b") || st.Unreachable {
 		t.Fatal("failed revalidation dropped the copy")
@@ -141,8 +143,8 @@ func TestInvalidateWaits(t *testing.T) {
 // TestTimedRefreshSurvivesRevalidations: revalidations and timed refreshes
 // racing from many goroutines never leave the refresh switched off.
 func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
-	clk := newClock()
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
+	clk := testclock.New()
 	obs := &countObserver{}
 	c := revalidating(SelfSource(), clk, obs)
 	k := MakeKey("http", "example.com", 0)
@@ -173,11 +175,11 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 // TestAdopt: a new cache starts from another's good copies, marked for
 // revalidation, and carry moves what was attached.
 func TestAdopt(t *testing.T) {
-	s := newEditableSite("User-agent: *\nDisallow: /a\n")
+	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	old := New(testConfig(SelfSource()))
 	get(old, "example.com", s)
 	old.Entry(MakeKey("http", "example.com", 0)).Attach("clocks")
-	get(old, "down.example", statusSite(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
+	get(old, "down.example", testorigin.Status(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
 	var rules int
 	cfg := testConfig(SelfSource())
 	cfg.OnRules = func(*Site, *policy.Robots) { rules++ }
@@ -212,7 +214,7 @@ func BenchmarkRevalidate(b *testing.B) {
 				label = name + "/changed"
 			}
 			b.Run(label, func(b *testing.B) {
-				s := newEditableSite(string(body))
+				s := testorigin.NewEditable(string(body))
 				c := New(testConfig(SelfSource()))
 				ent := c.Entry(MakeKey("http", "example.com", 0))
 				c.fetch(ent, s)

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
 
 // canary is a loopback listener that counts the connections it gets.
@@ -42,7 +44,7 @@ func newCanary(t *testing.T) *canary {
 func TestSelfFetchNeverConnects(t *testing.T) {
 	can := newCanary(t)
 	canHost := strings.TrimPrefix(can.URL, "http://")
-	origin := statusSite(func(w http.ResponseWriter, r *http.Request) {
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusMovedPermanently)
 	})
 	cfg := testConfig(SelfSource())

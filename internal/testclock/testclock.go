@@ -1,0 +1,32 @@
+// Package testclock is a settable clock for tests: decisions, caches and
+// reports take a func() time.Time, and a test moves time with Add instead
+// of sleeping.
+package testclock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is a settable clock, safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// New returns a Clock at 2026-01-01 00:00 UTC.
+func New() *Clock { return &Clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Add moves the clock by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
