@@ -507,8 +507,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
 	}
-	req := g.state.enforcer.RequestOf(r, orig, clientIP, origin)
-	v := g.state.enforcer.Decide(ctx, req)
+	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set(phGroup, boxedGroup(v.Group))

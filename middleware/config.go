@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // Defaults and limits of Config. A zero field takes its default.
@@ -21,16 +22,16 @@ const (
 	// modification time), and an unchanged file answers 304 and is not
 	// parsed again. An edit is in force within a minute, and at once
 	// after Enforcer.Invalidate (which a Caddy reload calls).
-	DefaultRefresh           = time.Minute
+	DefaultRefresh           = sites.DefaultRefresh
 	MaxRefresh               = 24 * time.Hour
-	DefaultFetchTimeout      = 5 * time.Second
+	DefaultFetchTimeout      = sites.DefaultTimeout
 	MaxFetchTimeout          = time.Minute
 	DefaultIPv4Prefix        = 32
 	DefaultIPv6Prefix        = 64
 	DefaultMaxKeys           = 100000
-	DefaultMaxSites          = 1000
+	DefaultMaxSites          = sites.DefaultMaxSites
 	DefaultNewSitesPerSecond = 50
-	DefaultMaxRobotsBytes    = 256 << 20
+	DefaultMaxRobotsBytes    = sites.DefaultMaxBytes
 	MinMaxRobotsBytes        = 4 << 20
 	DefaultUACacheSize       = 10000
 )

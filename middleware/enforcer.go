@@ -230,10 +230,16 @@ const MaxUserAgent = 1024
 // the decoded view, and either one disallowing it denies it; an allowed path
 // is then subject to the group's Crawl-delay.
 func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
-	// Pointers: Request and Verdict are copied once, not at every call.
-	v := e.decide(ctx, &req, nil)
+	return e.decideReq(ctx, &req)
+}
+
+// decideReq is Decide for a Request the caller keeps (the net/http
+// front's), so that it is not copied again: Request and Verdict are passed
+// by pointer from here on.
+func (e *Enforcer) decideReq(ctx context.Context, req *Request) Verdict {
+	v := e.decide(ctx, req, nil)
 	if v.Action != Allow || e.obs != nil {
-		e.done(&req, &v)
+		e.done(req, &v)
 	}
 	return v
 }
@@ -400,10 +406,12 @@ func (e *Enforcer) ban(ctx context.Context, client limit.Client, tr *trace, reas
 	b := limit.BanInfo{Until: now + int64(e.cfg.BanFor), Strikes: 1}
 	msg := "robots_guard: dry run: would ban for ignoring robots.txt"
 	if !e.cfg.DryRun {
-		b = e.bans.Ban(ctx, client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
+		// The ban is the fleet's, whatever the client does now: a bot
+		// that hangs up must not keep its ban off the shared store.
+		b = e.bans.Ban(context.WithoutCancel(ctx), client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
 		msg = "robots_guard: banned for ignoring robots.txt"
 	}
-	e.log.Warn(msg, zap.String("client", limit.Client(client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+	e.log.Warn(msg, zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
 		zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
 	if bo, ok := e.obs.(BanObserver); ok {
 		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], e.cfg.DryRun)

@@ -40,13 +40,21 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := h.e
-	v := e.Decide(r.Context(), e.RequestOf(r, nil, e.clientIP(r), h.next))
+	v := e.DecideHTTP(r, nil, e.clientIP(r), h.next)
 	switch {
 	case !v.Enforced():
 		h.next.ServeHTTP(w, r)
 	default:
 		e.Respond(w, r, v)
 	}
+}
+
+// DecideHTTP is Decide for an http.Request: it maps r as RequestOf does,
+// in place, and decides it. Handler and the Caddy module call it.
+func (e *Enforcer) DecideHTTP(r, orig *http.Request, clientIP string, origin http.Handler) Verdict {
+	var req Request
+	e.fillRequest(&req, r, orig, clientIP, origin)
+	return e.decideReq(r.Context(), &req)
 }
 
 // RequestOf maps r to the Request that Decide takes: the one mapping of the
@@ -60,40 +68,38 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Fetch metadata is read only when traps are set, and the signature parts
 // only when Web Bot Auth is on and r carries a signature.
 func (e *Enforcer) RequestOf(r, orig *http.Request, clientIP string, origin http.Handler) Request {
+	var req Request
+	e.fillRequest(&req, r, orig, clientIP, origin)
+	return req
+}
+
+// fillRequest is RequestOf into a zero Request.
+func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP string, origin http.Handler) {
 	if orig == nil {
 		orig = r
 	}
-	scheme := "http"
+	req.Scheme = "http"
 	if r.TLS != nil {
-		scheme = "https"
+		req.Scheme = "https"
 	}
-	target := orig.RequestURI
-	if target == "" && orig.URL != nil {
-		target = orig.URL.RequestURI()
+	req.Target = orig.RequestURI
+	if req.Target == "" && orig.URL != nil {
+		req.Target = orig.URL.RequestURI()
 	}
-	if target == "" {
-		target = r.URL.RequestURI()
+	if req.Target == "" {
+		req.Target = r.URL.RequestURI()
 	}
-	req := Request{
-		Scheme:    scheme,
-		Host:      r.Host,
-		Port:      LocalPort(r),
-		Target:    target,
-		UserAgent: userAgent(r.Header),
-		ClientIP:  clientIP,
-		Origin:    origin,
-		Method:    r.Method,
-	}
+	req.Host, req.Port, req.Method = r.Host, LocalPort(r), r.Method
+	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
 	}
-	if req.Signed = e.signedRequest(r, scheme); req.Signed != nil && orig.URL != nil {
+	if req.Signed = e.signedRequest(r, req.Scheme); req.Signed != nil && orig != r && orig.URL != nil {
 		// The signature covers the request as the client sent it: the
 		// path before any rewrite.
 		req.Signed.Path, req.Signed.Query = orig.URL.EscapedPath(), orig.URL.RawQuery
 	}
-	return req
 }
 
 // Respond writes the answer to a request that v stops (v.Enforced()): 403

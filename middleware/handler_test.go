@@ -1,8 +1,13 @@
 package middleware
 
 import (
+	"context"
+	"errors"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // Every stopped request's answer has header values of its own: a handler
@@ -38,4 +43,31 @@ func TestHeaderSlab(t *testing.T) {
 		}
 		seen[hs] = true
 	}
+}
+
+// /robots.txt is always served, in every spelling rules read as it
+// (RFC 9309 §2.2.2): to a banned client, before the site's first fetch,
+// while its robots.txt is unreachable.
+func TestRobotsTxtAlwaysServed(t *testing.T) {
+	clk := testclock.New()
+	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	at(e, uaChrome, "/no-robots/", "198.51.100.7:1") // banned
+	for _, target := range []string{"/robots.txt", "/robots.txt?x", "/%72obots.txt", "/robots%2Etxt", "http://example.com/robots.txt"} {
+		if v := at(e, uaChrome, target, "198.51.100.7:1"); v.Action != Allow || v.Reason != ReasonRobotsTxt {
+			t.Errorf("%s for a banned client: %v %v", target, v.Action, v.Reason)
+		}
+	}
+	down := mustNew(t, Config{}, WithSource(failingSource{}))
+	for _, target := range []string{"/robots.txt", "/robots%2Etxt"} {
+		if v := down.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: uaAhrefs}); v.Action != Allow {
+			t.Errorf("%s while robots.txt is unreachable: %v %v", target, v.Action, v.Reason)
+		}
+	}
+}
+
+// failingSource is a robots.txt source that is always unreachable.
+type failingSource struct{}
+
+func (failingSource) Fetch(context.Context, sites.Request) (sites.Result, error) {
+	return sites.Result{}, errors.New("down")
 }

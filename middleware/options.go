@@ -92,7 +92,8 @@ func WithClientIP(f func(*http.Request) string) Option {
 }
 
 // WithSource sets where robots.txt files come from, overriding
-// Config.RobotsTxt. See sites.SelfSource, URLSource, FileSource and BytesSource.
+// Config.RobotsTxt. See sites.SelfSource, sites.URLSource, sites.FileSource and
+// sites.BytesSource.
 func WithSource(s sites.Source) Option {
 	return func(o *options) {
 		if s != nil {

@@ -153,3 +153,36 @@ func BenchmarkStoreBotCrawlDelayParallel(b *testing.B) {
 		}
 	})
 }
+
+// A trap ban reaches the shared store even when the banned client hung up
+// before it was written: the ban is the fleet's, not the connection's.
+func TestStoreBanOutlivesClient(t *testing.T) {
+	srv := testredis.Start(t)
+	mk := func() *Enforcer {
+		zero := Duration(0)
+		e := mustNew(t, Config{Store: &StoreConfig{Redis: srv.URL}, Traps: []string{"/no-robots/"}, TrapGrace: &zero},
+			WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /no-robots/\n"))))
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	a, b := mk(), mk()
+	warm := Request{Host: "example.com", Target: "/", UserAgent: "WarmupBot/1.0", ClientIP: "192.0.2.250:1"}
+	a.Decide(context.Background(), warm)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	trap := Request{Host: "example.com", Target: "/no-robots/x", UserAgent: uaChrome, ClientIP: "203.0.113.9:4", Method: "GET"}
+	if v := a.Decide(gone, trap); v.Reason != ReasonTrap {
+		t.Fatalf("trap request of a client that hung up: %v %v", v.Action, v.Reason)
+	}
+	page := Request{Host: "example.com", Target: "/page", UserAgent: uaChrome, ClientIP: "203.0.113.9:4", Method: "GET"}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v := b.Decide(context.Background(), page); v.Reason == ReasonBanned {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other instance does not see the ban of a client that hung up (kept on one instance only)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -88,7 +88,7 @@ func (t *trapSet) hit(target string) (int, bool) {
 // not, by names who may fetch it.
 func trapArmed(r *policy.Robots, target string) (armed bool, by string) {
 	star := false
-	for _, a := range r.Agents() {
+	for a := range r.Agents() {
 		if a == "*" {
 			star = true
 		}
@@ -265,7 +265,7 @@ func (e *Enforcer) Bans(ctx context.Context) []BanStatus {
 	}
 	out := []BanStatus{}
 	for _, b := range e.bans.List(ctx, e.now().UnixNano()) {
-		out = append(out, BanStatus{Client: limit.Client(b.Client).Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
+		out = append(out, BanStatus{Client: b.Client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
 			Until: time.Unix(0, b.Until).UTC(), Strikes: b.Strikes, Reason: b.Reason})
 	}
 	return out

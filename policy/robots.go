@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,11 +72,22 @@ func (r *Robots) Groups() []Group {
 	return out
 }
 
-// Agents returns the distinct User-agent tokens of the file's groups in
+// Agents yields the distinct User-agent tokens of the file's groups in
 // file order (the first spelling of each, compared case-insensitively),
-// "*" included when there is a global group. It is computed on first use
-// and shared by every caller, who must not modify it.
-func (r *Robots) Agents() []string {
+// "*" included when there is a global group. The list is made on first use
+// and kept; walking it does not allocate.
+func (r *Robots) Agents() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, a := range r.agentList() {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// agentList is the list behind Agents, made once.
+func (r *Robots) agentList() []string {
 	if p := r.agents.Load(); p != nil {
 		return *p
 	}

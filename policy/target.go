@@ -267,6 +267,12 @@ func removeDotSegments(p []byte) []byte {
 // (its escapes of unreserved characters decoded, as rules read them): that
 // path is always allowed (RFC 9309 §2.2.2). It does not allocate.
 func IsRobotsTxt(target string) bool {
+	// The common case at a glance, small enough to be inlined.
+	return !(len(target) > 1 && target[0] == '/' && target[1] != 'r' && target[1] != '%') && isRobotsTxt(target)
+}
+
+// isRobotsTxt is IsRobotsTxt for a target that may name /robots.txt.
+func isRobotsTxt(target string) bool {
 	p, slash := requestPath(target)
 	if slash {
 		return false

@@ -130,17 +130,26 @@ func TestIsRobotsTxt(t *testing.T) {
 }
 
 // TestAgents: the distinct group tokens, first spelling kept, "*" when
-// there is a global group; one shared slice.
+// there is a global group; walked without allocating.
 func TestAgents(t *testing.T) {
 	r := Parse([]byte("User-agent: Googlebot\nUser-agent: bingbot\nDisallow: /a\n\nUser-agent: *\nUser-agent: GOOGLEBOT\nDisallow: /b\n"))
-	got := r.Agents()
+	got := slices.Collect(r.Agents())
 	if want := []string{"Googlebot", "bingbot", "*"}; !slices.Equal(got, want) {
 		t.Fatalf("Agents() = %q, want %q", got, want)
 	}
-	if &r.Agents()[0] != &got[0] {
-		t.Error("Agents() is computed again at each call")
+	if n := testing.AllocsPerRun(100, func() {
+		for range r.Agents() {
+		}
+	}); n != 0 {
+		t.Errorf("walking Agents allocates %v times", n)
 	}
-	if n := len(Parse(nil).Agents()); n != 0 {
+	for a := range r.Agents() {
+		if a != "Googlebot" {
+			t.Fatalf("Agents went on after the loop stopped at %q", a)
+		}
+		break
+	}
+	if n := len(slices.Collect(Parse(nil).Agents())); n != 0 {
 		t.Errorf("an empty file has %d agents", n)
 	}
 }

@@ -32,7 +32,7 @@ import (
 // in reportShards shards of reportMinutes + reportHours buckets of at most
 // reportClients/reportShards entries (about 100 bytes each), and at most
 // reportLines lines of at most reportWhom entries: about 200 KB a site,
-// 20 MB in all; and the batches that records wait in (Recorder.record),
+// 20 MB in all; and the batches that records wait in (Recorder.Record),
 // 4 × GOMAXPROCS + 4 of about 3 KB, which keep the robots.txt rules of
 // their records until the next flush.
 const (
@@ -373,7 +373,7 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 // Report is the violations report: per site, who broke its robots.txt
 // and which lines stopped whom.
 type Report struct {
-	// Since is when the Enforcer started counting.
+	// Since is when the Recorder started counting.
 	Since time.Time    `json:"since"`
 	Sites []SiteReport `json:"sites"`
 }

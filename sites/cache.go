@@ -170,7 +170,7 @@ type Cache struct {
 	pending   *State // what clients that do not wait see before the first fetch ends
 	postponed *State // what a new site's clients see while first fetches are rate-limited
 
-	// Token bucket of first fetches (newSiteRate, newSiteBurst), guarded
+	// Token bucket of first fetches (newRate, newBurst), guarded
 	// by newMu; only requests for a site without a copy touch it.
 	newMu     sync.Mutex
 	newRate   float64 // Config.NewSitesPerSecond (+Inf: no bound)
@@ -203,23 +203,32 @@ type Cache struct {
 	timers bool
 }
 
-// Config configures a Cache. Source, MaxSites, MaxBytes, Refresh and
-// Timeout are required (the enforcer's configuration checks and defaults
-// them); the rest may be left zero.
+// Defaults of Config: a zero (or negative) field takes its default.
+const (
+	DefaultMaxSites = 1000
+	DefaultMaxBytes = 256 << 20
+	DefaultRefresh  = time.Minute
+	DefaultTimeout  = 5 * time.Second
+)
+
+// Config configures a Cache. Source is required; a zero field of the
+// others takes its default (the enforcer's configuration checks them and
+// fills them in from its own, which the Caddy module documents).
 type Config struct {
 	// Source fetches robots.txt files.
 	Source Source
-	// MaxSites caps the number of sites cached; see the package
-	// documentation for the admission policy.
+	// MaxSites caps the number of sites cached (DefaultMaxSites); see the
+	// package documentation for the admission policy.
 	MaxSites int
 	// MaxBytes bounds the estimated memory of the distinct compiled files
 	// the cached sites use; over it, the least recently used sites are
-	// dropped.
+	// dropped (DefaultMaxBytes).
 	MaxBytes int64
-	// Refresh is how long a copy is used before it is revalidated.
+	// Refresh is how long a copy is used before it is revalidated
+	// (DefaultRefresh).
 	Refresh time.Duration
 	// Timeout bounds one fetch, redirects included, and a request's wait
-	// for one.
+	// for one (DefaultTimeout).
 	Timeout time.Duration
 	// NewSitesPerSecond bounds the first fetches of sites not seen
 	// before (bursts of four seconds' worth); 0 means no bound.
@@ -249,7 +258,11 @@ type Observer interface {
 
 // New returns an empty Cache.
 func New(cfg Config) *Cache {
-	size, now := max(1, cfg.MaxSites), cfg.Now
+	orDefault(&cfg.MaxSites, DefaultMaxSites)
+	orDefault(&cfg.MaxBytes, DefaultMaxBytes)
+	orDefault(&cfg.Refresh, DefaultRefresh)
+	orDefault(&cfg.Timeout, DefaultTimeout)
+	size, now := cfg.MaxSites, cfg.Now
 	timers := now == nil
 	empty := policy.Parse(nil)
 	if now == nil {
@@ -294,7 +307,7 @@ func New(cfg Config) *Cache {
 // protected one (see segLRU).
 func (c *Cache) Entry(k Key) *Site { return c.entryFor(k, "", 0) }
 
-// entryFor is entry for a request with the given Host header and server
+// entryFor is Entry for a request with the given Host header and server
 // port: a new entry's robots.txt requests carry that Host as clients write
 // it (see fetchHost), not the server's own port, which a backend behind a
 // proxy may not expect.
@@ -516,3 +529,10 @@ func (c *Cache) flight(e *Site, origin http.Handler) <-chan singleflight.Result 
 
 // Len returns the number of sites cached.
 func (c *Cache) Len() int { return c.lru.Len() }
+
+// orDefault sets *v to def when it is zero or negative.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -120,3 +120,16 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// A zero Config field takes its documented default: a Cache built with
+// only a Source fetches, keeps and bounds sites as the enforcer's defaults
+// do.
+func TestConfigDefaults(t *testing.T) {
+	c := New(Config{Source: BytesSource([]byte("User-agent: *\nDisallow: /x\n"))})
+	if c.lru.protSize+max(1, DefaultMaxSites/4) != DefaultMaxSites || c.maxBytes != DefaultMaxBytes || c.refresh != DefaultRefresh || c.timeout != DefaultTimeout {
+		t.Fatalf("defaults: %d sites, %d bytes, refresh %v, timeout %v", c.lru.protSize+max(1, DefaultMaxSites/4), c.maxBytes, c.refresh, c.timeout)
+	}
+	if st := get(c, "example.com", nil); st.Unreachable || !denies(st, "/x") {
+		t.Fatalf("a Cache with defaults: %+v", st)
+	}
+}

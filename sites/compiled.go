@@ -15,7 +15,7 @@ func compiledCost(n int) int64 { return 8*int64(n) + 4096 }
 
 // setState stores st as e's copy, moves e's charge to st's compiled file,
 // and drops least recently used sites while the distinct compiled files
-// are estimated over Config.MaxRobotsBytes.
+// are estimated over Config.MaxBytes.
 func (c *Cache) setState(e *Site, st *State) {
 	c.compiledMu.Lock()
 	e.state.Store(st)

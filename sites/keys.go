@@ -7,7 +7,7 @@ import (
 
 // Key identifies a site: scheme, canonical host name (lower-cased, no
 // trailing dot, no port) and port (0 for the scheme's default). The port is
-// the server's own when the front end knows it (Request.Port), so a client
+// the server's own when the front end knows it (Get's port), so a client
 // cannot make one site many by writing ports, letter case or a trailing dot
 // into its Host header.
 type Key struct {

@@ -80,7 +80,8 @@ const (
 	// apply, everything is allowed.
 	Unavailable
 	// Unreachable: 5xx, 429, a network error or a timeout: the last
-	// good copy is kept, or bots are disallowed (Config.OnUnreachable).
+	// good copy is kept, or the site is Unreachable (State.Unreachable:
+	// the enforcer's on_unreachable decides).
 	Unreachable
 	// HTML: a 2xx answer that is an HTML page (Content-Type
 	// text/html, or a body that starts like an HTML document), as a
