@@ -41,8 +41,8 @@ var (
 		"Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
 		"outcome")
 	bansTotal = counterVec("bans_total",
-		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after) and dry_run (true: logged, not enforced).",
-		"trigger", "dry_run")
+		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held max_bans live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
+		"trigger", "outcome", "dry_run")
 	storeCallsTotal = counterVec("store_calls_total",
 		"Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",
 		"outcome")
@@ -361,8 +361,8 @@ func (metricsObserver) ObserveFeed(source, outcome string) {
 }
 
 // ObserveBan counts a ban.
-func (metricsObserver) ObserveBan(trigger string, dryRun bool) {
-	bansTotal.WithLabelValues(trigger, strconv.FormatBool(dryRun)).Inc()
+func (metricsObserver) ObserveBan(trigger, outcome string, dryRun bool) {
+	bansTotal.WithLabelValues(trigger, outcome, strconv.FormatBool(dryRun)).Inc()
 }
 
 // ObserveStoreCall counts a store call and, for calls made, its latency.

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"container/heap"
 	"context"
 	"slices"
 	"sync"
@@ -28,6 +29,9 @@ type BanInfo struct {
 	Strikes int
 	// Reason says what triggered it, e.g. "trap /no-robots/".
 	Reason string
+	// Dropped reports that the ban was refused: the list holds max_bans
+	// live bans, none of which is lifted to make room.
+	Dropped bool
 
 	local bool // decided on this instance while the shared store was down
 }
@@ -60,14 +64,48 @@ func banLength(base, max time.Duration, strikes int) time.Duration {
 	return min(d, max)
 }
 
-// MemoryBans is the in-memory Bans: a map of at most max entries (bans
-// and remembered strikes). When full, entries whose ban and strike memory
-// are over go first, then the entries whose bans end soonest.
+// MemoryBans is the in-memory Bans: at most max entries, each a ban or
+// the remembered strikes of one that ended (for the doubling). A live ban
+// is never dropped to make room for another: when the list is full, the
+// entry that ended longest ago goes, and when every entry is a live ban,
+// the new ban is refused (BanInfo.Dropped) rather than lifting an old one,
+// so a flood of other addresses cannot undo a ban. The entries sit in a
+// heap by the end of their ban, so making room costs O(log n) under the
+// lock, never a scan or a sort.
 type MemoryBans struct {
 	mu     sync.RWMutex
-	m      map[Client]*BanInfo
+	m      map[Client]*banEntry
+	ends   banHeap // the entries by Until, soonest first
 	max    int
 	active atomic.Int64 // entries; 0 lets Until skip the lock
+}
+
+// banEntry is one entry of a MemoryBans, with its place in the heap.
+type banEntry struct {
+	BanInfo
+	idx int
+}
+
+// banHeap orders entries by the end of their ban (container/heap).
+type banHeap []*banEntry
+
+func (h banHeap) Len() int           { return len(h) }
+func (h banHeap) Less(i, j int) bool { return h[i].Until < h[j].Until }
+func (h banHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *banHeap) Push(x any) {
+	e := x.(*banEntry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *banHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
 }
 
 // NewMemoryBans returns an empty MemoryBans holding at most max entries
@@ -76,29 +114,51 @@ func NewMemoryBans(max int) *MemoryBans {
 	if max <= 0 {
 		max = DefaultMaxBans
 	}
-	return &MemoryBans{m: make(map[Client]*BanInfo), max: max}
+	return &MemoryBans{m: make(map[Client]*banEntry), max: max}
 }
 
-// Ban implements Bans.
+// Ban implements Bans. When the list is full of live bans, the ban is
+// refused: the result has Dropped set and no Until.
 func (b *MemoryBans) Ban(_ context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[client]
-	if !ok || e.Until+int64(StrikeMemory) < now {
-		if !ok && len(b.m) >= b.max {
-			b.evict(now)
-		}
-		e = &BanInfo{Client: client}
-		b.m[client] = e
+	if ok && e.Until > now {
+		return e.BanInfo // banned already: a second trap hit does not lengthen it
 	}
-	if e.Until > now {
-		return *e // banned already: a second trap hit does not lengthen it
+	if !ok || e.Until+int64(StrikeMemory) < now {
+		if !ok && !b.room(now) {
+			return BanInfo{Client: client, Reason: reason, Dropped: true}
+		}
+		if ok {
+			e.Strikes = 0 // its strikes are forgotten
+		} else {
+			e = &banEntry{BanInfo: BanInfo{Client: client}}
+			b.m[client] = e
+			heap.Push(&b.ends, e)
+		}
 	}
 	e.Strikes++
 	e.Until = now + int64(banLength(base, max, e.Strikes))
 	e.Reason = reason
+	heap.Fix(&b.ends, e.idx)
 	b.active.Store(int64(len(b.m)))
-	return *e
+	return e.BanInfo
+}
+
+// room makes room for one more entry, dropping the entry whose ban ended
+// longest ago; it reports false when every entry is a live ban. The lock
+// is held.
+func (b *MemoryBans) room(now int64) bool {
+	if len(b.m) < b.max {
+		return true
+	}
+	if len(b.ends) == 0 || b.ends[0].Until > now {
+		return false
+	}
+	e := heap.Pop(&b.ends).(*banEntry)
+	delete(b.m, e.Client)
+	return true
 }
 
 // banLocal is Ban for a ban this instance decides alone (the shared store
@@ -106,7 +166,7 @@ func (b *MemoryBans) Ban(_ context.Context, client Client, now int64, base, max 
 func (b *MemoryBans) banLocal(client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	in := b.Ban(context.Background(), client, now, base, max, reason) // memory: no wait
 	b.mu.Lock()
-	if e, ok := b.m[client]; ok {
+	if e, ok := b.m[client]; ok && !in.Dropped {
 		e.local = true
 	}
 	b.mu.Unlock()
@@ -118,15 +178,22 @@ func (b *MemoryBans) banLocal(client Client, now int64, base, max time.Duration,
 // may skip finding the client's key.
 func (b *MemoryBans) Active() bool { return b.active.Load() != 0 }
 
-// set records a ban decided elsewhere (a shared store).
+// set records a ban decided elsewhere (a shared store), with the same rule
+// as Ban: it never pushes out a live ban.
 func (b *MemoryBans) set(in BanInfo) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.m[in.Client]; !ok && len(b.m) >= b.max {
-		b.evict(time.Now().UnixNano())
+	if e, ok := b.m[in.Client]; ok {
+		e.BanInfo = in
+		heap.Fix(&b.ends, e.idx)
+		return
 	}
-	e := in
-	b.m[in.Client] = &e
+	if !b.room(time.Now().UnixNano()) {
+		return
+	}
+	e := &banEntry{BanInfo: in}
+	b.m[in.Client] = e
+	heap.Push(&b.ends, e)
 	b.active.Store(int64(len(b.m)))
 }
 
@@ -134,13 +201,12 @@ func (b *MemoryBans) set(in BanInfo) {
 // first), keeping the bans this instance decided alone while the store was
 // down until they end.
 func (b *MemoryBans) replace(list []BanInfo, now int64) {
-	m := make(map[Client]*BanInfo, len(list))
+	m := make(map[Client]*banEntry, len(list))
 	for _, in := range list {
 		if len(m) >= b.max {
 			break
 		}
-		e := in
-		m[in.Client] = &e
+		m[in.Client] = &banEntry{BanInfo: in}
 	}
 	b.mu.Lock()
 	for k, e := range b.m {
@@ -148,29 +214,15 @@ func (b *MemoryBans) replace(list []BanInfo, now int64) {
 			m[k] = e
 		}
 	}
-	b.m = m
+	ends := make(banHeap, 0, len(m))
+	for _, e := range m {
+		e.idx = len(ends)
+		ends = append(ends, e)
+	}
+	heap.Init(&ends)
+	b.m, b.ends = m, ends
 	b.active.Store(int64(len(m)))
 	b.mu.Unlock()
-}
-
-// evict drops finished entries, then the bans that end soonest (1%).
-func (b *MemoryBans) evict(now int64) {
-	for k, e := range b.m {
-		if e.Until+int64(StrikeMemory) < now {
-			delete(b.m, k)
-		}
-	}
-	if len(b.m) < b.max {
-		return
-	}
-	all := make([]*BanInfo, 0, len(b.m))
-	for _, e := range b.m {
-		all = append(all, e)
-	}
-	slices.SortFunc(all, func(x, y *BanInfo) int { return int(min(max(x.Until-y.Until, -1), 1)) })
-	for _, e := range all[:max(1, len(all)/100)] {
-		delete(b.m, e.Client)
-	}
 }
 
 // Until implements Bans.
@@ -195,8 +247,11 @@ func (b *MemoryBans) Until(client Client, now int64) int64 {
 func (b *MemoryBans) Unban(_ context.Context, client Client) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, ok := b.m[client]
-	delete(b.m, client)
+	e, ok := b.m[client]
+	if ok {
+		heap.Remove(&b.ends, e.idx)
+		delete(b.m, client)
+	}
 	b.active.Store(int64(len(b.m)))
 	return ok
 }
@@ -207,7 +262,7 @@ func (b *MemoryBans) List(_ context.Context, now int64) []BanInfo {
 	var out []BanInfo
 	for _, e := range b.m {
 		if e.Until > now {
-			out = append(out, *e)
+			out = append(out, e.BanInfo)
 		}
 	}
 	b.mu.RUnlock()

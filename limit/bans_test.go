@@ -119,3 +119,99 @@ func TestRedisBans(t *testing.T) {
 		t.Fatal("a ban while the store is down must hold locally")
 	}
 }
+
+// A flood of other addresses cannot lift a ban: with the list full of live
+// bans, new ones are refused (Dropped), and the entries that go to make
+// room are the ones whose bans ended longest ago.
+func TestMemoryBansFloodCannotLiftABan(t *testing.T) {
+	b := NewMemoryBans(1000)
+	now := time.Now().UnixNano()
+	victim := ClientOf("203.0.113.9", 32, 64)
+	old := ClientOf("198.51.100.1", 32, 64)
+	b.Ban(bg, old, now-int64(3*time.Hour), time.Hour, time.Hour, "trap") // ended two hours ago: its strikes are remembered
+	b.Ban(bg, victim, now, time.Hour, time.Hour, "trap")
+	dropped := 0
+	for i := range 100000 {
+		c := Client{10: 0xff, 11: 0xff, 12: 10, 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)}
+		if in := b.Ban(bg, c, now+int64(i), time.Hour, time.Hour, "flood"); in.Dropped {
+			if in.Until != 0 {
+				t.Fatalf("a dropped ban has an end: %+v", in)
+			}
+			dropped++
+		}
+	}
+	if b.Until(victim, now+1) == 0 {
+		t.Fatal("100,000 other bans lifted the victim's ban")
+	}
+	if n := b.Len(); n != 1000 {
+		t.Fatalf("%d entries, cap 1000", n)
+	}
+	if want := 100000 - 999; dropped != want {
+		t.Fatalf("%d bans dropped, want %d (998 free places and the ended entry's)", dropped, want)
+	}
+	for _, in := range b.List(bg, now) {
+		if in.Client == old {
+			t.Fatal("an ended ban's strikes were kept while live bans were refused")
+		}
+	}
+	// Once bans end, new ones find room again.
+	if in := b.Ban(bg, ClientOf("192.0.2.77", 32, 64), now+int64(2*time.Hour), time.Hour, time.Hour, "later"); in.Dropped {
+		t.Fatal("a ban after the others ended was refused")
+	}
+}
+
+// BenchmarkMemoryBansFull measures a ban attempt on a full list of live
+// bans (refused) and the ban check that every request makes meanwhile:
+// both stay O(log n) and O(1), whatever the flood.
+func BenchmarkMemoryBansFull(b *testing.B) {
+	bans := NewMemoryBans(DefaultMaxBans)
+	now := time.Now().UnixNano()
+	for i := range DefaultMaxBans {
+		bans.Ban(bg, Client{12: byte(i >> 24), 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)}, now, time.Hour, time.Hour, "fill")
+	}
+	b.Run("ban", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			bans.Ban(bg, Client{0: 0x20, 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)}, now+int64(i), time.Hour, time.Hour, "flood")
+		}
+	})
+	b.Run("check", func(b *testing.B) {
+		c := Client{15: 7}
+		for b.Loop() {
+			bans.Until(c, now)
+		}
+	})
+}
+
+// The shared list follows the same rule: a flood of other addresses is
+// refused once max bans are live, and the victim's ban stays in the store.
+func TestRedisBansFloodCannotLiftABan(t *testing.T) {
+	srv := testredis.Start(t)
+	r := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "flood:"})
+	b := r.NewBans(50)
+	defer b.Close()
+	now := time.Now().UnixNano()
+	victim := ClientOf("203.0.113.9", 32, 64)
+	if in := b.Ban(bg, victim, now, time.Hour, time.Hour, "trap"); in.Dropped || in.Until == 0 {
+		t.Fatalf("victim: %+v", in)
+	}
+	dropped := 0
+	for i := range 200 {
+		if b.Ban(bg, Client{10: 0xff, 11: 0xff, 12: 10, 14: byte(i >> 8), 15: byte(i)}, now, time.Hour, time.Hour, "flood").Dropped {
+			dropped++
+		}
+	}
+	if dropped != 151 {
+		t.Fatalf("%d of 200 bans dropped, want 151 (50 places, one the victim's)", dropped)
+	}
+	other := newRedis(t, RedisConfig{URL: srv.URL, KeyPrefix: "flood:"}).NewBans(50)
+	defer other.Close()
+	found := false
+	for _, in := range other.List(bg, time.Now().UnixNano()) {
+		found = found || in.Client == victim
+	}
+	if !found {
+		t.Fatal("the flood lifted the victim's ban in the store")
+	}
+}

@@ -21,9 +21,13 @@ const resyncEvery = 10 * time.Second
 // clock (ms): the ban key holds "until strikes reason" and expires with
 // the ban; the strikes key outlives it by StrikeMemory; the sorted set
 // lists the bans by end time; a message tells the other instances.
+// The set holds at most max bans: ended ones leave it first, and when it
+// holds max live bans the new one is refused (returns {0, 0, 2}) rather
+// than lifting another, so a flood of addresses cannot undo a ban.
 // KEYS: ban, strikes, set. ARGV: base ms, max ms, memory ms, client hex,
 // reason, channel, max bans kept, (tests) now ms. Returns {until ms,
-// strikes, new}.
+// strikes, 1} for a new ban, {until ms, strikes, 0} for one in force, or
+// {0, 0, 2} when the list is full.
 var banScript = redis.NewScript(`
 local now
 if ARGV[8] then
@@ -39,6 +43,10 @@ if cur then
     return {tonumber(u), tonumber(s), 0}
   end
 end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[7]) and not redis.call('ZSCORE', KEYS[3], ARGV[4]) then
+  return {0, 0, 2}
+end
 local strikes = redis.call('INCR', KEYS[2])
 local len = tonumber(ARGV[1])
 local mx = tonumber(ARGV[2])
@@ -51,8 +59,6 @@ local untilMs = now + len
 redis.call('PEXPIRE', KEYS[2], len + tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], string.format('%d %d %s', untilMs, strikes, ARGV[5]), 'PX', len)
 redis.call('ZADD', KEYS[3], untilMs, ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[7]) + 1))
 redis.call('PUBLISH', ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
 return {untilMs, strikes, 1}
 `)
@@ -119,6 +125,9 @@ func (b *RedisBans) Ban(ctx context.Context, client Client, now int64, base, max
 		b.r.log.Warn("robots_guard: store: ban not shared (kept on this instance only)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
 		return in
+	}
+	if res[2] == 2 {
+		return BanInfo{Client: client, Reason: reason, Dropped: true}
 	}
 	in := BanInfo{Client: client, Until: res[0] * int64(time.Millisecond), Strikes: int(res[1]), Reason: reason}
 	b.mirror.set(in)

@@ -411,10 +411,20 @@ func (e *Enforcer) ban(ctx context.Context, client limit.Client, tr *trace, reas
 		b = e.bans.Ban(context.WithoutCancel(ctx), client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
 		msg = "robots_guard: banned for ignoring robots.txt"
 	}
-	e.log.Warn(msg, zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
-		zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
+	outcome := BanBanned
+	if b.Dropped {
+		// Every place holds a live ban, and none is lifted for a new one
+		// (a flood of addresses must not undo a ban): refused, no more.
+		outcome = BanDropped
+		e.log.Warn("robots_guard: ban dropped: the ban list is full of live bans",
+			zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+			zap.String("reason", reason), zap.Int("max_bans", e.cfg.MaxBans))
+	} else {
+		e.log.Warn(msg, zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+			zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
+	}
 	if bo, ok := e.obs.(BanObserver); ok {
-		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], e.cfg.DryRun)
+		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], outcome, e.cfg.DryRun)
 	}
 	return b.Until
 }

@@ -171,11 +171,18 @@ func WithBans(b limit.Bans) Option {
 }
 
 // BanObserver is an optional Observer method set: ObserveBan is called once
-// per ban (trigger "trap" or "ban_after"; dryRun for bans that dry_run
+// per ban (trigger "trap" or "ban_after"; outcome BanBanned, or BanDropped
+// when the ban list was full of live bans; dryRun for bans that dry_run
 // only logs).
 type BanObserver interface {
-	ObserveBan(trigger string, dryRun bool)
+	ObserveBan(trigger, outcome string, dryRun bool)
 }
+
+// Outcomes of a ban (BanObserver).
+const (
+	BanBanned  = "banned"
+	BanDropped = "dropped"
+)
 
 // WithKeyDirectoryTLS sets the TLS configuration of Web Bot Auth key
 // directory fetches, for agents whose certificate a private CA signed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -326,4 +327,49 @@ func BenchmarkBannedRequest(b *testing.B) {
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
 	runBench(b, e.Handler(okHandler), r, 403)
+}
+
+// banCounter counts ObserveBan calls by trigger and outcome.
+type banCounter struct {
+	countObserver
+	mu   sync.Mutex
+	bans map[string]int
+}
+
+func (o *banCounter) ObserveBan(trigger, outcome string, dryRun bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bans == nil {
+		o.bans = map[string]int{}
+	}
+	o.bans[trigger+"/"+outcome]++
+}
+
+// With max_bans live bans held, a new trap hit is refused (403) but bans
+// nobody and lifts nobody's ban; it is counted as dropped and logged.
+func TestBanDroppedWhenFull(t *testing.T) {
+	clk := testclock.New()
+	obs := &banCounter{}
+	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.MaxBans = 2 }, WithObserver(obs))
+	for _, ip := range []string{"198.51.100.1:1", "198.51.100.2:1"} {
+		if v := at(e, uaChrome, "/no-robots/", ip); v.BanUntil == 0 {
+			t.Fatalf("%s: not banned", ip)
+		}
+	}
+	v := at(e, uaChrome, "/no-robots/", "198.51.100.3:1")
+	if v.Action != Deny || v.Reason != ReasonTrap || v.BanUntil != 0 {
+		t.Fatalf("a trap hit with the list full: %v %v until %d", v.Action, v.Reason, v.BanUntil)
+	}
+	if v := at(e, uaChrome, "/page", "198.51.100.1:1"); v.Reason != ReasonBanned {
+		t.Fatal("the first ban was lifted to make room")
+	}
+	if v := at(e, uaChrome, "/page", "198.51.100.3:1"); v.Action != Allow {
+		t.Fatalf("the refused client: %v %v", v.Action, v.Reason)
+	}
+	if obs.bans["trap/banned"] != 2 || obs.bans["trap/dropped"] != 1 {
+		t.Fatalf("ban outcomes %v", obs.bans)
+	}
+	if logs.FilterMessage("robots_guard: ban dropped: the ban list is full of live bans").Len() != 1 {
+		t.Fatalf("logs %v", logs.All())
+	}
 }
