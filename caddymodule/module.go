@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,8 @@ type RobotsGuard struct {
 	state       *state
 	poolKey     string
 	limiterKey  *limiterKey
+	bansKey     *banListKey
+	warnKey     *proxyWarnKey
 	verifierKey string
 	logger      *zap.Logger
 }
@@ -135,40 +138,42 @@ type sharedVerifier struct {
 func (s *sharedVerifier) Destruct() error { return s.v.Close() }
 
 // sharedLimiter is a Crawl-delay limiter in the pool, with the log core of
-// a store limiter (each new config points it at its own log) and the ban
-// list in the same store, made when a config first needs it.
+// a store limiter (each new config points it at its own log).
 type sharedLimiter struct {
 	l   limit.Limiter
 	log *swapCore
-
-	mu   sync.Mutex
-	bans limit.Bans
 }
 
-// banList returns the shared ban list, made on first use with max entries.
-func (s *sharedLimiter) banList(max int) limit.Bans {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.bans == nil {
-		if r, ok := s.l.(*limit.Redis); ok {
-			s.bans = r.NewBans(max)
-		} else {
-			s.bans = limit.NewMemoryBans(max)
-		}
-	}
-	return s.bans
-}
-
-// Destruct stops the ban list's following and closes a store limiter's
-// connections; the in-memory ones hold no background work.
+// Destruct closes a store limiter's connections; the in-memory ones hold
+// no background work.
 func (s *sharedLimiter) Destruct() error {
-	s.mu.Lock()
+	if c, ok := s.l.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// banListKey identifies the ban list of a Caddy instance: one in memory
+// (store ""), or one per store (the store block's JSON), shared by every
+// robots_guard block whatever its other options.
+type banListKey struct{ store string }
+
+// sharedBans is a ban list in the pool, with the store connection it uses
+// (nil in memory) and that connection's log core.
+type sharedBans struct {
+	bans limit.Bans
+	conn io.Closer
+	log  *swapCore
+}
+
+// Destruct stops the list's following of the store and closes its
+// connection.
+func (s *sharedBans) Destruct() error {
 	if c, ok := s.bans.(io.Closer); ok {
 		c.Close()
 	}
-	s.mu.Unlock()
-	if c, ok := s.l.(io.Closer); ok {
-		return c.Close()
+	if s.conn != nil {
+		return s.conn.Close()
 	}
 	return nil
 }
@@ -194,6 +199,11 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	bans, err := g.provisionBans(cfg)
+	if err != nil {
+		return err
+	}
+	g.warnForwarded(ctx, cfg)
 	key, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("robots_guard: %w", err)
@@ -216,9 +226,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 			middleware.WithLimiter(sl.l),
 			middleware.WithVerifier(ver),
 		}
-		if len(cfg.Traps) > 0 || cfg.BanAfter != nil {
-			opts = append(opts, middleware.WithBans(sl.banList(cfg.MaxBans)))
-		}
+		opts = append(opts, middleware.WithBans(bans))
 		e, err := middleware.New(cfg, opts...)
 		if err != nil {
 			return nil, err
@@ -290,6 +298,92 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 		sl.log.set(g.logger.Core())
 	}
 	return sl, nil
+}
+
+// proxyWarnKey marks, in the pool, that the http app of a configuration
+// was checked for loose trusted_proxies, so that the check logs once per
+// configuration whatever its number of robots_guard blocks.
+type proxyWarnKey struct{ app *caddyhttp.App }
+
+// proxyWarned is the pool value of a proxyWarnKey.
+type proxyWarned struct{}
+
+// Destruct implements caddy.Destructor.
+func (proxyWarned) Destruct() error { return nil }
+
+// warnForwarded logs one warning per server of this configuration whose
+// trusted_proxies is set without trusted_proxies_strict, when cfg keys
+// anything by client address (bans, traps, ban_after, the default
+// Crawl-delay key): Caddy then takes the leftmost X-Forwarded-For entry
+// that is not a trusted proxy, which the client writes, so a client can be
+// keyed, throttled and banned as an address of its choice (and get that
+// address banned).
+func (g *RobotsGuard) warnForwarded(ctx caddy.Context, cfg middleware.Config) {
+	if len(cfg.Traps) == 0 && cfg.BanAfter == nil && cfg.CrawlDelayKey == middleware.KeyGroup {
+		return
+	}
+	app, err := ctx.AppIfConfigured("http")
+	ha, ok := app.(*caddyhttp.App)
+	if err != nil || !ok {
+		return
+	}
+	key := proxyWarnKey{ha}
+	if _, loaded, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) { return proxyWarned{}, nil }); err != nil || loaded {
+		if err == nil {
+			pool.Delete(key)
+		}
+		return
+	}
+	g.warnKey = &key
+	names := make([]string, 0, len(ha.Servers))
+	for name := range ha.Servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if srv := ha.Servers[name]; len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
+			g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned); set trusted_proxies_strict",
+				zap.String("server", name))
+		}
+	}
+}
+
+// provisionBans loads or makes the ban list of this Caddy instance (in
+// memory, or in cfg's store), which every block checks and adds to: a
+// client banned through one block is refused by all, whatever their
+// options. Its size is the max_bans of the block that made it.
+func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
+	var key banListKey
+	if cfg.Store != nil {
+		b, err := json.Marshal(cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("robots_guard: store: %w", err)
+		}
+		key.store = string(b)
+	}
+	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		if cfg.Store == nil {
+			return &sharedBans{bans: limit.NewMemoryBans(cfg.MaxBans)}, nil
+		}
+		log := newSwapCore()
+		log.set(g.logger.Core())
+		r, err := middleware.NewStoreLimiter(cfg,
+			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			middleware.WithObserver(metricsObserver{}))
+		if err != nil {
+			return nil, err
+		}
+		return &sharedBans{bans: r.NewBans(cfg.MaxBans), conn: r, log: log}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.bansKey = &key
+	sb := v.(*sharedBans)
+	if sb.log != nil {
+		sb.log.set(g.logger.Core())
+	}
+	return sb.bans, nil
 }
 
 // provisionVerifier loads or makes the shared crawler verifier for cfg's
@@ -377,6 +471,16 @@ func (g *RobotsGuard) Cleanup() error {
 	if g.limiterKey != nil {
 		_, err2 := pool.Delete(*g.limiterKey)
 		g.limiterKey = nil
+		err = errors.Join(err, err2)
+	}
+	if g.warnKey != nil {
+		_, err2 := pool.Delete(*g.warnKey)
+		g.warnKey = nil
+		err = errors.Join(err, err2)
+	}
+	if g.bansKey != nil {
+		_, err2 := pool.Delete(*g.bansKey)
+		g.bansKey = nil
 		err = errors.Join(err, err2)
 	}
 	if g.verifierKey != "" {

@@ -108,3 +108,70 @@ func TestTrapsThroughCaddy(t *testing.T) {
 		t.Fatalf("report: %s", b)
 	}
 }
+
+// TestBanHoldsOnEveryBlock: a ban made by a block with a trap is enforced
+// by another robots_guard block of the same Caddy with default options
+// (no trap, other settings): one ban list per instance.
+func TestBanHoldsOnEveryBlock(t *testing.T) {
+	up := newUpstream(t, trapSiteRobots)
+	trapPort, plainPort := freePort(t), freePort(t)
+	tc := load(t, proxies, fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard {
+		trap /no-robots/
+		trap_grace 0
+	}
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard {
+		max_keys 5000
+	}
+	reverse_proxy %s
+}
+`, trapPort, up.addr(), plainPort, up.addr()))
+	xff := []string{"X-Forwarded-For", "198.51.100.40"}
+	get(t, tc, trapPort, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	get(t, tc, plainPort, "/page", browserUA, xff...).check(t, "the other block, before", 200, "page")
+	get(t, tc, trapPort, "/no-robots/x", browserUA, xff...).check(t, "the trap", 403, "banned until")
+	get(t, tc, plainPort, "/page", browserUA, xff...).check(t, "the other block, after the ban", 403, "banned until")
+	get(t, tc, plainPort, "/page", browserUA, "X-Forwarded-For", "198.51.100.41").check(t, "another client on the other block", 200, "page")
+}
+
+// TestLooseTrustedProxiesWarn: a configuration whose server trusts
+// forwarded addresses without trusted_proxies_strict logs one warning
+// saying what a client can do; with trusted_proxies_strict, none.
+func TestLooseTrustedProxiesWarn(t *testing.T) {
+	up := newUpstream(t, trapSiteRobots)
+	for _, strict := range []bool{false, true} {
+		logFile := filepath.Join(t.TempDir(), "caddy.log")
+		servers := proxies
+		if strict {
+			servers = strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
+		}
+		sites := ""
+		for range 2 { // two blocks: still one line
+			sites += fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t}\n\treverse_proxy %s\n}\n", freePort(t), up.addr())
+		}
+		load(t, servers+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}", sites)
+		logs, _ := os.ReadFile(logFile)
+		n := strings.Count(string(logs), "trusted_proxies without trusted_proxies_strict")
+		if want := map[bool]int{false: 1, true: 0}[strict]; n != want {
+			t.Errorf("strict %v: %d warnings, want %d\n%s", strict, n, want, logs)
+		}
+	}
+}
+
+// TestStrictProxiesBanTheSender: with the README's proxy recipe
+// (trusted_proxies_strict), a scraper that prepends someone else's address
+// to X-Forwarded-For bans itself (the address its proxy appended), not
+// the address it wrote.
+func TestStrictProxiesBanTheSender(t *testing.T) {
+	up := newUpstream(t, trapSiteRobots)
+	port := freePort(t)
+	strict := strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
+	tc := load(t, strict, fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_grace 0\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
+	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	get(t, tc, port, "/no-robots/x", browserUA, "X-Forwarded-For", "203.0.113.9, 198.51.100.50").check(t, "the trap, with a forged first hop", 403, "banned until")
+	get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "198.51.100.50").check(t, "the sender", 403, "banned until")
+	get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "203.0.113.9").check(t, "the address it named", 200, "page")
+}

@@ -171,15 +171,16 @@ func (e *Enforcer) buildLimits(o options) error {
 		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
 	}
 	e.bansActive = func() bool { return true }
-	if e.traps != nil || e.banAfter != nil {
-		e.bans = o.bans
-		if e.bans == nil {
-			if r, ok := e.limits.(*limit.Redis); ok {
-				rb := r.NewBans(cfg.MaxBans)
-				e.bans, e.ownBans = rb, rb
-			} else {
-				e.bans = limit.NewMemoryBans(cfg.MaxBans)
-			}
+	// A ban list given with WithBans is checked whatever this Enforcer's
+	// own triggers: a client banned through another one is banned here
+	// too. Without one, an Enforcer that can ban keeps its own.
+	e.bans = o.bans
+	if e.bans == nil && (e.traps != nil || e.banAfter != nil) {
+		if r, ok := e.limits.(*limit.Redis); ok {
+			rb := r.NewBans(cfg.MaxBans)
+			e.bans, e.ownBans = rb, rb
+		} else {
+			e.bans = limit.NewMemoryBans(cfg.MaxBans)
 		}
 	}
 	if a, ok := e.bans.(interface{ Active() bool }); ok {

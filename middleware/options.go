@@ -162,10 +162,13 @@ func WithStoreTLS(c *tls.Config) Option {
 	return func(o *options) { o.storeTLS = c }
 }
 
-// WithBans sets the ban list used when Config.Traps or Config.BanAfter is
-// set, instead of the one New builds (in memory, or in the store's Redis):
-// front ends pass the same list to the Enforcers that replace each other on
-// a reload, so bans survive it. The Enforcer does not close it.
+// WithBans sets the ban list: the Enforcer refuses the clients it holds
+// (whether or not it has traps or ban_after of its own) and adds its own
+// bans to it, instead of the list New builds when Config.Traps or
+// Config.BanAfter is set (in memory, or in the store's Redis). Front ends
+// pass one list to every Enforcer, and to the ones that replace them on a
+// reload, so that a ban holds everywhere and survives reloads. The
+// Enforcer does not close it.
 func WithBans(b limit.Bans) Option {
 	return func(o *options) { o.bans = b }
 }

@@ -7,6 +7,10 @@ import (
 	"github.com/robotsguard/robotsguard/report"
 )
 
+// BrowserGroup is the group that the violations report gives clients
+// whose User-Agent header is a browser's (stopped by a trap or a ban).
+const BrowserGroup = "(browser)"
+
 // recordOf is the violations report's record of a stopped request, and
 // whether the report counts it: robots.txt denials (in either view) and
 // spoofed claims, Crawl-delay throttles, trap hits and banned requests.
@@ -27,6 +31,11 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 		return report.Record{}, false
 	}
 	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, At: at, Kind: kind}
+	if !v.Bot {
+		// A browser's header (a trap or a ban stopped it): its group, "*",
+		// would say nothing.
+		rec.Group = BrowserGroup
+	}
 	if v.Action == Deny {
 		rec.Rule = v.Rule
 	}

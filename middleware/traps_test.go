@@ -373,3 +373,15 @@ func TestBanDroppedWhenFull(t *testing.T) {
 		t.Fatalf("logs %v", logs.All())
 	}
 }
+
+// A browser-header client stopped by a trap and its ban is reported as
+// "(browser)", not as the "*" group its header falls to.
+func TestReportNamesBrowsers(t *testing.T) {
+	e, _ := trapEnforcer(t, trapRobots, testclock.New(), nil)
+	at(e, uaChrome, "/no-robots/", "198.51.100.7:1")
+	at(e, uaChrome, "/page", "198.51.100.7:1")
+	rows := e.Report().Sites[0].LastHour
+	if len(rows) != 1 || rows[0].Group != BrowserGroup || rows[0].Traps != 1 || rows[0].Banned != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
