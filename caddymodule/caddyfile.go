@@ -49,6 +49,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    log_query
 //	    trap <path-pattern...>
 //	    trap_grace <duration>
+//	    trap_links client|static
+//	    trap_secret <at least 16 bytes>
 //	    ban_for <duration>
 //	    ban_max <duration>
 //	    ban_after <denials> <window>
@@ -200,6 +202,10 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("trap: want at least one path pattern, e.g. /no-robots/")
 			}
 			g.Traps = append(g.Traps, args...)
+		case "trap_links":
+			g.TrapLinks, err = one()
+		case "trap_secret":
+			g.TrapSecret, err = one()
 		case "trap_grace":
 			var d middleware.Duration
 			if err = dur(&d); err == nil {

@@ -204,6 +204,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 		store redis redis://127.0.0.1:6379
 		trap /no-robots/
 		trap_grace 1h
+		trap_links static
+		trap_secret 0123456789abcdef0123
 		ban_for 2h
 		ban_max 4h
 		ban_after 5 1m

@@ -5,10 +5,14 @@
 package caddymodule
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"slices"
 	"strconv"
@@ -79,6 +83,7 @@ type RobotsGuard struct {
 	limiterKey  *limiterKey
 	bansKey     *banListKey
 	warnKey     *proxyWarnKey
+	trapLinks   bool // per-client trap links: the trap_link placeholder is set
 	verifierKey string
 	logger      *zap.Logger
 }
@@ -204,6 +209,12 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.warnForwarded(ctx, cfg)
+	var secret []byte
+	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
+		if secret, err = trapSecret(ctx); err != nil {
+			return err
+		}
+	}
 	key, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("robots_guard: %w", err)
@@ -225,8 +236,11 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 			middleware.WithObserver(metricsObserver{}),
 			middleware.WithLimiter(sl.l),
 			middleware.WithVerifier(ver),
+			middleware.WithBans(bans),
 		}
-		opts = append(opts, middleware.WithBans(bans))
+		if secret != nil {
+			opts = append(opts, middleware.WithTrapSecret(secret))
+		}
 		e, err := middleware.New(cfg, opts...)
 		if err != nil {
 			return nil, err
@@ -502,6 +516,7 @@ const (
 	phAction       = "http.robots_guard.action"
 	phVerification = "http.robots_guard.verification"
 	phOperator     = "http.robots_guard.operator"
+	phTrapLink     = "http.robots_guard.trap_link"
 )
 
 // boxes holds the placeholder values of the fixed sets (actions,
@@ -625,6 +640,10 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 			repl.Set(phVerification, boxed(v.Verification.String()))
 			repl.Set(phOperator, boxedGroup(v.Operator))
 		}
+		if g.trapLinks {
+			// Made only when a template or header reads it.
+			repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, clientIP})
+		}
 	}
 	if !v.Enforced() {
 		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
@@ -663,3 +682,53 @@ var (
 	_ caddy.Destructor            = (*state)(nil)
 	_ caddy.Destructor            = (*sharedVerifier)(nil)
 )
+
+// trapLinkValue is the value of the {http.robots_guard.trap_link}
+// placeholder: the path of the requesting client's own trap link, made
+// when the placeholder is read (a template, a header), since its HMAC
+// costs more than the rest of the decision.
+type trapLinkValue struct {
+	e        *middleware.Enforcer
+	clientIP string
+}
+
+// String returns the link's path.
+func (t *trapLinkValue) String() string { return t.e.TrapLinkFor(t.clientIP) }
+
+// trapSecretKey is where the key of per-client trap links is kept in
+// Caddy's storage.
+const trapSecretKey = "robots_guard/trap_secret"
+
+// trapSecret returns the key of per-client trap links from Caddy's
+// storage, made (32 random bytes, hex) and stored the first time, under
+// the storage's lock, so that the instances that share a storage share
+// their links, and links survive restarts.
+func trapSecret(ctx caddy.Context) ([]byte, error) {
+	st := ctx.Storage()
+	if st == nil {
+		return nil, nil // outside a real configuration: New makes one
+	}
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if b, err := st.Load(c, trapSecretKey); err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	if err := st.Lock(c, trapSecretKey); err != nil {
+		return nil, fmt.Errorf("robots_guard: trap_secret: locking %s in storage: %w", trapSecretKey, err)
+	}
+	defer st.Unlock(c, trapSecretKey)
+	b, err := st.Load(c, trapSecretKey)
+	switch {
+	case err == nil && len(b) >= 32:
+		return b, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("robots_guard: trap_secret: reading %s from storage: %w", trapSecretKey, err)
+	}
+	k := make([]byte, 32)
+	rand.Read(k)
+	b = []byte(hex.EncodeToString(k))
+	if err := st.Store(c, trapSecretKey, b); err != nil {
+		return nil, fmt.Errorf("robots_guard: trap_secret: storing %s: %w", trapSecretKey, err)
+	}
+	return b, nil
+}

@@ -206,7 +206,7 @@ func TestFleetSharesBans(t *testing.T) {
 	}
 	srv := testredis.Start(t)
 	up := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FastBot\nDisallow: /no-robots/\n")
-	f := startFleet(t, 2, up.addr(), "store redis "+srv.URL+" {\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/\n\t\ttrap_grace 0")
+	f := startFleet(t, 2, up.addr(), "store redis "+srv.URL+" {\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0")
 	if code, _ := f.getPath(t, f.addrs[1], "/page", browserUA); code != 200 {
 		t.Fatalf("before: %d", code)
 	}

@@ -27,7 +27,7 @@ func TestTrapsThroughCaddy(t *testing.T) {
 	loose := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FooBot\nAllow: /\n")
 	port, loosePort := freePort(t), freePort(t)
 	site := func(port int, upstream string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_grace 0\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
 	}
 	logFile := filepath.Join(t.TempDir(), "caddy.log")
 	tc := load(t, proxies+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}",
@@ -118,6 +118,7 @@ func TestBanHoldsOnEveryBlock(t *testing.T) {
 	tc := load(t, proxies, fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
 		trap /no-robots/
+		trap_links static
 		trap_grace 0
 	}
 	reverse_proxy %s
@@ -169,9 +170,69 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 	up := newUpstream(t, trapSiteRobots)
 	port := freePort(t)
 	strict := strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
-	tc := load(t, strict, fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_grace 0\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
+	tc := load(t, strict, fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	get(t, tc, port, "/no-robots/x", browserUA, "X-Forwarded-For", "203.0.113.9, 198.51.100.50").check(t, "the trap, with a forged first hop", 403, "banned until")
 	get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "198.51.100.50").check(t, "the sender", 403, "banned until")
 	get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "203.0.113.9").check(t, "the address it named", 200, "page")
+}
+
+// trapLinkSite is a site whose page renders the client's own trap link
+// with Caddy's templates, as the README shows.
+func trapLinkSite(port int, extra string) string {
+	return fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard {
+		trap /no-robots/
+		trap_grace 0
+		%s
+	}
+	handle /robots.txt {
+		respond "User-agent: *
+Disallow: /no-robots/
+"
+	}
+	handle {
+		templates
+		header Content-Type text/html
+		respond <<HTML
+			<p>page</p><a href="{{placeholder "http.robots_guard.trap_link"}}" rel="nofollow" style="display:none">do not follow</a>
+			HTML 200
+	}
+}
+`, port, extra)
+}
+
+// linkIn returns the trap link a page shows.
+func linkIn(t *testing.T, body string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `href="`)
+	link, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 || !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+16 {
+		t.Fatalf("no per-client trap link in the page: %q", body)
+	}
+	return link
+}
+
+// TestTrapLinksThroughCaddy: the page renders each client's own trap link
+// (templates and the trap_link placeholder); a scraper that fetches its
+// link is banned even with a browser's cross-site image metadata; another
+// client fetching that link, the bare trap path or a made-up token bans
+// nobody (403 unattributed).
+func TestTrapLinksThroughCaddy(t *testing.T) {
+	port := freePort(t)
+	tc := load(t, proxies, trapLinkSite(port, ""))
+	scraper, other := []string{"X-Forwarded-For", "198.51.100.60"}, []string{"X-Forwarded-For", "198.51.100.61"}
+	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	a := get(t, tc, port, "/page", browserUA, scraper...)
+	a.check(t, "the page", 200, "page")
+	link := linkIn(t, a.body)
+	if otherLink := linkIn(t, get(t, tc, port, "/page", browserUA, other...).body); otherLink == link {
+		t.Fatal("two clients got the same trap link")
+	}
+	get(t, tc, port, link, browserUA, other...).check(t, "another client's link", 403, "disallows this path for every bot")
+	get(t, tc, port, "/no-robots/", browserUA, other...).check(t, "the bare trap path", 403, "disallows this path for every bot")
+	get(t, tc, port, "/no-robots/AAAAAAAAAAAAAAAA", browserUA, other...).check(t, "a made-up token", 403, "disallows")
+	get(t, tc, port, "/page", browserUA, other...).check(t, "the other client afterwards", 200, "page")
+	get(t, tc, port, link, browserUA, append(scraper, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Dest", "image")...).check(t, "own link, cross-site image metadata", 403, "banned until")
+	get(t, tc, port, "/page", browserUA, scraper...).check(t, "the scraper afterwards", 403, "banned until")
 }

@@ -42,6 +42,12 @@ const (
 	UnreachableAllow    = "allow"
 )
 
+// Values of Config.TrapLinks.
+const (
+	TrapLinksClient = "client"
+	TrapLinksStatic = "static"
+)
+
 // Values of Config.CrawlDelayKey.
 const (
 	KeyIP    = "ip"
@@ -185,6 +191,26 @@ type Config struct {
 	// arms the trap, so after a restart traps arm again after trap_grace.
 	// Default 24h (nil); 0 arms at once (for a Disallow added long ago).
 	TrapGrace *Duration `json:"trap_grace,omitempty"`
+
+	// TrapLinks says how a trap catches a client. "client" (the default):
+	// each client is shown a link of its own, the first trap that is a
+	// plain path (no '*' or '$') followed by a token that only that
+	// client can present (Enforcer.TrapLink; in Caddy the placeholder
+	// {http.robots_guard.trap_link}): a request for it bans, whatever its
+	// fetch metadata says, and any other request under a trap path gets
+	// 403 and bans nobody, so no third party can aim a trap at a visitor
+	// (an <img> on another site, a link in a mail). "static": the trap
+	// path itself bans, unless the request's fetch metadata shows a
+	// browser made to load it (a sub-resource, another site, no page at
+	// all, a prefetch); plain-http sites get no fetch metadata, so there a
+	// third party can get a visitor banned.
+	TrapLinks string `json:"trap_links,omitempty"`
+
+	// TrapSecret is the key of the per-client trap link tokens (at least
+	// 16 bytes). Empty: the Caddy module keeps one in Caddy's storage
+	// (shared by the instances that share it), and a plain Enforcer makes
+	// a random one, so its links change when it restarts.
+	TrapSecret string `json:"trap_secret,omitempty"`
 
 	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
 	// key) is refused everything but /robots.txt after a trap hit or
@@ -383,6 +409,19 @@ func (c *Config) banDefaults() error {
 		if err := checkTrap(p); err != nil {
 			return errf(fmt.Sprintf("traps[%d]", i), "%v", err)
 		}
+	}
+	switch c.TrapLinks {
+	case "":
+		c.TrapLinks = TrapLinksClient
+	case TrapLinksClient, TrapLinksStatic:
+	default:
+		return errf("trap_links", "must be %q or %q, got %q", TrapLinksClient, TrapLinksStatic, c.TrapLinks)
+	}
+	if c.TrapLinks == TrapLinksClient && len(c.Traps) > 0 && linkTrap(c.Traps) == "" {
+		return errf("trap_links", "per-client trap links need a trap that is a plain path (no '*' or '$'), e.g. /no-robots/; add one, or set trap_links static")
+	}
+	if c.TrapSecret != "" && len(c.TrapSecret) < 16 {
+		return errf("trap_secret", "must be at least 16 bytes, got %d", len(c.TrapSecret))
 	}
 	switch g := c.TrapGrace; {
 	case g == nil:

@@ -55,6 +55,8 @@ type Enforcer struct {
 	starOnDNS  bool
 	acceptSig  bool           // verify.web_bot_auth.accept_signature
 	traps      *trapSet       // nil: none
+	trapLink   string         // the path per-client trap links extend; "" with trap_links static
+	trapKey    []byte         // the key of trap link tokens
 	bans       limit.Bans     // nil when neither traps nor ban_after is set
 	bansActive func() bool    // whether any ban may be held
 	ownBans    io.Closer      // the shared ban list New built; Close closes it
@@ -92,7 +94,11 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		byGroup:    cfg.CrawlDelayKey == KeyGroup,
 		allowUnrch: cfg.OnUnreachable == UnreachableAllow,
 		traps:      newTrapSet(cfg.Traps),
+		trapKey:    trapSecret(cfg, o),
 		report:     report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, o.now),
+	}
+	if cfg.TrapLinks == TrapLinksClient {
+		e.trapLink = linkTrap(cfg.Traps)
 	}
 	defer func() {
 		if err != nil {
@@ -338,11 +344,21 @@ func (e *Enforcer) banned(ctx context.Context, req *Request, tr *trace, v *Verdi
 		return false
 	}
 	i, ok := e.traps.hit(target)
-	if !ok || !e.trapReady(ent, i) || !navigation(req) {
+	if !ok || !e.trapReady(ent, i) {
 		return false
 	}
 	if armed, _ := trapArmed(st.Robots, target); !armed {
 		return false
+	}
+	switch {
+	case e.trapLink == "" && !navigation(req):
+		return false // trap_links static: a browser made to load it
+	case e.trapLink != "" && !e.ownLink(req, target):
+		// Not this client's own link: maybe one someone else put in
+		// front of it. Refused, nobody banned.
+		v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+		v.Action, v.Reason = Deny, ReasonTrapUnattributed
+		return true
 	}
 	v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 	v.Action, v.Reason = Deny, ReasonTrap

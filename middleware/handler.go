@@ -94,6 +94,9 @@ func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP str
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
+		if req.SecPurpose = headerValue(r.Header, "Sec-Purpose"); req.SecPurpose == "" {
+			req.SecPurpose = headerValue(r.Header, "Purpose")
+		}
 	}
 	if req.Signed = e.signedRequest(r, req.Scheme); req.Signed != nil && orig != r && orig.URL != nil {
 		// The signature covers the request as the client sent it: the

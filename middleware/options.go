@@ -16,19 +16,20 @@ import (
 type Option func(*options)
 
 type options struct {
-	logger    *zap.Logger
-	now       func() time.Time
-	clientIP  func(*http.Request) string
-	source    sites.Source
-	observer  Observer
-	deny      ResponseFunc
-	throttle  ResponseFunc
-	transport http.RoundTripper
-	limiter   limit.Limiter
-	verifier  *identity.Verifier
-	feedStore identity.Storage
-	storeTLS  *tls.Config
-	bans      limit.Bans
+	logger     *zap.Logger
+	now        func() time.Time
+	clientIP   func(*http.Request) string
+	source     sites.Source
+	observer   Observer
+	deny       ResponseFunc
+	throttle   ResponseFunc
+	transport  http.RoundTripper
+	limiter    limit.Limiter
+	verifier   *identity.Verifier
+	feedStore  identity.Storage
+	storeTLS   *tls.Config
+	bans       limit.Bans
+	trapSecret []byte
 
 	storeTLSForAgents *tls.Config
 }
@@ -171,6 +172,15 @@ func WithStoreTLS(c *tls.Config) Option {
 // Enforcer does not close it.
 func WithBans(b limit.Bans) Option {
 	return func(o *options) { o.bans = b }
+}
+
+// WithTrapSecret sets the key of per-client trap link tokens when
+// Config.TrapSecret is empty (the Caddy module passes one it keeps in
+// Caddy's storage, so that links survive restarts and hold across the
+// instances that share the storage). Without either, New makes a random
+// key.
+func WithTrapSecret(key []byte) Option {
+	return func(o *options) { o.trapSecret = key }
 }
 
 // BanObserver is an optional Observer method set: ObserveBan is called once

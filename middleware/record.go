@@ -21,6 +21,8 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	switch {
 	case v.Reason == ReasonTrap:
 		kind = report.Trap
+	case v.Reason == ReasonTrapUnattributed:
+		kind = report.TrapUnattributed
 	case v.Reason == ReasonBanned:
 		kind = report.Banned
 	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:

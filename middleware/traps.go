@@ -2,8 +2,14 @@ package middleware
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -180,11 +186,13 @@ func (e *Enforcer) trapReady(ent *sites.Site, i int) bool {
 	return t != 0 && e.now().UnixNano()-t >= int64(*e.cfg.TrapGrace)
 }
 
-// navigation reports whether req may be a crawler's own fetch of a page:
-// GET or HEAD, and, when the client sends fetch metadata (browsers do), a
-// document fetched from this site or from no page at all. A browser made to
-// load the trap by someone else's page (an <img>, a cross-site link or
-// form) is not banned for it.
+// navigation reports whether req may be a crawler's own fetch of a page,
+// for trap_links static: GET or HEAD, and, when the client sends fetch
+// metadata (browsers do), a document fetched from this site, not from
+// another site, from no page at all (a link opened from a mail or chat
+// app, Sec-Fetch-Site: none) or as a speculative prefetch (Sec-Purpose).
+// A browser made to load the trap by someone else is not banned; without
+// fetch metadata (plain http) nothing tells, which per-client links solve.
 func navigation(req *Request) bool {
 	switch req.Method {
 	case "", "GET", "HEAD":
@@ -196,7 +204,25 @@ func navigation(req *Request) bool {
 	default:
 		return false
 	}
-	return req.SecFetchSite != "cross-site" && req.SecFetchSite != "same-site"
+	switch req.SecFetchSite {
+	case "cross-site", "same-site", "none":
+		return false
+	}
+	return req.SecPurpose == ""
+}
+
+// trapSecret returns the key of trap link tokens: Config.TrapSecret,
+// WithTrapSecret's, or a random one.
+func trapSecret(cfg Config, o options) []byte {
+	switch {
+	case cfg.TrapSecret != "":
+		return []byte(cfg.TrapSecret)
+	case len(o.trapSecret) > 0:
+		return o.trapSecret
+	}
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
 }
 
 // denialCounter counts robots.txt denials per client within a window
@@ -300,3 +326,78 @@ func TrapArmed(r *policy.Robots, trap string) (armed bool, allowedFor string) {
 
 // CheckTrap checks the form of a trap pattern, as Config.Traps does.
 func CheckTrap(p string) error { return checkTrap(p) }
+
+// linkTrap returns the trap whose path per-client links extend: the first
+// that is a plain path (no '*' or '$'), with a trailing '/' so that the
+// token is a path segment of its own; "" when there is none.
+func linkTrap(patterns []string) string {
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, "*$") {
+			if !strings.HasSuffix(p, "/") {
+				p += "/"
+			}
+			return p
+		}
+	}
+	return ""
+}
+
+// trapTokenLen is the length of a trap link token: 12 bytes of an
+// HMAC-SHA256, base64url.
+const trapTokenLen = 16
+
+// trapToken is the token of client's trap link on day (days since the Unix
+// epoch, UTC): an HMAC of both under the Enforcer's trap secret, which no
+// one without the secret can make for another client.
+func (e *Enforcer) trapToken(client limit.Client, day int64) string {
+	var msg [24]byte
+	copy(msg[:16], client[:])
+	binary.BigEndian.PutUint64(msg[16:], uint64(day))
+	mac := hmac.New(sha256.New, e.trapKey)
+	mac.Write(msg[:])
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
+}
+
+// TrapLink returns the path of the trap link of r's client (trap_links
+// client): the first plain trap path followed by a token that only this
+// client (its address prefix) can present, valid today and tomorrow. Put
+// it in the pages that robots.txt lets crawlers read, in a link no person
+// follows (see the README); "" when there is no trap or trap_links is
+// static, and the bare trap path when r's client address does not parse.
+func (e *Enforcer) TrapLink(r *http.Request) string { return e.TrapLinkFor(e.clientIP(r)) }
+
+// TrapLinkFor is TrapLink for a client address ("ip" or "ip:port") that
+// the front end resolved, as Caddy's client_ip.
+func (e *Enforcer) TrapLinkFor(clientIP string) string {
+	if e.trapLink == "" {
+		return ""
+	}
+	c := limit.ClientOf(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+	if c.IsZero() {
+		return e.trapLink
+	}
+	return e.trapLink + e.trapToken(c, e.now().Unix()/86400)
+}
+
+// ownLink reports whether target ends in the token of the requesting
+// client's trap link of today or yesterday (a page rendered before
+// midnight, followed after it).
+func (e *Enforcer) ownLink(req *Request, target string) bool {
+	client := e.clientKey(req)
+	if client.IsZero() {
+		return false
+	}
+	path, _ := policy.SplitTarget(target)
+	tok := path[strings.LastIndexByte(path, '/')+1:]
+	if len(tok) != trapTokenLen {
+		return false
+	}
+	day := e.clock(req) / int64(24*time.Hour)
+	for _, d := range [...]int64{day, day - 1} {
+		if hmac.Equal([]byte(tok), []byte(e.trapToken(client, d))) {
+			return true
+		}
+	}
+	return false
+}

@@ -59,7 +59,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
 		t.Fatalf("before: %v", v.Action)
 	}
-	v := at(e, uaChrome, "/no-robots/secret", ip)
+	v := at(e, uaChrome, e.TrapLinkFor(ip), ip)
 	if v.Action != Deny || v.Reason != ReasonTrap || !strings.Contains(v.Message(), "banned until 2026-01-01T01:00:00Z for ignoring this site's robots.txt") {
 		t.Fatalf("trap: %v %v %q", v.Action, v.Reason, v.Message())
 	}
@@ -84,7 +84,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	}
 	// Again: 2 h (doubled), then 2 h (the cap).
 	for _, want := range []time.Duration{2 * time.Hour, 2 * time.Hour} {
-		v := at(e, uaChrome, "/no-robots/", ip)
+		v := at(e, uaChrome, e.TrapLinkFor(ip), ip)
 		if got := time.Duration(v.BanUntil - clk.Now().UnixNano()); v.Reason != ReasonTrap || got != want {
 			t.Fatalf("repeat: %v for %v, want %v", v.Reason, got, want)
 		}
@@ -92,7 +92,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	}
 	// The HTTP answer: 403, Retry-After, the reason in the body.
 	h := e.Handler(site(trapRobots))
-	rec := doIP(h, uaChrome, "/no-robots/x", "198.51.100.9:1")
+	rec := doIP(h, uaChrome, e.TrapLinkFor("198.51.100.9:1"), "198.51.100.9:1")
 	if rec.Code != 403 || rec.Header().Get("Retry-After") != "3600" || !strings.Contains(rec.Body.String(), "banned until") {
 		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
@@ -155,14 +155,14 @@ func TestTrapSparesVerified(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	v := at(e, uaGoogle, "/no-robots/x", googleIP)
+	v := at(e, uaGoogle, e.TrapLinkFor(googleIP), googleIP)
 	if v.Action != Deny || v.Reason != ReasonDisallowed || v.Verification != identity.Verified {
 		t.Fatalf("verified: %v %v %v", v.Action, v.Reason, v.Verification)
 	}
 	if v := at(e, uaGoogle, "/page", googleIP); v.Reason == ReasonBanned {
 		t.Fatal("a verified crawler was banned")
 	}
-	if v := at(e, uaGoogle, "/no-robots/x", spoofIP); v.Reason != ReasonTrap {
+	if v := at(e, uaGoogle, e.TrapLinkFor(spoofIP), spoofIP); v.Reason != ReasonTrap {
 		t.Fatalf("spoofer: %v", v.Reason)
 	}
 }
@@ -197,7 +197,7 @@ func TestBanAfter(t *testing.T) {
 func TestTrapDryRun(t *testing.T) {
 	clk := testclock.New()
 	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
-	v := at(e, uaChrome, "/no-robots/x", "198.51.100.7:1")
+	v := at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
 	if v.Reason != ReasonTrap || v.Enforced() {
 		t.Fatalf("dry run trap: %v %v", v.Reason, v.Enforced())
 	}
@@ -217,12 +217,12 @@ func TestReportCounts(t *testing.T) {
 	for range 3 {
 		at(e, bot, "/private/x", "203.0.113.1:1") // line 3, group *
 	}
-	at(e, uaGoogle, "/no-robots/", "203.0.113.2:1") // a trap: banned (no verification: none)
-	at(e, uaGoogle, "/page", "203.0.113.2:1")       // banned
-	at(e, uaGoogle, "/page", "203.0.113.2:1")       // banned
-	at(e, uaGoogle, "/page", "203.0.113.3:1")       // allowed
-	at(e, uaGoogle, "/page", "203.0.113.3:1")       // throttled (Crawl-delay 1)
-	clk.Add(2 * time.Hour)                          // out of the last hour, in the last day
+	at(e, uaGoogle, e.TrapLinkFor("203.0.113.2:1"), "203.0.113.2:1") // a trap: banned (no verification: none)
+	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
+	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
+	at(e, uaGoogle, "/page", "203.0.113.3:1")                        // allowed
+	at(e, uaGoogle, "/page", "203.0.113.3:1")                        // throttled (Crawl-delay 1)
+	clk.Add(2 * time.Hour)                                           // out of the last hour, in the last day
 	at(e, bot, "/private/y", "203.0.113.1:1")
 	r := e.Report()
 	if len(r.Sites) != 1 {
@@ -260,7 +260,7 @@ func TestReportCounts(t *testing.T) {
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
 	clk := testclock.New()
 	src := testorigin.NewEditable(trapRobots)
-	e := mustNew(t, Config{Traps: []string{"/no-robots/"}, Refresh: Duration(time.Minute)}, WithClock(clk.Now))
+	e := mustNew(t, Config{Traps: []string{"/no-robots/"}, TrapLinks: TrapLinksStatic, Refresh: Duration(time.Minute)}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Enforcer, ua, target, ip string) Verdict {
 		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})
@@ -292,17 +292,22 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 		ban                bool
 	}{
 		{"GET", "", "", true},                    // a scraper: no fetch metadata
-		{"GET", "none", "document", true},        // typed or scripted navigation
+		{"GET", "none", "document", false},       // a link opened from a mail or chat app
 		{"GET", "same-origin", "document", true}, // the hidden link followed
 		{"GET", "cross-site", "document", false}, // a link on someone else's page
 		{"GET", "same-site", "document", false},
 		{"GET", "cross-site", "image", false}, // <img src=/no-robots/> elsewhere
 		{"GET", "same-origin", "image", false},
 		{"POST", "", "", false},
+		{"GET", "same-origin", "document-prefetch", false}, // a prefetch (Sec-Purpose below)
 	} {
 		ip := fmt.Sprintf("198.51.100.%d:1", 50+len(tc.site)+len(tc.dest)+len(tc.method))
-		v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/no-robots/x", UserAgent: uaChrome, ClientIP: ip,
-			Method: tc.method, SecFetchSite: tc.site, SecFetchDest: tc.dest, Origin: src})
+		req := Request{Host: "example.com", Target: "/no-robots/x", UserAgent: uaChrome, ClientIP: ip,
+			Method: tc.method, SecFetchSite: tc.site, SecFetchDest: tc.dest, Origin: src}
+		if tc.dest == "document-prefetch" {
+			req.SecFetchDest, req.SecPurpose = "document", "prefetch"
+		}
+		v := e.Decide(context.Background(), req)
 		if got := v.Reason == ReasonTrap; got != tc.ban {
 			t.Errorf("%+v: trap %v, want %v", tc, got, tc.ban)
 		}
@@ -323,7 +328,7 @@ func BenchmarkTrapsBrowser(b *testing.B) {
 func BenchmarkBannedRequest(b *testing.B) {
 	clk := testclock.New()
 	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
-	at(e, uaChrome, "/no-robots/x", "192.0.2.1:1234")
+	at(e, uaChrome, e.TrapLinkFor("192.0.2.1:1234"), "192.0.2.1:1234")
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
 	runBench(b, e.Handler(okHandler), r, 403)
@@ -352,11 +357,11 @@ func TestBanDroppedWhenFull(t *testing.T) {
 	obs := &banCounter{}
 	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.MaxBans = 2 }, WithObserver(obs))
 	for _, ip := range []string{"198.51.100.1:1", "198.51.100.2:1"} {
-		if v := at(e, uaChrome, "/no-robots/", ip); v.BanUntil == 0 {
+		if v := at(e, uaChrome, e.TrapLinkFor(ip), ip); v.BanUntil == 0 {
 			t.Fatalf("%s: not banned", ip)
 		}
 	}
-	v := at(e, uaChrome, "/no-robots/", "198.51.100.3:1")
+	v := at(e, uaChrome, e.TrapLinkFor("198.51.100.3:1"), "198.51.100.3:1")
 	if v.Action != Deny || v.Reason != ReasonTrap || v.BanUntil != 0 {
 		t.Fatalf("a trap hit with the list full: %v %v until %d", v.Action, v.Reason, v.BanUntil)
 	}
@@ -378,10 +383,98 @@ func TestBanDroppedWhenFull(t *testing.T) {
 // "(browser)", not as the "*" group its header falls to.
 func TestReportNamesBrowsers(t *testing.T) {
 	e, _ := trapEnforcer(t, trapRobots, testclock.New(), nil)
-	at(e, uaChrome, "/no-robots/", "198.51.100.7:1")
+	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
 	at(e, uaChrome, "/page", "198.51.100.7:1")
 	rows := e.Report().Sites[0].LastHour
 	if len(rows) != 1 || rows[0].Group != BrowserGroup || rows[0].Traps != 1 || rows[0].Banned != 1 {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// With per-client trap links (the default), a client's own link bans it
+// whatever its fetch metadata says (a scraper cannot dodge with two
+// headers), yesterday's link too; anything else under the trap path (the
+// bare path, another client's link, a made-up or stale token) is refused
+// and bans nobody, so no third party can aim the trap at a visitor.
+func TestTrapLinksPerClient(t *testing.T) {
+	clk := testclock.New()
+	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	const scraper, visitor = "198.51.100.20:1", "198.51.100.21:1"
+	link := e.TrapLinkFor(scraper)
+	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+trapTokenLen || link == e.TrapLinkFor(visitor) {
+		t.Fatalf("links %q and %q", link, e.TrapLinkFor(visitor))
+	}
+	try := func(target, ip string, meta ...string) Verdict {
+		req := Request{Host: "example.com", Target: target, UserAgent: uaChrome, ClientIP: ip, Method: "GET"}
+		if len(meta) == 2 {
+			req.SecFetchSite, req.SecFetchDest = meta[0], meta[1]
+		}
+		return e.Decide(context.Background(), req)
+	}
+	for _, c := range []struct {
+		name, target, ip string
+		meta             []string
+	}{
+		{"the bare trap path", "/no-robots/", visitor, nil},
+		{"another client's link", link, visitor, nil},
+		{"another client's link, embedded cross-site", link, visitor, []string{"cross-site", "image"}},
+		{"a made-up token", "/no-robots/AAAAAAAAAAAAAAAA", visitor, nil},
+		{"a token of the wrong length", link + "x", scraper, nil},
+	} {
+		if v := try(c.target, c.ip, c.meta...); v.Action != Deny || v.Reason != ReasonTrapUnattributed || v.BanUntil != 0 {
+			t.Errorf("%s: %v %v until %d, want 403 trap_unattributed and no ban", c.name, v.Action, v.Reason, v.BanUntil)
+		}
+	}
+	if v := try("/page", visitor); v.Action != Allow {
+		t.Fatalf("the visitor was banned: %v %v", v.Action, v.Reason)
+	}
+	rows := e.Report().Sites[0].LastHour
+	unattributed := int64(0)
+	for _, r := range rows {
+		unattributed += r.UnattributedTraps
+	}
+	if unattributed != 5 {
+		t.Fatalf("%d unattributed trap requests in the report, want 5: %+v", unattributed, rows)
+	}
+	// The scraper's own link, fetched with a browser's cross-site image
+	// metadata: banned all the same.
+	if v := try(link, scraper, "cross-site", "image"); v.Reason != ReasonTrap || v.BanUntil == 0 {
+		t.Fatalf("own link with cross-site metadata: %v %v", v.Action, v.Reason)
+	}
+	// Yesterday's link still bans (a page rendered before midnight);
+	// one of two days ago does not.
+	old := e.TrapLinkFor(visitor)
+	clk.Add(24 * time.Hour)
+	if v := try(old, visitor); v.Reason != ReasonTrap {
+		t.Fatalf("yesterday's link: %v", v.Reason)
+	}
+	e.Unban(context.Background(), "198.51.100.21")
+	clk.Add(24 * time.Hour)
+	if v := try(old, visitor); v.Reason != ReasonTrapUnattributed {
+		t.Fatalf("a link of two days ago: %v", v.Reason)
+	}
+}
+
+// Two Enforcers with one trap_secret make the same links (a fleet, or a
+// restart); different secrets do not.
+func TestTrapSecret(t *testing.T) {
+	mk := func(secret string) *Enforcer {
+		return mustNew(t, Config{Traps: []string{"/no-robots"}, TrapSecret: secret}, WithSource(sites.BytesSource([]byte(trapRobots))))
+	}
+	a, b, c := mk("0123456789abcdef0123"), mk("0123456789abcdef0123"), mk("another secret of enough bytes")
+	if la := a.TrapLinkFor("192.0.2.1"); la != b.TrapLinkFor("192.0.2.1") || la == c.TrapLinkFor("192.0.2.1") || !strings.HasPrefix(la, "/no-robots/") {
+		t.Fatalf("links %q %q %q", la, b.TrapLinkFor("192.0.2.1"), c.TrapLinkFor("192.0.2.1"))
+	}
+	if l := mustNew(t, Config{Traps: []string{"/no-robots/"}, TrapLinks: TrapLinksStatic}).TrapLinkFor("192.0.2.1"); l != "" {
+		t.Fatalf("static mode link %q", l)
+	}
+	for cfg, want := range map[*Config]string{
+		{Traps: []string{"/*/print$"}}:                 "robots_guard: trap_links: per-client trap links need a trap that is a plain path",
+		{Traps: []string{"/t/"}, TrapSecret: "short"}:  "robots_guard: trap_secret: must be at least 16 bytes, got 5",
+		{Traps: []string{"/t/"}, TrapLinks: "dynamic"}: `robots_guard: trap_links: must be "client" or "static", got "dynamic"`,
+	} {
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", *cfg, err, want)
+		}
 	}
 }

@@ -47,6 +47,10 @@ type Request struct {
 	// says so in them, and is not banned for it: only a document fetch
 	// from the site itself, or from no page at all, is.
 	SecFetchSite, SecFetchDest string
+	// SecPurpose is the request's Sec-Purpose header (or, without one,
+	// Purpose): "prefetch" for a speculative fetch a browser makes on its
+	// own. With trap_links static such a fetch never bans.
+	SecPurpose string
 
 	key     limit.Client // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
 	keyDone bool
@@ -127,6 +131,10 @@ const (
 	ReasonTrap
 	// ReasonBanned: the client is banned for ignoring robots.txt.
 	ReasonBanned
+	// ReasonTrapUnattributed: the path is under a trap that robots.txt
+	// disallows for every bot, without the token of the requesting
+	// client's own trap link (trap_links client): refused, nobody banned.
+	ReasonTrapUnattributed
 )
 
 var reasonNames = [...]string{
@@ -143,6 +151,7 @@ var reasonNames = [...]string{
 	ReasonSpoofed:           "spoofed",
 	ReasonTrap:              "trap",
 	ReasonBanned:            "banned",
+	ReasonTrapUnattributed:  "trap_unattributed",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -248,8 +257,8 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
 		case ReasonBadTarget:
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
-		case ReasonTrap, ReasonBanned:
-			if v.Reason == ReasonTrap {
+		case ReasonTrap, ReasonBanned, ReasonTrapUnattributed:
+			if v.Reason != ReasonBanned {
 				b = append(b, "Disallowed: robots.txt disallows this path for every bot"...)
 				if v.BanUntil == 0 {
 					return b

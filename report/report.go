@@ -55,13 +55,15 @@ type reportKey struct {
 
 // reportCounts are the counts of one client in a bucket.
 type reportCounts struct {
-	denials, throttles, traps, banned int64
+	denials, throttles, traps, banned, unattributed int64
 	// err bounds the overcount of a space-saving counter that took over
 	// another's slot.
 	err int64
 }
 
-func (c reportCounts) total() int64 { return c.denials + c.throttles + c.traps + c.banned }
+func (c reportCounts) total() int64 {
+	return c.denials + c.throttles + c.traps + c.banned + c.unattributed
+}
 
 // spaceSaving keeps the heaviest keys of a stream in a fixed number of
 // counters (Metwally et al.): a key not held replaces the lightest one,
@@ -159,6 +161,7 @@ func (sr *reportShard) fold(mb *bucket) {
 			t.throttles += c.throttles
 			t.traps += c.traps
 			t.banned += c.banned
+			t.unattributed += c.unattributed
 			t.err += c.err
 		})
 	}
@@ -210,6 +213,9 @@ const (
 	Trap
 	// Banned is a request refused by a ban.
 	Banned
+	// TrapUnattributed is a request under a trap path without the
+	// requesting client's own link token: refused, nobody banned.
+	TrapUnattributed
 )
 
 // Record is one stopped request, as the Recorder counts it.
@@ -350,6 +356,8 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 				c.traps += n
 			case Banned:
 				c.banned += n
+			case TrapUnattributed:
+				c.unattributed += n
 			}
 		})
 	}
@@ -399,6 +407,9 @@ type ClientReport struct {
 	Throttles    int64  `json:"throttles"`
 	Traps        int64  `json:"traps"`
 	Banned       int64  `json:"banned"`
+	// UnattributedTraps counts requests under a trap path without the
+	// client's own link token (trap_links client): refused, not banned.
+	UnattributedTraps int64 `json:"unattributed_traps,omitempty"`
 	// Error is how many of this row's requests may be missing: the row
 	// took over a slot of the space-saving counters, and counts only what
 	// came since (the true total is at most the row's plus Error); 0
@@ -498,6 +509,7 @@ func sum(to map[reportKey]*reportCounts, bs []bucket, since int64) {
 			t.throttles += c.throttles
 			t.traps += c.traps
 			t.banned += c.banned
+			t.unattributed += c.unattributed
 			t.err += c.err
 		}
 	}
@@ -509,13 +521,15 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	for k, c := range sum {
 		rows = append(rows, ClientReport{
 			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(),
-			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned, Error: c.err,
+			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned,
+			UnattributedTraps: c.unattributed, Error: c.err,
 		})
 	}
 	// Busiest first; a client's rows of several groups or verdicts in a
 	// fixed order.
 	slices.SortFunc(rows, func(a, b ClientReport) int {
-		ta, tb := a.Denials+a.Throttles+a.Traps+a.Banned, b.Denials+b.Throttles+b.Traps+b.Banned
+		ta := a.Denials + a.Throttles + a.Traps + a.Banned + a.UnattributedTraps
+		tb := b.Denials + b.Throttles + b.Traps + b.Banned + b.UnattributedTraps
 		return cmp.Or(cmp.Compare(tb, ta), strings.Compare(a.Client, b.Client),
 			strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification))
 	})
