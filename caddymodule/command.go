@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -48,11 +49,13 @@ some path is disallowed, 2 on a usage or fetch error.
 ignored or misspelt lines, rules before any user-agent, patterns that never
 match, Crawl-delay lines that glue groups together, and rule pairs that
 longest-match parsers (RFC 9309, Google) and first-match parsers read
-differently. With --trap, it also says whether each trap path is armed:
+differently. With --trap, it also says whether each trap path is
 disallowed for every group, "*" included, as robots_guard requires before
-it bans anyone for fetching it. Exit status: 0 when there is no warning
-(and every trap is armed), 1 when there are warnings (or a trap is not
-armed), 2 on a usage or fetch error.
+it bans anyone for fetching it (for trap_grace without a break); with
+--address, each site's trap state in a running Caddy: armed, waiting until
+when, or not armed and who may fetch it. Exit status: 0 when there is no
+warning (and every trap is disallowed for every group), 1 when there are
+warnings (or a trap is not), 2 on a usage or fetch error.
 
 "caddy robots report" prints the violations report of a running Caddy
 (from its admin API, --address, default localhost:2019): per site, the top
@@ -93,16 +96,25 @@ the last hour and day, and the lines that denied whom.
 			test.Flags().String("authority", "", "with --header: the host[:port] the signed request was sent to (default: --url's host)")
 			test.Flags().Bool("allow-private-directories", false, "with --header: fetch key directories from private addresses too")
 			lint := &cobra.Command{
-				Use:   "lint [--trap <path>]... <file|URL>",
+				Use:   "lint [--trap <path>]... [--address <admin>] <file|URL>",
 				Short: "Lints a robots.txt",
 				Args:  usageArgs(cobra.ExactArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
 					traps, _ := c.Flags().GetStringArray("trap")
-					exit(runLint(os.Stdout, args[0], traps...))
+					addr, _ := c.Flags().GetString("address")
+					code, err := runLint(os.Stdout, args[0], traps...)
+					if err == nil && addr != "" && len(traps) > 0 {
+						var c2 int
+						if c2, err = runTrapStates(os.Stdout, addr, traps); c2 > code {
+							code = c2
+						}
+					}
+					exit(code, err)
 					return nil
 				},
 			}
 			lint.Flags().StringArray("trap", nil, "a trap path pattern to check (repeatable)")
+			lint.Flags().String("address", "", "with --trap: also print each trap's state in the running Caddy whose admin API is here (e.g. localhost:2019)")
 			report := &cobra.Command{
 				Use:   "report [--address <admin address>]",
 				Short: "Prints who broke robots.txt, from a running Caddy",
@@ -374,7 +386,7 @@ func runLint(out io.Writer, src string, traps ...string) (int, error) {
 	r := policy.Parse(body)
 	for _, t := range traps {
 		if ok, by := middleware.TrapArmed(r, t); ok {
-			fmt.Fprintf(out, "trap %s: armed: disallowed for every group\n", t)
+			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
 		} else {
 			code = exitFinding
 			fmt.Fprintf(out, "trap %s: NOT armed: allowed for %s; robots_guard will not ban for it (it could catch a compliant crawler)\n", t, by)
@@ -383,30 +395,75 @@ func runLint(out io.Writer, src string, traps ...string) (int, error) {
 	return code, nil
 }
 
-// runReport is "caddy robots report"; it returns the exit code.
-func runReport(out io.Writer, addr string) (int, error) {
+// adminGet returns the body of GET path from the admin API at addr.
+func adminGet(addr, path string) ([]byte, error) {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(addr, "/")+"/robots_guard/report", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(addr, "/")+path, nil)
 	if err != nil {
-		return exitError, err
+		return nil, err
 	}
 	req.Header.Set("Origin", addr) // Caddy's admin API checks it when origins are enforced
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return exitError, fmt.Errorf("%w (is Caddy running with its admin API at %s? see --address)", err, addr)
+		return nil, fmt.Errorf("%w (is Caddy running with its admin API at %s? see --address)", err, addr)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != http.StatusOK {
-		return exitError, fmt.Errorf("%s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("%s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// runTrapStates prints the state of each of traps in every site of the
+// running Caddy at addr (its admin API); it returns exitFinding when one is
+// not armed.
+func runTrapStates(out io.Writer, addr string, traps []string) (int, error) {
+	body, err := adminGet(addr, "/robots_guard/sites")
+	if err != nil {
+		return exitError, err
+	}
+	var sites []middleware.SiteStatus
+	if err := json.Unmarshal(body, &sites); err != nil {
+		return exitError, fmt.Errorf("%s/robots_guard/sites: %w", addr, err)
+	}
+	code, seen := exitOK, false
+	for _, s := range sites {
+		for _, ts := range s.Traps {
+			if !slices.Contains(traps, ts.Trap) {
+				continue
+			}
+			seen = true
+			switch ts.State {
+			case "armed":
+				fmt.Fprintf(out, "trap %s at %s: armed\n", ts.Trap, s.Site)
+			case "waiting":
+				fmt.Fprintf(out, "trap %s at %s: waiting until %s (trap_grace)\n", ts.Trap, s.Site, ts.ArmsAt.Format(time.RFC3339))
+			default:
+				code = exitFinding
+				fmt.Fprintf(out, "trap %s at %s: NOT armed: allowed for %s\n", ts.Trap, s.Site, ts.AllowedFor)
+			}
+		}
+	}
+	if !seen {
+		fmt.Fprintf(out, "no site of the Caddy at %s has these traps, or none has been visited since it started\n", addr)
+	}
+	return code, nil
+}
+
+// runReport is "caddy robots report"; it returns the exit code.
+func runReport(out io.Writer, addr string) (int, error) {
+	body, err := adminGet(addr, "/robots_guard/report")
+	if err != nil {
+		return exitError, err
 	}
 	var rep report.Report
 	if err := json.Unmarshal(body, &rep); err != nil {
-		return exitError, fmt.Errorf("%s: %w", req.URL, err)
+		return exitError, fmt.Errorf("%s/robots_guard/report: %w", addr, err)
 	}
 	printReport(out, rep)
 	return exitOK, nil

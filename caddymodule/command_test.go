@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"crypto/tls"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -204,7 +205,7 @@ func TestRobotsLintTraps(t *testing.T) {
 	}
 	out.Reset()
 	code, err = runLint(&out, armed, "/no-robots/", "/no-robots/*.html")
-	if code != 0 || err != nil || strings.Count(out.String(), ": armed: disallowed for every group") != 2 {
+	if code != 0 || err != nil || strings.Count(out.String(), ": disallowed for every group") != 2 {
 		t.Fatalf("%d %v\n%s", code, err, out.String())
 	}
 	if code, err := runLint(&out, armed, "no-robots"); code != 2 || err == nil {
@@ -272,5 +273,34 @@ func TestRobotsTestSignature(t *testing.T) {
 	code, _ = runTest(&out, nil, "AcmeBot/1.0", robots, "", []string{"/x"}, vo)
 	if !strings.Contains(out.String(), "signature: not verified: expired") {
 		t.Fatalf("%d\n%s", code, out.String())
+	}
+}
+
+// lint --trap --address prints each site's trap state from a running
+// Caddy's admin API, and exits 1 when one is not armed.
+func TestRobotsLintTrapStates(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots_guard/sites" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `[{"site":"http://a.example","outcome":"ok","has_rules":true,"age":"1s","traps":[{"trap":"/no-robots/","state":"armed"}]},
+{"site":"http://b.example","outcome":"ok","has_rules":true,"age":"1s","traps":[{"trap":"/no-robots/","state":"waiting","arms_at":"2026-11-25T10:00:00Z"}]},
+{"site":"http://c.example","outcome":"ok","has_rules":true,"age":"1s","traps":[{"trap":"/no-robots/","state":"not_armed","allowed_for":"Googlebot"},{"trap":"/other/","state":"armed"}]}]`)
+	}))
+	defer admin.Close()
+	var out bytes.Buffer
+	code, err := runTrapStates(&out, strings.TrimPrefix(admin.URL, "http://"), []string{"/no-robots/"})
+	for _, want := range []string{
+		"trap /no-robots/ at http://a.example: armed",
+		"trap /no-robots/ at http://b.example: waiting until 2026-11-25T10:00:00Z",
+		"trap /no-robots/ at http://c.example: NOT armed: allowed for Googlebot",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+	if code != exitFinding || err != nil || strings.Contains(out.String(), "/other/") {
+		t.Fatalf("%d %v\n%s", code, err, out.String())
 	}
 }

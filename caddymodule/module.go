@@ -5,16 +5,11 @@
 package caddymodule
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,31 +153,6 @@ func (s *sharedLimiter) Destruct() error {
 	return nil
 }
 
-// banListKey identifies the ban list of a Caddy instance: one in memory
-// (store ""), or one per store (the store block's JSON), shared by every
-// robots_guard block whatever its other options.
-type banListKey struct{ store string }
-
-// sharedBans is a ban list in the pool, with the store connection it uses
-// (nil in memory) and that connection's log core.
-type sharedBans struct {
-	bans limit.Bans
-	conn io.Closer
-	log  *swapCore
-}
-
-// Destruct stops the list's following of the store and closes its
-// connection.
-func (s *sharedBans) Destruct() error {
-	if c, ok := s.bans.(io.Closer); ok {
-		c.Close()
-	}
-	if s.conn != nil {
-		return s.conn.Close()
-	}
-	return nil
-}
-
 // Provision builds or adopts the Enforcer for this configuration and
 // registers the metrics on this config's registry. A reload revalidates
 // every cached robots.txt before the next bot request of its site: with the
@@ -240,6 +210,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		}
 		if secret != nil {
 			opts = append(opts, middleware.WithTrapSecret(secret))
+		}
+		if st := storageOf(ctx); st != nil && len(cfg.Traps) > 0 {
+			opts = append(opts, middleware.WithTrapClocks(storageClocks{st: st, log: g.logger}))
 		}
 		e, err := middleware.New(cfg, opts...)
 		if err != nil {
@@ -312,92 +285,6 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 		sl.log.set(g.logger.Core())
 	}
 	return sl, nil
-}
-
-// proxyWarnKey marks, in the pool, that the http app of a configuration
-// was checked for loose trusted_proxies, so that the check logs once per
-// configuration whatever its number of robots_guard blocks.
-type proxyWarnKey struct{ app *caddyhttp.App }
-
-// proxyWarned is the pool value of a proxyWarnKey.
-type proxyWarned struct{}
-
-// Destruct implements caddy.Destructor.
-func (proxyWarned) Destruct() error { return nil }
-
-// warnForwarded logs one warning per server of this configuration whose
-// trusted_proxies is set without trusted_proxies_strict, when cfg keys
-// anything by client address (bans, traps, ban_after, the default
-// Crawl-delay key): Caddy then takes the leftmost X-Forwarded-For entry
-// that is not a trusted proxy, which the client writes, so a client can be
-// keyed, throttled and banned as an address of its choice (and get that
-// address banned).
-func (g *RobotsGuard) warnForwarded(ctx caddy.Context, cfg middleware.Config) {
-	if len(cfg.Traps) == 0 && cfg.BanAfter == nil && cfg.CrawlDelayKey == middleware.KeyGroup {
-		return
-	}
-	app, err := ctx.AppIfConfigured("http")
-	ha, ok := app.(*caddyhttp.App)
-	if err != nil || !ok {
-		return
-	}
-	key := proxyWarnKey{ha}
-	if _, loaded, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) { return proxyWarned{}, nil }); err != nil || loaded {
-		if err == nil {
-			pool.Delete(key)
-		}
-		return
-	}
-	g.warnKey = &key
-	names := make([]string, 0, len(ha.Servers))
-	for name := range ha.Servers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if srv := ha.Servers[name]; len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
-			g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned); set trusted_proxies_strict",
-				zap.String("server", name))
-		}
-	}
-}
-
-// provisionBans loads or makes the ban list of this Caddy instance (in
-// memory, or in cfg's store), which every block checks and adds to: a
-// client banned through one block is refused by all, whatever their
-// options. Its size is the max_bans of the block that made it.
-func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
-	var key banListKey
-	if cfg.Store != nil {
-		b, err := json.Marshal(cfg.Store)
-		if err != nil {
-			return nil, fmt.Errorf("robots_guard: store: %w", err)
-		}
-		key.store = string(b)
-	}
-	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		if cfg.Store == nil {
-			return &sharedBans{bans: limit.NewMemoryBans(cfg.MaxBans)}, nil
-		}
-		log := newSwapCore()
-		log.set(g.logger.Core())
-		r, err := middleware.NewStoreLimiter(cfg,
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}))
-		if err != nil {
-			return nil, err
-		}
-		return &sharedBans{bans: r.NewBans(cfg.MaxBans), conn: r, log: log}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	g.bansKey = &key
-	sb := v.(*sharedBans)
-	if sb.log != nil {
-		sb.log.set(g.logger.Core())
-	}
-	return sb.bans, nil
 }
 
 // provisionVerifier loads or makes the shared crawler verifier for cfg's
@@ -682,53 +569,3 @@ var (
 	_ caddy.Destructor            = (*state)(nil)
 	_ caddy.Destructor            = (*sharedVerifier)(nil)
 )
-
-// trapLinkValue is the value of the {http.robots_guard.trap_link}
-// placeholder: the path of the requesting client's own trap link, made
-// when the placeholder is read (a template, a header), since its HMAC
-// costs more than the rest of the decision.
-type trapLinkValue struct {
-	e        *middleware.Enforcer
-	clientIP string
-}
-
-// String returns the link's path.
-func (t *trapLinkValue) String() string { return t.e.TrapLinkFor(t.clientIP) }
-
-// trapSecretKey is where the key of per-client trap links is kept in
-// Caddy's storage.
-const trapSecretKey = "robots_guard/trap_secret"
-
-// trapSecret returns the key of per-client trap links from Caddy's
-// storage, made (32 random bytes, hex) and stored the first time, under
-// the storage's lock, so that the instances that share a storage share
-// their links, and links survive restarts.
-func trapSecret(ctx caddy.Context) ([]byte, error) {
-	st := ctx.Storage()
-	if st == nil {
-		return nil, nil // outside a real configuration: New makes one
-	}
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if b, err := st.Load(c, trapSecretKey); err == nil && len(b) >= 32 {
-		return b, nil
-	}
-	if err := st.Lock(c, trapSecretKey); err != nil {
-		return nil, fmt.Errorf("robots_guard: trap_secret: locking %s in storage: %w", trapSecretKey, err)
-	}
-	defer st.Unlock(c, trapSecretKey)
-	b, err := st.Load(c, trapSecretKey)
-	switch {
-	case err == nil && len(b) >= 32:
-		return b, nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("robots_guard: trap_secret: reading %s from storage: %w", trapSecretKey, err)
-	}
-	k := make([]byte, 32)
-	rand.Read(k)
-	b = []byte(hex.EncodeToString(k))
-	if err := st.Store(c, trapSecretKey, b); err != nil {
-		return nil, fmt.Errorf("robots_guard: trap_secret: storing %s: %w", trapSecretKey, err)
-	}
-	return b, nil
-}

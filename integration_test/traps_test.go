@@ -180,10 +180,12 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 // trapLinkSite is a site whose page renders the client's own trap link
 // with Caddy's templates, as the README shows.
 func trapLinkSite(port int, extra string) string {
+	if !strings.Contains(extra, "trap_grace") {
+		extra += "\n\t\ttrap_grace 0"
+	}
 	return fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
 		trap /no-robots/
-		trap_grace 0
 		%s
 	}
 	handle /robots.txt {
@@ -235,4 +237,50 @@ func TestTrapLinksThroughCaddy(t *testing.T) {
 	get(t, tc, port, "/page", browserUA, other...).check(t, "the other client afterwards", 200, "page")
 	get(t, tc, port, link, browserUA, append(scraper, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Dest", "image")...).check(t, "own link, cross-site image metadata", 403, "banned until")
 	get(t, tc, port, "/page", browserUA, scraper...).check(t, "the scraper afterwards", 403, "banned until")
+}
+
+// trapState returns the state of the site's trap, from the admin API.
+func trapState(t *testing.T, port int) string {
+	t.Helper()
+	var sites []struct {
+		Site  string
+		Traps []struct{ State string }
+	}
+	adminJSON(t, "GET", "/robots_guard/sites", &sites)
+	for _, s := range sites {
+		if strings.HasSuffix(s.Site, fmt.Sprint(port)) && len(s.Traps) == 1 {
+			return s.Traps[0].State
+		}
+	}
+	t.Fatalf("no trap state for port %d in %+v", port, sites)
+	return ""
+}
+
+// TestTrapGraceThroughCaddy: a trap with trap_grace 3s waits (visible in
+// /robots_guard/sites), arms 3 s after start, and, after Caddy starts
+// again with the same storage, is armed at once.
+func TestTrapGraceThroughCaddy(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	tc := loadWithStorage(t, dir, proxies, trapLinkSite(port, "trap_grace 3s"))
+	scraper := []string{"X-Forwarded-For", "198.51.100.80"}
+	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	if s := trapState(t, port); s != "waiting" {
+		t.Fatalf("at start: %s", s)
+	}
+	link := linkIn(t, get(t, tc, port, "/page", browserUA, scraper...).body)
+	get(t, tc, port, link, browserUA, scraper...).check(t, "the trap while it waits", 200, "page")
+	time.Sleep(3100 * time.Millisecond)
+	if s := trapState(t, port); s != "armed" {
+		t.Fatalf("3 s after start: %s", s)
+	}
+	get(t, tc, port, link, browserUA, scraper...).check(t, "the armed trap", 403, "banned until")
+	// Caddy runs something else, then the trap site again: a start with
+	// the same storage, no Enforcer carried over.
+	loadWithStorage(t, dir, proxies, fmt.Sprintf("http://127.0.0.1:%d {\n\trespond \"elsewhere\"\n}\n", port))
+	tc = loadWithStorage(t, dir, proxies, trapLinkSite(port, "trap_grace 3s"))
+	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	if s := trapState(t, port); s != "armed" {
+		t.Fatalf("right after a start with the same storage: %s", s)
+	}
 }

@@ -57,6 +57,8 @@ type Enforcer struct {
 	traps      *trapSet       // nil: none
 	trapLink   string         // the path per-client trap links extend; "" with trap_links static
 	trapKey    []byte         // the key of trap link tokens
+	trapClocks TrapClockStore // nil: the clocks live in memory only
+	realClock  bool           // the clock is time.Now: timers may announce traps
 	bans       limit.Bans     // nil when neither traps nor ban_after is set
 	bansActive func() bool    // whether any ban may be held
 	ownBans    io.Closer      // the shared ban list New built; Close closes it
@@ -95,6 +97,8 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		allowUnrch: cfg.OnUnreachable == UnreachableAllow,
 		traps:      newTrapSet(cfg.Traps),
 		trapKey:    trapSecret(cfg, o),
+		trapClocks: o.trapClocks,
+		realClock:  injected == nil,
 		report:     report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, o.now),
 	}
 	if cfg.TrapLinks == TrapLinksClient {

@@ -41,6 +41,8 @@ type SiteStatus struct {
 	Checked time.Time `json:"checked,omitzero"`
 	// Error says why the refresh that Refresh ran failed, if it did.
 	Error string `json:"error,omitempty"`
+	// Traps describes each trap (Config.Traps) with this copy.
+	Traps []TrapStatus `json:"traps,omitempty"`
 }
 
 // status describes ent's copy st.
@@ -50,6 +52,7 @@ func (e *Enforcer) status(ent *sites.Site, st *sites.State) SiteStatus {
 		return s
 	}
 	s.Outcome, s.Status, s.Unreachable = st.Outcome.String(), st.Status, st.Unreachable
+	s.Traps = e.trapStatus(ent, st)
 	s.Rules = !st.Unreachable && st.Robots.Restricts()
 	if !st.Fetched.IsZero() {
 		s.Fetched = st.Fetched

@@ -30,6 +30,7 @@ type options struct {
 	storeTLS   *tls.Config
 	bans       limit.Bans
 	trapSecret []byte
+	trapClocks TrapClockStore
 
 	storeTLSForAgents *tls.Config
 }
@@ -181,6 +182,12 @@ func WithBans(b limit.Bans) Option {
 // key.
 func WithTrapSecret(key []byte) Option {
 	return func(o *options) { o.trapSecret = key }
+}
+
+// WithTrapClocks keeps the grace clocks of traps in s, so that they survive
+// restarts (see TrapClockStore); without it they live in memory.
+func WithTrapClocks(s TrapClockStore) Option {
+	return func(o *options) { o.trapClocks = s }
 }
 
 // BanObserver is an optional Observer method set: ObserveBan is called once

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"go.uber.org/zap"
 
@@ -147,12 +148,110 @@ func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 		switch {
 		case !ok:
 			(*since)[i].Store(0)
+			if e.trapClocks != nil {
+				e.trapClocks.DeleteTrapClock(ent.Name(), p)
+			}
 			e.log.Warn("robots_guard: trap not armed: robots.txt does not disallow it for every bot, so it could catch a compliant crawler",
 				zap.String("site", ent.Name()), zap.String("trap", p), zap.String("allowed_for", by))
 		case (*since)[i].Load() == 0:
-			(*since)[i].Store(now)
+			t := now
+			if e.trapClocks != nil {
+				// The clock of an earlier run (a restart) goes on.
+				if s, ok := e.trapClocks.LoadTrapClock(ent.Name(), p); ok && s.UnixNano() <= now {
+					t = s.UnixNano()
+				} else {
+					e.trapClocks.StoreTrapClock(ent.Name(), p, time.Unix(0, now))
+				}
+			}
+			(*since)[i].Store(t)
+			e.announceTrap(ent, i, t)
 		}
 	}
+}
+
+// announceTrap logs that trap i of ent arms now, or when it will (one INFO
+// line each: when the wait starts, and when it ends, by a timer that holds
+// the site weakly).
+func (e *Enforcer) announceTrap(ent *sites.Site, i int, since int64) {
+	site, trap := zap.String("site", ent.Name()), zap.String("trap", e.traps.patterns[i])
+	armsAt := since + int64(*e.cfg.TrapGrace)
+	now := e.now().UnixNano()
+	if now >= armsAt {
+		e.log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
+		return
+	}
+	e.log.Info("robots_guard: trap waiting: robots.txt disallows it for every bot; it arms when that has held for trap_grace",
+		site, trap, zap.Time("arms_at", time.Unix(0, armsAt).UTC()))
+	if !e.realClock {
+		return
+	}
+	wp := weak.Make(ent)
+	time.AfterFunc(time.Duration(armsAt-now), func() {
+		if ent := wp.Value(); ent != nil {
+			if c := trapClocksOf(ent); c != nil && i < len(*c) && (*c)[i].Load() == since {
+				e.log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
+			}
+		}
+	})
+}
+
+// TrapClockStore keeps the grace clocks of traps (since when a site's
+// robots.txt has disallowed a trap for every bot, without a break) across
+// restarts, so that a restart does not disarm every trap for trap_grace.
+// The Caddy module keeps them in Caddy's storage; without one (net/http by
+// default) they live in memory. Calls come from robots.txt fetches, never
+// from the request path.
+type TrapClockStore interface {
+	// LoadTrapClock returns the clock of trap at site, if one is kept.
+	LoadTrapClock(site, trap string) (since time.Time, ok bool)
+	// StoreTrapClock keeps it.
+	StoreTrapClock(site, trap string, since time.Time)
+	// DeleteTrapClock forgets it: the site's robots.txt stopped
+	// disallowing the trap for every bot.
+	DeleteTrapClock(site, trap string)
+}
+
+// TrapStatus describes a trap of a site (SiteStatus.Traps).
+type TrapStatus struct {
+	// Trap is the trap's pattern.
+	Trap string `json:"trap"`
+	// State is "armed", "waiting" (robots.txt disallows it for every bot,
+	// but not yet for trap_grace: see ArmsAt) or "not_armed" (a group
+	// may fetch it: see AllowedFor).
+	State string `json:"state"`
+	// ArmsAt is when a waiting trap arms.
+	ArmsAt time.Time `json:"arms_at,omitzero"`
+	// AllowedFor names who may fetch a trap that is not armed.
+	AllowedFor string `json:"allowed_for,omitempty"`
+}
+
+// trapStatus describes the traps of ent with its copy st.
+func (e *Enforcer) trapStatus(ent *sites.Site, st *sites.State) []TrapStatus {
+	if e.traps == nil || st == nil || st.Unreachable {
+		return nil
+	}
+	clocks := trapClocksOf(ent)
+	out := make([]TrapStatus, len(e.traps.patterns))
+	for i, p := range e.traps.patterns {
+		out[i].Trap = p
+		ok, by := trapArmed(st.Robots, trapPath(p))
+		var since int64
+		if clocks != nil && i < len(*clocks) {
+			since = (*clocks)[i].Load()
+		}
+		switch {
+		case !ok:
+			out[i].State, out[i].AllowedFor = "not_armed", by
+		case since != 0 && e.trapReady(ent, i):
+			out[i].State = "armed"
+		default:
+			out[i].State = "waiting"
+			if since != 0 {
+				out[i].ArmsAt = time.Unix(0, since+int64(*e.cfg.TrapGrace)).UTC()
+			}
+		}
+	}
+	return out
 }
 
 // carryTraps moves the trap clocks of a site of from (an Enforcer with the

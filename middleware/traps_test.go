@@ -478,3 +478,78 @@ func TestTrapSecret(t *testing.T) {
 		}
 	}
 }
+
+// memClocks is a TrapClockStore in a map, standing for storage that
+// outlives an Enforcer.
+type memClocks struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (c *memClocks) LoadTrapClock(site, trap string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[site+" "+trap]
+	return t, ok
+}
+
+func (c *memClocks) StoreTrapClock(site, trap string, since time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[site+" "+trap] = since
+}
+
+func (c *memClocks) DeleteTrapClock(site, trap string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, site+" "+trap)
+}
+
+// The grace clock of a trap is visible (Sites), announced in the log, and
+// kept in a TrapClockStore: an Enforcer that starts again with the same
+// store goes on with the clock instead of waiting trap_grace again.
+func TestTrapGraceVisibleAndKept(t *testing.T) {
+	clk := testclock.New()
+	store := &memClocks{m: map[string]time.Time{}}
+	grace := Duration(time.Hour)
+	mk := func() (*Enforcer, *observer.ObservedLogs) {
+		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.TrapGrace = &grace }, WithTrapClocks(store))
+	}
+	state := func(e *Enforcer) TrapStatus {
+		t.Helper()
+		s := e.Sites()
+		if len(s) != 1 || len(s[0].Traps) != 1 {
+			t.Fatalf("sites %+v", s)
+		}
+		return s[0].Traps[0]
+	}
+	start := clk.Now()
+	e, logs := mk()
+	if st := state(e); st.State != "waiting" || !st.ArmsAt.Equal(start.Add(time.Hour)) {
+		t.Fatalf("at start: %+v", st)
+	}
+	if logs.FilterMessageSnippet("trap waiting").Len() != 1 {
+		t.Fatalf("no line says the trap waits: %v", logs.All())
+	}
+	clk.Add(40 * time.Minute)
+	e.Close()
+	e2, _ := mk() // a restart, 40 minutes in
+	if st := state(e2); st.State != "waiting" || !st.ArmsAt.Equal(start.Add(time.Hour)) {
+		t.Fatalf("after a restart: %+v, want the clock of the first run", st)
+	}
+	clk.Add(21 * time.Minute)
+	if st := state(e2); st.State != "armed" {
+		t.Fatalf("an hour after the first run: %+v", st)
+	}
+	if v := at(e2, uaChrome, e2.TrapLinkFor("198.51.100.70:1"), "198.51.100.70:1"); v.Reason != ReasonTrap || v.BanUntil == 0 {
+		t.Fatalf("the armed trap: %v %v", v.Action, v.Reason)
+	}
+	// A copy that stops disallowing it: not armed, and the kept clock goes.
+	e3, _ := trapEnforcer(t, "User-agent: *\nDisallow: /private/\n", clk, func(c *Config) { c.TrapGrace = &grace }, WithTrapClocks(store))
+	if st := state(e3); st.State != "not_armed" || st.AllowedFor == "" {
+		t.Fatalf("not disallowed: %+v", st)
+	}
+	if len(store.m) != 0 {
+		t.Fatalf("the clock is kept for a trap that is not disallowed: %v", store.m)
+	}
+}
