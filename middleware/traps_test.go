@@ -3,6 +3,8 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/report"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -551,5 +554,59 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	}
 	if len(store.m) != 0 {
 		t.Fatalf("the clock is kept for a trap that is not disallowed: %v", store.m)
+	}
+}
+
+// A million distinct addresses hitting the trap after a scraper was banned
+// do not lift its ban: once max_bans live bans are held, new ones are
+// refused. The ban list stays at its bound in memory, and a browser's
+// request meanwhile costs what it costs without the flood (the figures
+// are logged; the ban check is O(1) and making room O(log n)).
+func TestTrapFloodCannotLiftABan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million trap hits")
+	}
+	clk := testclock.New()
+	n := 1_000_000
+	if raceEnabled {
+		n = 150_000
+	}
+	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.TrapLinks = TrapLinksStatic }, WithLogger(zap.NewNop()))
+	const scraper = "198.51.100.99:1"
+	if v := at(e, uaChrome, "/no-robots/", scraper); v.BanUntil == 0 {
+		t.Fatal("the scraper was not banned")
+	}
+	browse := func(k int) []time.Duration {
+		lat := make([]time.Duration, k)
+		for i := range lat {
+			start := time.Now()
+			at(e, uaChrome, "/page", "192.0.2.1:1")
+			lat[i] = time.Since(start)
+		}
+		slices.Sort(lat)
+		return lat
+	}
+	base := browse(20000)
+	runtime.GC()
+	before := heapAlloc()
+	var flood []time.Duration
+	for i := range n {
+		at(e, uaChrome, "/no-robots/", fmt.Sprintf("10.%d.%d.%d:1", byte(i>>16), byte(i>>8), byte(i)))
+		if i%50 == 0 {
+			start := time.Now()
+			at(e, uaChrome, "/page", "192.0.2.1:1")
+			flood = append(flood, time.Since(start))
+		}
+	}
+	grown := int64(heapAlloc()) - int64(before)
+	slices.Sort(flood)
+	p := func(l []time.Duration, q float64) time.Duration { return l[int(q*float64(len(l)-1))] }
+	t.Logf("browser p50/p99 %v/%v alone, %v/%v during %d trap hits; heap +%.1f MB with max_bans %d",
+		p(base, 0.5), p(base, 0.99), p(flood, 0.5), p(flood, 0.99), n, float64(grown)/(1<<20), limit.DefaultMaxBans)
+	if v := at(e, uaChrome, "/page", scraper); v.Reason != ReasonBanned {
+		t.Fatalf("after %d other trap hits the scraper's ban is gone: %v %v", n, v.Action, v.Reason)
+	}
+	if grown > 40<<20 {
+		t.Fatalf("heap grew %d MB during the flood", grown>>20)
 	}
 }
