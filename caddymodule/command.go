@@ -488,7 +488,7 @@ func printReport(out io.Writer, rep report.Report) {
 				continue
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED")
+			fmt.Fprintln(tw, "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED\tUNATTRIBUTED")
 			for _, c := range part.rows {
 				den := strconv.FormatInt(c.Denials, 10)
 				if c.Error > 0 {
@@ -498,7 +498,7 @@ func printReport(out io.Writer, rep report.Report) {
 				if group == "" {
 					group = "(browser)"
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned)
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned, c.UnattributedTraps)
 			}
 			tw.Flush()
 		}
