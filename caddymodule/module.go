@@ -73,14 +73,18 @@ type RobotsGuard struct {
 	// documentation are middleware.Config's.
 	middleware.Config
 
-	state       *state
-	poolKey     string
-	limiterKey  *limiterKey
-	bansKey     *banListKey
-	warnKey     *proxyWarnKey
-	trapLinks   bool // per-client trap links: the trap_link placeholder is set
-	verifierKey string
-	logger      *zap.Logger
+	state      *state
+	poolKey    string
+	limiterKey *limiterKey
+	bansKey    *banListKey
+	// addressKeyed: something is keyed by the client address (the
+	// default Crawl-delay key, traps, ban_after); proxyChecked: the
+	// server's proxy setup was checked for it (checkForwarded).
+	addressKeyed bool
+	proxyChecked *atomic.Bool
+	trapLinks    bool // per-client trap links: the trap_link placeholder is set
+	verifierKey  string
+	logger       *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -178,11 +182,14 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	g.warnForwarded(ctx, cfg)
+	g.proxyChecked = new(atomic.Bool)
+	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup
 	var secret []byte
 	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
 		if secret, err = trapSecret(ctx); err != nil {
-			return err
+			// Traps still work, with links of this process only: the
+			// worst case is a refused link, never an innocent ban.
+			g.logger.Warn("robots_guard: no trap link key from storage; using one of this process (links change at a restart and differ between instances)", zap.Error(err))
 		}
 	}
 	key, err := json.Marshal(cfg)
@@ -374,11 +381,6 @@ func (g *RobotsGuard) Cleanup() error {
 		g.limiterKey = nil
 		err = errors.Join(err, err2)
 	}
-	if g.warnKey != nil {
-		_, err2 := pool.Delete(*g.warnKey)
-		g.warnKey = nil
-		err = errors.Join(err, err2)
-	}
 	if g.bansKey != nil {
 		_, err2 := pool.Delete(*g.bansKey)
 		g.bansKey = nil
@@ -512,6 +514,9 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
+		if g.proxyChecked != nil && !g.proxyChecked.Load() {
+			g.checkForwarded(srv, clientIP, r.RemoteAddr)
+		}
 	}
 	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
 

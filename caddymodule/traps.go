@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -51,52 +51,29 @@ func (s *sharedBans) Destruct() error {
 	return nil
 }
 
-// proxyWarnKey marks, in the pool, that the http app of a configuration
-// was checked for loose trusted_proxies, so that the check logs once per
-// configuration whatever its number of robots_guard blocks.
-type proxyWarnKey struct{ app *caddyhttp.App }
-
-// proxyWarned is the pool value of a proxyWarnKey.
-type proxyWarned struct{}
-
-// Destruct implements caddy.Destructor.
-func (proxyWarned) Destruct() error { return nil }
-
-// warnForwarded logs one warning per server of this configuration whose
-// trusted_proxies is set without trusted_proxies_strict, when cfg keys
-// anything by client address (bans, traps, ban_after, the default
-// Crawl-delay key): Caddy then takes the leftmost X-Forwarded-For entry
-// that is not a trusted proxy, which the client writes, so a client can be
-// keyed, throttled and banned as an address of its choice (and get that
-// address banned).
-func (g *RobotsGuard) warnForwarded(ctx caddy.Context, cfg middleware.Config) {
-	if len(cfg.Traps) == 0 && cfg.BanAfter == nil && cfg.CrawlDelayKey == middleware.KeyGroup {
+// checkForwarded logs, once per handler, a warning when a request's client
+// address came from a forwarded header through a server whose
+// trusted_proxies is set without trusted_proxies_strict: Caddy then takes
+// the leftmost forwarded address that is not a trusted proxy, which the
+// client writes, so a client can have its Crawl-delay budget, traps and
+// bans keyed to any address it names (and get that address banned). It is
+// called until it has decided, at the cost of a comparison: the server's
+// trusted_proxies cannot be seen from a handler (Caddy clears the raw
+// field once it has loaded it), so a forwarded request is what tells.
+func (g *RobotsGuard) checkForwarded(srv *caddyhttp.Server, clientIP, remoteAddr string) {
+	if srv.TrustedProxiesStrict != 0 || !g.addressKeyed {
+		g.proxyChecked.Store(true)
 		return
 	}
-	app, err := ctx.AppIfConfigured("http")
-	ha, ok := app.(*caddyhttp.App)
-	if err != nil || !ok {
+	if clientIP == "" || strings.HasPrefix(remoteAddr, clientIP) && (len(remoteAddr) == len(clientIP) || remoteAddr[len(clientIP)] == ':') ||
+		strings.HasPrefix(remoteAddr, "["+clientIP+"]") {
+		return // not forwarded
+	}
+	if g.proxyChecked.Swap(true) {
 		return
 	}
-	key := proxyWarnKey{ha}
-	if _, loaded, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) { return proxyWarned{}, nil }); err != nil || loaded {
-		if err == nil {
-			pool.Delete(key)
-		}
-		return
-	}
-	g.warnKey = &key
-	names := make([]string, 0, len(ha.Servers))
-	for name := range ha.Servers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if srv := ha.Servers[name]; len(srv.TrustedProxiesRaw) > 0 && srv.TrustedProxiesStrict == 0 {
-			g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned); set trusted_proxies_strict",
-				zap.String("server", name))
-		}
-	}
+	g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned); set trusted_proxies_strict",
+		zap.String("client_ip", clientIP), zap.String("peer", remoteAddr))
 }
 
 // provisionBans loads or makes the ban list of this Caddy instance (in
@@ -170,13 +147,20 @@ func trapSecret(ctx caddy.Context) ([]byte, error) {
 	if err := st.Lock(c, trapSecretKey); err != nil {
 		return nil, fmt.Errorf("robots_guard: trap_secret: locking %s in storage: %w", trapSecretKey, err)
 	}
-	defer st.Unlock(c, trapSecretKey)
+	defer func() {
+		// A context of its own: c may have run out.
+		uc, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st.Unlock(uc, trapSecretKey)
+	}()
 	b, err := st.Load(c, trapSecretKey)
 	switch {
 	case err == nil && len(b) >= 32:
 		return b, nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("robots_guard: trap_secret: reading %s from storage: %w", trapSecretKey, err)
+	case err == nil:
+		return nil, fmt.Errorf("robots_guard: trap_secret: %s in storage holds %d bytes, fewer than 32; delete it to have a new one made, or set trap_secret", trapSecretKey, len(b))
 	}
 	k := make([]byte, 32)
 	rand.Read(k)

@@ -138,9 +138,9 @@ http://127.0.0.1:%d {
 	get(t, tc, plainPort, "/page", browserUA, "X-Forwarded-For", "198.51.100.41").check(t, "another client on the other block", 200, "page")
 }
 
-// TestLooseTrustedProxiesWarn: a configuration whose server trusts
-// forwarded addresses without trusted_proxies_strict logs one warning
-// saying what a client can do; with trusted_proxies_strict, none.
+// TestLooseTrustedProxiesWarn: a server that trusts forwarded addresses
+// without trusted_proxies_strict gets one warning, at the first forwarded
+// request, saying what a client can do; with trusted_proxies_strict, none.
 func TestLooseTrustedProxiesWarn(t *testing.T) {
 	up := newUpstream(t, trapSiteRobots)
 	for _, strict := range []bool{false, true} {
@@ -149,11 +149,13 @@ func TestLooseTrustedProxiesWarn(t *testing.T) {
 		if strict {
 			servers = strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
 		}
-		sites := ""
-		for range 2 { // two blocks: still one line
-			sites += fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t}\n\treverse_proxy %s\n}\n", freePort(t), up.addr())
+		port := freePort(t)
+		sites := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t}\n\treverse_proxy %s\n}\n", port, up.addr())
+		tc := load(t, servers+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}", sites)
+		for range 3 {
+			get(t, tc, port, "/page", browserUA)                                     // not forwarded
+			get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "198.51.100.90") // through a trusted proxy
 		}
-		load(t, servers+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}", sites)
 		logs, _ := os.ReadFile(logFile)
 		n := strings.Count(string(logs), "trusted_proxies without trusted_proxies_strict")
 		if want := map[bool]int{false: 1, true: 0}[strict]; n != want {

@@ -417,6 +417,9 @@ func (c *Config) banDefaults() error {
 	default:
 		return errf("trap_links", "must be %q or %q, got %q", TrapLinksClient, TrapLinksStatic, c.TrapLinks)
 	}
+	if lt := linkTrap(c.Traps); c.TrapLinks == TrapLinksClient && lt != "" && strings.ContainsAny(lt, "?#") {
+		return errf("trap_links", "the trap that links extend, %q, holds '?': a link must end in a path segment of its own; put a plain trap path (e.g. /no-robots/) first", lt)
+	}
 	if c.TrapLinks == TrapLinksClient && len(c.Traps) > 0 && linkTrap(c.Traps) == "" {
 		return errf("trap_links", "per-client trap links need a trap that is a plain path (no '*' or '$'), e.g. /no-robots/; add one, or set trap_links static")
 	}

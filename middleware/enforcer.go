@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -59,6 +60,8 @@ type Enforcer struct {
 	trapKey    []byte         // the key of trap link tokens
 	trapClocks TrapClockStore // nil: the clocks live in memory only
 	realClock  bool           // the clock is time.Now: timers may announce traps
+	keptClocks atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
+	armTimers  atomic.Int64   // pending timers of announceTrap (maxArmTimers)
 	bans       limit.Bans     // nil when neither traps nor ban_after is set
 	bansActive func() bool    // whether any ban may be held
 	ownBans    io.Closer      // the shared ban list New built; Close closes it

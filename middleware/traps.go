@@ -159,8 +159,11 @@ func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 				// The clock of an earlier run (a restart) goes on.
 				if s, ok := e.trapClocks.LoadTrapClock(ent.Name(), p); ok && s.UnixNano() <= now {
 					t = s.UnixNano()
-				} else {
+				} else if e.keptClocks.Add(1) <= maxKeptClocks {
 					e.trapClocks.StoreTrapClock(ent.Name(), p, time.Unix(0, now))
+				} else if e.keptClocks.Load() == maxKeptClocks+1 {
+					e.log.Warn("robots_guard: trap grace clocks kept in storage: bound reached; those of further sites live in memory only (a catch-all server reached under many names?)",
+						zap.Int("bound", maxKeptClocks))
 				}
 			}
 			(*since)[i].Store(t)
@@ -182,18 +185,30 @@ func (e *Enforcer) announceTrap(ent *sites.Site, i int, since int64) {
 	}
 	e.log.Info("robots_guard: trap waiting: robots.txt disallows it for every bot; it arms when that has held for trap_grace",
 		site, trap, zap.Time("arms_at", time.Unix(0, armsAt).UTC()))
-	if !e.realClock {
-		return
+	if !e.realClock || e.armTimers.Add(1) > maxArmTimers {
+		e.armTimers.Add(-1)
+		return // the state stays visible in Sites
 	}
-	wp := weak.Make(ent)
+	// The timer holds the site weakly and not the Enforcer, so that
+	// neither outlives its cache, and at most maxArmTimers are pending.
+	wp, log, pending := weak.Make(ent), e.log, &e.armTimers
 	time.AfterFunc(time.Duration(armsAt-now), func() {
+		defer pending.Add(-1)
 		if ent := wp.Value(); ent != nil {
 			if c := trapClocksOf(ent); c != nil && i < len(*c) && (*c)[i].Load() == since {
-				e.log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
+				log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
 			}
 		}
 	})
 }
+
+// Bounds of the trap clocks' side effects, for a catch-all server reached
+// under many Host names: clocks kept in the TrapClockStore (one key per
+// site and trap), and pending timers that announce a trap arming.
+const (
+	maxKeptClocks = 4096
+	maxArmTimers  = 1024
+)
 
 // TrapClockStore keeps the grace clocks of traps (since when a site's
 // robots.txt has disallowed a trap for every bot, without a break) across
