@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsguard/robotsguard/bench/internal/caddyrun"
 )
 
 const (
@@ -57,26 +58,15 @@ func run(n, maxBans, floodConc, browsers int, baseDur time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "caddy")
-	fmt.Println("building ../cmd/caddy ...")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	build.Dir = ".."
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build caddy (run from the bench directory): %w", err)
-	}
-	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	bin, err := caddyrun.Build(tmp)
 	if err != nil {
 		return err
 	}
-	go http.Serve(upstream, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			io.WriteString(w, robotsTxt)
-			return
-		}
-		io.WriteString(w, "<!doctype html><title>page</title><p>A page.</p>\n")
-	}))
-	port := freePort()
+	upstream, err := caddyrun.Upstream(robotsTxt, "<!doctype html><title>page</title><p>A page.</p>\n")
+	if err != nil {
+		return err
+	}
+	port := caddyrun.FreePort()
 	caddyfile := fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -97,7 +87,7 @@ http://127.0.0.1:%d {
 	}
 	reverse_proxy %s
 }
-`, tmp, port, maxBans, upstream.Addr())
+`, tmp, port, maxBans, upstream)
 	cfg := filepath.Join(tmp, "Caddyfile")
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
 		return err
@@ -247,13 +237,4 @@ func rss(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

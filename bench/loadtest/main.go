@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/robotsguard/robotsguard/bench/internal/caddyrun"
 )
 
 const (
@@ -84,28 +85,15 @@ func run(dur time.Duration, rounds, conc, caddyCPU int) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "caddy")
-	fmt.Println("building ../cmd/caddy ...")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	build.Dir = ".."
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build caddy (run from the bench directory): %w", err)
-	}
-
-	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	bin, err := caddyrun.Build(tmp)
 	if err != nil {
 		return err
 	}
-	go http.Serve(upstream, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if r.URL.Path == "/robots.txt" {
-			io.WriteString(w, robotsTxt)
-			return
-		}
-		io.WriteString(w, page)
-	}))
-	plainPort, guardPort, recipePort := freePort(), freePort(), freePort()
+	upstream, err := caddyrun.Upstream(robotsTxt, page)
+	if err != nil {
+		return err
+	}
+	plainPort, guardPort, recipePort := caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort()
 	recipe, err := recipeRegexp("../testdata/robots/ai-robots-txt.txt")
 	if err != nil {
 		return err
@@ -139,7 +127,7 @@ http://127.0.0.1:%[5]d {
 	respond @bots 403
 	import proxy
 }
-`, tmp, upstream.Addr(), plainPort, guardPort, recipePort, recipe)
+`, tmp, upstream, plainPort, guardPort, recipePort, recipe)
 	cfg := filepath.Join(tmp, "Caddyfile")
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
 		return err
@@ -299,15 +287,6 @@ func recipeRegexp(file string) (string, error) {
 		return "", fmt.Errorf("%s: no User-agent lines", file)
 	}
 	return "(?i)(" + strings.Join(toks, "|") + ")", nil
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func waitUp(client *http.Client, port int) error {
