@@ -185,8 +185,9 @@ func trapClockKey(site, trap string) string {
 	return "robots_guard/trap_clocks/" + hex.EncodeToString(sum[:16])
 }
 
-// LoadTrapClock implements middleware.TrapClockStore.
-func (s storageClocks) LoadTrapClock(site, trap string) (time.Time, bool) {
+// LoadTrapClock implements middleware.TrapClockStore. The value is two
+// RFC 3339 times, since and confirmed; anything else is no clock.
+func (s storageClocks) LoadTrapClock(site, trap string) (since, confirmed time.Time, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, err := s.st.Load(ctx, trapClockKey(site, trap))
@@ -194,17 +195,20 @@ func (s storageClocks) LoadTrapClock(site, trap string) (time.Time, bool) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("robots_guard: reading a trap's grace clock from storage", zap.String("site", site), zap.String("trap", trap), zap.Error(err))
 		}
-		return time.Time{}, false
+		return since, confirmed, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(b))
-	return t, err == nil
+	a, c, found := strings.Cut(string(b), " ")
+	since, err1 := time.Parse(time.RFC3339Nano, a)
+	confirmed, err2 := time.Parse(time.RFC3339Nano, c)
+	return since, confirmed, found && err1 == nil && err2 == nil
 }
 
 // StoreTrapClock implements middleware.TrapClockStore.
-func (s storageClocks) StoreTrapClock(site, trap string, since time.Time) {
+func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.st.Store(ctx, trapClockKey(site, trap), []byte(since.UTC().Format(time.RFC3339Nano))); err != nil {
+	v := since.UTC().Format(time.RFC3339Nano) + " " + confirmed.UTC().Format(time.RFC3339Nano)
+	if err := s.st.Store(ctx, trapClockKey(site, trap), []byte(v)); err != nil {
 		s.log.Warn("robots_guard: keeping a trap's grace clock in storage; a restart will wait trap_grace again", zap.String("site", site), zap.String("trap", trap), zap.Error(err))
 	}
 }

@@ -179,22 +179,24 @@ func (b *MemoryBans) banLocal(client Client, now int64, base, max time.Duration,
 func (b *MemoryBans) Active() bool { return b.active.Load() != 0 }
 
 // set records a ban decided elsewhere (a shared store), with the same rule
-// as Ban: it never pushes out a live ban.
-func (b *MemoryBans) set(in BanInfo) {
+// as Ban: it never pushes out a live ban. It reports false when there was
+// no room.
+func (b *MemoryBans) set(in BanInfo) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.m[in.Client]; ok {
 		e.BanInfo = in
 		heap.Fix(&b.ends, e.idx)
-		return
+		return true
 	}
 	if !b.room(time.Now().UnixNano()) {
-		return
+		return false
 	}
 	e := &banEntry{BanInfo: in}
 	b.m[in.Client] = e
 	heap.Push(&b.ends, e)
 	b.active.Store(int64(len(b.m)))
+	return true
 }
 
 // replace sets the whole list (a resync from a shared store, longest

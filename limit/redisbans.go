@@ -130,7 +130,10 @@ func (b *RedisBans) Ban(ctx context.Context, client Client, now int64, base, max
 		return BanInfo{Client: client, Reason: reason, Dropped: true}
 	}
 	in := BanInfo{Client: client, Until: res[0] * int64(time.Millisecond), Strikes: int(res[1]), Reason: reason}
-	b.mirror.set(in)
+	if !b.mirror.set(in) {
+		b.r.log.Warn("robots_guard: store: ban shared but not held on this instance: its list is full of live bans (bans decided here while the store was down)",
+			zap.String("store", b.r.redacted), zap.Int("max_bans", b.max))
+	}
 	return in
 }
 

@@ -157,7 +157,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		AllowUnreachable:  e.allowUnrch,
 	}
 	if e.traps != nil {
-		sc.OnRules = e.checkTraps
+		sc.OnRules, sc.OnConfirm = e.checkTraps, e.confirmTraps
 	}
 	e.sites = sites.New(sc)
 	return e, nil

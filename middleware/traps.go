@@ -123,7 +123,13 @@ func trapPath(p string) string {
 // when it has traps: per trap of Config.Traps, since when (Unix ns) the
 // site's copies have armed it without a break, 0 when the current one
 // does not. Written by fetches (checkTraps), read by requests.
-type trapClocks []atomic.Int64
+type trapClocks struct {
+	since []atomic.Int64
+	// kept: the clocks are in the TrapClockStore; told: when the store
+	// was last told that they still hold (Unix ns), see confirmTraps.
+	kept atomic.Bool
+	told atomic.Int64
+}
 
 // trapClocksOf returns the trap clocks attached to ent, nil when none.
 func trapClocksOf(ent *sites.Site) *trapClocks {
@@ -138,8 +144,7 @@ func trapClocksOf(ent *sites.Site) *trapClocks {
 func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 	since := trapClocksOf(ent)
 	if since == nil {
-		s := make(trapClocks, len(e.traps.patterns))
-		since = &s
+		since = &trapClocks{since: make([]atomic.Int64, len(e.traps.patterns))}
 		ent.Attach(since)
 	}
 	now := e.now().UnixNano()
@@ -147,26 +152,33 @@ func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 		ok, by := trapArmed(r, trapPath(p))
 		switch {
 		case !ok:
-			(*since)[i].Store(0)
+			since.since[i].Store(0)
 			if e.trapClocks != nil {
 				e.trapClocks.DeleteTrapClock(ent.Name(), p)
 			}
 			e.log.Warn("robots_guard: trap not armed: robots.txt does not disallow it for every bot, so it could catch a compliant crawler",
 				zap.String("site", ent.Name()), zap.String("trap", p), zap.String("allowed_for", by))
-		case (*since)[i].Load() == 0:
+		case since.since[i].Load() == 0:
 			t := now
 			if e.trapClocks != nil {
-				// The clock of an earlier run (a restart) goes on.
-				if s, ok := e.trapClocks.LoadTrapClock(ent.Name(), p); ok && s.UnixNano() <= now {
+				s, c, ok := e.trapClocks.LoadTrapClock(ent.Name(), p)
+				switch {
+				case ok && s.UnixNano() <= now && now-c.UnixNano() <= e.trapClockFresh():
+					// The clock of an earlier run (a restart) goes on: the
+					// Disallow was seen shortly before.
 					t = s.UnixNano()
-				} else if e.keptClocks.Add(1) <= maxKeptClocks {
-					e.trapClocks.StoreTrapClock(ent.Name(), p, time.Unix(0, now))
-				} else if e.keptClocks.Load() == maxKeptClocks+1 {
+					since.kept.Store(true)
+					since.told.Store(c.UnixNano())
+				case e.keptClocks.Add(1) <= maxKeptClocks:
+					e.trapClocks.StoreTrapClock(ent.Name(), p, time.Unix(0, now), time.Unix(0, now))
+					since.kept.Store(true)
+					since.told.Store(now)
+				case e.keptClocks.Load() == maxKeptClocks+1:
 					e.log.Warn("robots_guard: trap grace clocks kept in storage: bound reached; those of further sites live in memory only (a catch-all server reached under many names?)",
 						zap.Int("bound", maxKeptClocks))
 				}
 			}
-			(*since)[i].Store(t)
+			since.since[i].Store(t)
 			e.announceTrap(ent, i, t)
 		}
 	}
@@ -195,7 +207,7 @@ func (e *Enforcer) announceTrap(ent *sites.Site, i int, since int64) {
 	time.AfterFunc(time.Duration(armsAt-now), func() {
 		defer pending.Add(-1)
 		if ent := wp.Value(); ent != nil {
-			if c := trapClocksOf(ent); c != nil && i < len(*c) && (*c)[i].Load() == since {
+			if c := trapClocksOf(ent); c != nil && i < len(c.since) && c.since[i].Load() == since {
 				log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
 			}
 		}
@@ -217,13 +229,48 @@ const (
 // default) they live in memory. Calls come from robots.txt fetches, never
 // from the request path.
 type TrapClockStore interface {
-	// LoadTrapClock returns the clock of trap at site, if one is kept.
-	LoadTrapClock(site, trap string) (since time.Time, ok bool)
+	// LoadTrapClock returns the clock of trap at site, if one is kept:
+	// since when the trap has been disallowed, and when that was last
+	// confirmed by a fetch.
+	LoadTrapClock(site, trap string) (since, confirmed time.Time, ok bool)
 	// StoreTrapClock keeps it.
-	StoreTrapClock(site, trap string, since time.Time)
+	StoreTrapClock(site, trap string, since, confirmed time.Time)
 	// DeleteTrapClock forgets it: the site's robots.txt stopped
 	// disallowing the trap for every bot.
 	DeleteTrapClock(site, trap string)
+}
+
+// confirmTraps runs after every fetch that confirms a site's copy (a 304
+// or a new copy): it tells the TrapClockStore, at most every
+// trapConfirmEvery, that the site's kept clocks still hold, so that a
+// restart goes on with them only when the Disallow was seen shortly
+// before (trapClockFresh): a Disallow removed and added back while the
+// guard was not watching starts the grace again.
+func (e *Enforcer) confirmTraps(ent *sites.Site, _ *policy.Robots) {
+	c := trapClocksOf(ent)
+	if e.trapClocks == nil || c == nil || !c.kept.Load() {
+		return
+	}
+	now := e.now().UnixNano()
+	if now-c.told.Load() < int64(trapConfirmEvery) {
+		return
+	}
+	c.told.Store(now)
+	for i, p := range e.traps.patterns {
+		if since := c.since[i].Load(); since != 0 {
+			e.trapClocks.StoreTrapClock(ent.Name(), p, time.Unix(0, since), time.Unix(0, now))
+		}
+	}
+}
+
+// trapConfirmEvery is how often confirmTraps writes to the store.
+const trapConfirmEvery = 15 * time.Minute
+
+// trapClockFresh is how recently a kept clock must have been confirmed to
+// go on after a restart: an hour, plus two refresh intervals (the guard
+// itself looks only that often).
+func (e *Enforcer) trapClockFresh() int64 {
+	return int64(time.Hour + trapConfirmEvery + 2*time.Duration(e.cfg.Refresh))
 }
 
 // TrapStatus describes a trap of a site (SiteStatus.Traps).
@@ -251,8 +298,8 @@ func (e *Enforcer) trapStatus(ent *sites.Site, st *sites.State) []TrapStatus {
 		out[i].Trap = p
 		ok, by := trapArmed(st.Robots, trapPath(p))
 		var since int64
-		if clocks != nil && i < len(*clocks) {
-			since = (*clocks)[i].Load()
+		if clocks != nil && i < len(clocks.since) {
+			since = clocks.since[i].Load()
 		}
 		switch {
 		case !ok:
@@ -280,11 +327,13 @@ func (e *Enforcer) carryTraps(from *Enforcer) func(old, ent *sites.Site) bool {
 		if since == nil {
 			return false
 		}
-		cp := make(trapClocks, len(*since))
-		for i := range *since {
-			cp[i].Store((*since)[i].Load())
+		cp := &trapClocks{since: make([]atomic.Int64, len(since.since))}
+		for i := range since.since {
+			cp.since[i].Store(since.since[i].Load())
 		}
-		ent.Attach(&cp)
+		cp.kept.Store(since.kept.Load())
+		cp.told.Store(since.told.Load())
+		ent.Attach(cp)
 		return true
 	}
 }
@@ -293,10 +342,10 @@ func (e *Enforcer) carryTraps(from *Enforcer) func(old, ent *sites.Site) bool {
 // since, for at least Config.TrapGrace.
 func (e *Enforcer) trapReady(ent *sites.Site, i int) bool {
 	since := trapClocksOf(ent)
-	if since == nil || i < 0 || i >= len(*since) {
+	if since == nil || i < 0 || i >= len(since.since) {
 		return false
 	}
-	t := (*since)[i].Load()
+	t := since.since[i].Load()
 	return t != 0 && e.now().UnixNano()-t >= int64(*e.cfg.TrapGrace)
 }
 

@@ -486,20 +486,20 @@ func TestTrapSecret(t *testing.T) {
 // outlives an Enforcer.
 type memClocks struct {
 	mu sync.Mutex
-	m  map[string]time.Time
+	m  map[string][2]time.Time
 }
 
-func (c *memClocks) LoadTrapClock(site, trap string) (time.Time, bool) {
+func (c *memClocks) LoadTrapClock(site, trap string) (since, confirmed time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.m[site+" "+trap]
-	return t, ok
+	return t[0], t[1], ok
 }
 
-func (c *memClocks) StoreTrapClock(site, trap string, since time.Time) {
+func (c *memClocks) StoreTrapClock(site, trap string, since, confirmed time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[site+" "+trap] = since
+	c.m[site+" "+trap] = [2]time.Time{since, confirmed}
 }
 
 func (c *memClocks) DeleteTrapClock(site, trap string) {
@@ -513,7 +513,7 @@ func (c *memClocks) DeleteTrapClock(site, trap string) {
 // store goes on with the clock instead of waiting trap_grace again.
 func TestTrapGraceVisibleAndKept(t *testing.T) {
 	clk := testclock.New()
-	store := &memClocks{m: map[string]time.Time{}}
+	store := &memClocks{m: map[string][2]time.Time{}}
 	grace := Duration(time.Hour)
 	mk := func() (*Enforcer, *observer.ObservedLogs) {
 		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.TrapGrace = &grace }, WithTrapClocks(store))
@@ -544,7 +544,26 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	if st := state(e2); st.State != "armed" {
 		t.Fatalf("an hour after the first run: %+v", st)
 	}
-	if v := at(e2, uaChrome, e2.TrapLinkFor("198.51.100.70:1"), "198.51.100.70:1"); v.Reason != ReasonTrap || v.BanUntil == 0 {
+	// A start long after the clock was last confirmed: the Disallow may
+	// have gone and come back meanwhile, so the grace starts again.
+	clk.Add(3 * time.Hour)
+	e4, _ := mk()
+	if st := state(e4); st.State != "waiting" {
+		t.Fatalf("a start 3 h after the clock was last confirmed: %+v", st)
+	}
+	// Fetches that confirm the copy keep the stored clock fresh.
+	restarted := clk.Now()
+	for range 3 {
+		clk.Add(20 * time.Minute)
+		e4.Invalidate("")
+		at(e4, "WarmupBot/1.0", "/", "192.0.2.250:1")
+	}
+	clk.Add(30 * time.Minute)
+	e5, _ := mk()
+	if st := state(e5); st.State != "armed" {
+		t.Fatalf("a start 30 min after the last confirmation, %v after the clock started: %+v", clk.Now().Sub(restarted), st)
+	}
+	if v := at(e5, uaChrome, e5.TrapLinkFor("198.51.100.70:1"), "198.51.100.70:1"); v.Reason != ReasonTrap || v.BanUntil == 0 {
 		t.Fatalf("the armed trap: %v %v", v.Action, v.Reason)
 	}
 	// A copy that stops disallowing it: not armed, and the kept clock goes.

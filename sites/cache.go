@@ -182,7 +182,8 @@ type Cache struct {
 
 	allowUnreachable bool // for log lines only; the enforcer decides
 
-	onRules func(e *Site, r *policy.Robots) // Config.OnRules
+	onRules   func(e *Site, r *policy.Robots) // Config.OnRules
+	onConfirm func(e *Site, r *policy.Robots) // Config.OnConfirm
 
 	// Compiled robots.txt files by the SHA-256 of their body, held
 	// weakly: sites that serve the same file (a catch-all server reached
@@ -248,6 +249,10 @@ type Config struct {
 	// before requests see it, by the fetch that got it (fetches of one
 	// site never run at once); nil for none.
 	OnRules func(site *Site, r *policy.Robots)
+	// OnConfirm is called after every fetch that confirms the copy in
+	// force, a 304 or a new copy (after OnRules), by the fetch; not after
+	// one that failed and kept the last copy. nil for none.
+	OnConfirm func(site *Site, r *policy.Robots)
 }
 
 // Observer receives the outcome of every robots.txt fetch, for metrics.
@@ -295,6 +300,7 @@ func New(cfg Config) *Cache {
 		log:       log,
 		obs:       cfg.Observer,
 		onRules:   cfg.OnRules,
+		onConfirm: cfg.OnConfirm,
 
 		allowUnreachable: cfg.AllowUnreachable,
 	}

@@ -73,6 +73,7 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 		c.reportState(e, prev) // the source may have failed in between
 		c.observe(e, NotModified)
 		c.setDue(e, now, c.refresh)
+		c.confirm(e, prev)
 		return prev
 	case err == nil && res.StatusCode >= 200 && res.StatusCode < 300:
 		sum := sha256.Sum256(res.Body)
@@ -113,7 +114,15 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 	c.observe(e, st.Outcome)
 	c.setState(e, st)
 	c.setDue(e, now, c.refresh)
+	c.confirm(e, st)
 	return st
+}
+
+// confirm calls Config.OnConfirm for a copy a fetch confirmed.
+func (c *Cache) confirm(e *Site, st *State) {
+	if c.onConfirm != nil && st != nil && !st.Unreachable {
+		c.onConfirm(e, st.Robots)
+	}
 }
 
 // robotsURL is the URL of a site's robots.txt.
