@@ -237,6 +237,21 @@ func (e *Enforcer) Verifier() *identity.Verifier { return e.verifier }
 // request stays bounded whatever a client sends.
 const MaxUserAgent = 1024
 
+// maxHostName is the longest host name a Host header may carry (RFC 1035
+// §2.3.4: 253 bytes as text); maxLoggedUserAgent is how much of a
+// User-Agent a log line shows (its full length is a field of its own).
+const (
+	maxHostName        = 253
+	maxLoggedUserAgent = 256
+)
+
+// hostTooLong reports whether the host name of a Host header (without
+// port and brackets) is longer than maxHostName.
+func hostTooLong(host string) bool {
+	name, _ := sites.SplitHost(host)
+	return len(name) > maxHostName
+}
+
 // Decide decides what to do with one request; it does not write anything.
 // The steps: /robots.txt and the Enforcer's own fetches pass; the site's
 // robots.txt is looked up (fetched when needed); clients that are not bots
@@ -285,6 +300,16 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	info := e.classes.lookup(ua)
 	bot = bot || info.bot // a header that claims an operator is a bot
+	if len(req.Host) > maxHostName && hostTooLong(req.Host) {
+		// No DNS name is this long (RFC 1035): the Host is garbage, and
+		// no site, cache entry or store key is made of it. Bots are
+		// refused; others pass to the site, which answers as it will.
+		v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot}
+		if bot || !info.browser {
+			v.Bot, v.Action, v.Reason = true, Deny, ReasonBadTarget
+		}
+		return v
+	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
 	ent, st := e.sites.Get(ctx, sites.MakeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
@@ -571,7 +596,8 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 			zap.String("verification", v.Verification.String()),
 			zap.String("operator", v.Operator),
 			zap.String("verified_by", v.Method.String()),
-			zap.String("user_agent", req.UserAgent),
+			zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]),
+			zap.Int("user_agent_bytes", len(req.UserAgent)),
 			zap.String("target", e.logTarget(req.Target)),
 			zap.Bool("dry_run", v.DryRun),
 		)

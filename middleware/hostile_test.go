@@ -187,3 +187,37 @@ func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
 	}
 	runtime.KeepAlive(e) // the cache must be alive for the check to mean anything
 }
+
+// A Host header longer than any DNS name makes no site, cache entry or
+// store key: a bot gets 403 bad_target, a browser passes; a log line
+// carries at most 256 bytes of a User-Agent, and its length.
+func TestLongHostAndUserAgent(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	e := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /private/\n"))), WithLogger(zap.New(core)))
+	long := strings.Repeat("a", 250) + ".example"
+	for _, c := range []struct {
+		ua     string
+		action Action
+	}{{uaAhrefs, Deny}, {uaChrome, Allow}} {
+		v := e.Decide(context.Background(), Request{Host: long, Target: "/private/x", UserAgent: c.ua})
+		if v.Action != c.action || (c.action == Deny && v.Reason != ReasonBadTarget) || v.Site != "" {
+			t.Errorf("%s with a %d-byte Host: %v %v site %q", c.ua, len(long), v.Action, v.Reason, v.Site)
+		}
+	}
+	if n := e.sites.Len(); n != 0 {
+		t.Fatalf("%d sites cached for an over-long Host", n)
+	}
+	if v := e.Decide(context.Background(), Request{Host: strings.Repeat("b", 253) + ":8080", Target: "/private/x", UserAgent: uaAhrefs}); v.Reason != ReasonDisallowed {
+		t.Fatalf("a 253-byte host name: %v", v.Reason)
+	}
+	ua := "HugeBot/1.0 " + strings.Repeat("x", 20000)
+	e.Decide(context.Background(), Request{Host: "example.com", Target: "/private/x", UserAgent: ua})
+	l := logs.FilterMessage("robots_guard: denied").All()
+	if len(l) == 0 {
+		t.Fatal("no denial line")
+	}
+	m := l[len(l)-1].ContextMap()
+	if got := m["user_agent"].(string); len(got) != 256 || m["user_agent_bytes"] != int64(len(ua)) {
+		t.Fatalf("logged %d bytes of the User-Agent, length field %v", len(got), m["user_agent_bytes"])
+	}
+}
