@@ -31,14 +31,22 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{ptr: map[string][]string{}, addrs: map[string][]netip.Addr{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testdns: %v", err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	// The UDP port is free, the same TCP port may not be (another test's
+	// connection): a few tries at other ports.
+	var pc net.PacketConn
+	var ln net.Listener
+	var err error
+	for range 20 {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatalf("testdns: %v", err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
 		pc.Close()
-		t.Fatalf("testdns: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("testdns: no port free for both UDP and TCP: %v", err)
 	}
 	s.Addr = pc.LocalAddr().String()
 	h := dns.HandlerFunc(s.serve)
