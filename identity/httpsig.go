@@ -187,6 +187,14 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	if len(inputs) == 0 {
 		return sig, ErrNoSignature
 	}
+	// The work a signature can cause is bounded before any of it: the
+	// headers' bytes, then the covered components, and the key is found
+	// before the signature base is built.
+	for _, h := range [...]string{"Signature-Input", "Signature", "Signature-Agent"} {
+		if n := headerBytes(r.Header, h); n > MaxSignatureHeader {
+			return sig, fmt.Errorf("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
+		}
+	}
 	in, err := httpsfv.UnmarshalDictionary(inputs)
 	if err != nil {
 		return sig, fmt.Errorf("Signature-Input: %w", err)
@@ -233,6 +241,9 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	case !sig.Expires.After(sig.Created):
 		return sig, errors.New("expires is not after created")
 	}
+	if err := checkComponents(il); err != nil {
+		return sig, err
+	}
 	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
 	if err != nil {
 		return sig, fmt.Errorf("Signature: %w", err)
@@ -246,7 +257,7 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	if !ok || !ok2 {
 		return sig, fmt.Errorf("Signature member %q is not a byte sequence", sig.Label)
 	}
-	base, agent, err := signatureBase(r, il)
+	agentValue, agent, err := signatureAgent(r, il)
 	if err != nil {
 		return sig, err
 	}
@@ -258,10 +269,111 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	if sig.Alg != "" && sig.Alg != key.Alg {
 		return sig, fmt.Errorf("alg %q does not match the key's %q", sig.Alg, key.Alg)
 	}
+	base, err := signatureBase(r, il, agentValue)
+	if err != nil {
+		return sig, err
+	}
 	if !verifyWith(key, base, raw) {
 		return sig, ErrBadSignature
 	}
 	return sig, nil
+}
+
+// Bounds of the work a signature can cause (VerifySignature).
+const (
+	// MaxSignatureHeader is the most bytes of each of Signature-Input,
+	// Signature and Signature-Agent that are read; a signature over it is
+	// refused unread. Web Bot Auth signatures take a few hundred.
+	MaxSignatureHeader = 8 << 10
+	// MaxCoveredComponents is the most components a signature may cover;
+	// Web Bot Auth's cover two or three.
+	MaxCoveredComponents = 24
+)
+
+// headerBytes returns the bytes of all the values of header name.
+func headerBytes(h http.Header, name string) int {
+	n := 0
+	for _, v := range h.Values(name) {
+		n += len(v)
+	}
+	return n
+}
+
+// checkComponents refuses a signature that covers too many components, or
+// one of them twice.
+func checkComponents(il httpsfv.InnerList) error {
+	items := il.Items
+	if len(items) > MaxCoveredComponents {
+		return fmt.Errorf("%d covered components, more than %d", len(items), MaxCoveredComponents)
+	}
+	for i := range items {
+		ni, _ := items[i].Value.(string)
+		for j := range i { // at most 276 pairs; ids are made only for equal names
+			if nj, _ := items[j].Value.(string); nj != ni {
+				continue
+			}
+			a, err1 := httpsfv.Marshal(items[i])
+			b, err2 := httpsfv.Marshal(items[j])
+			if err1 != nil || err2 != nil || a == b {
+				return fmt.Errorf("covered component %s appears twice", a)
+			}
+		}
+	}
+	return nil
+}
+
+// signatureAgent returns, when il covers signature-agent, its value as the
+// signature base has it and the key directory origin it names.
+func signatureAgent(r *SignedRequest, il httpsfv.InnerList) (value, agent string, err error) {
+	for _, it := range il.Items {
+		if name, _ := it.Value.(string); name != "signature-agent" {
+			continue
+		}
+		vals := r.Header.Values("Signature-Agent")
+		if len(vals) == 0 {
+			return "", "", errors.New("signature-agent is covered but absent")
+		}
+		key, hasKey := it.Params.Get("key")
+		if !hasKey {
+			if item, err := httpsfv.UnmarshalItem(vals); err == nil {
+				agent, _ = item.Value.(string)
+			}
+			return joinValues(vals), agent, nil
+		}
+		d, err := httpsfv.UnmarshalDictionary(vals)
+		if err != nil {
+			return "", "", fmt.Errorf("Signature-Agent: %w", err)
+		}
+		ks, _ := key.(string)
+		m, ok := d.Get(ks)
+		mi, ok2 := m.(httpsfv.Item)
+		if !ok || !ok2 {
+			return "", "", fmt.Errorf("Signature-Agent has no member %q", ks)
+		}
+		if value, err = httpsfv.Marshal(mi); err != nil {
+			return "", "", err
+		}
+		return value, agentURI(mi), nil
+	}
+	return "", "", nil
+}
+
+// joinValues joins the values of a header as RFC 9421 §2.1 does, in one
+// pass: each trimmed, ", " between them.
+func joinValues(vals []string) string {
+	n := 0
+	for _, v := range vals {
+		n += len(v) + 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strings.TrimSpace(v))
+	}
+	return b.String()
 }
 
 // agentURI returns the key directory origin a Signature-Agent member names:
@@ -294,19 +406,20 @@ func verifyWith(key PublicKey, base []byte, raw []byte) bool {
 }
 
 // signatureBase builds the RFC 9421 §2.5 signature base of r for the
-// covered components of il, and returns the Signature-Agent URI it names.
-func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, error) {
+// covered components of il; agentValue is the signature-agent component's
+// value (signatureAgent). Its size is bounded by the headers it reads,
+// which VerifySignature bounds first.
+func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([]byte, error) {
 	var b []byte
-	agent := ""
 	authority := false
 	for _, it := range il.Items {
 		name, ok := it.Value.(string)
 		if !ok {
-			return nil, "", errors.New("a covered component is not a string")
+			return nil, errors.New("a covered component is not a string")
 		}
 		id, err := httpsfv.Marshal(it)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		var v string
 		switch name {
@@ -333,46 +446,16 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, erro
 				v += "?" + r.Query
 			}
 		case "signature-agent":
-			vals := r.Header.Values("Signature-Agent")
-			if len(vals) == 0 {
-				return nil, "", errors.New("signature-agent is covered but absent")
-			}
-			key, hasKey := it.Params.Get("key")
-			if hasKey {
-				d, err := httpsfv.UnmarshalDictionary(vals)
-				if err != nil {
-					return nil, "", fmt.Errorf("Signature-Agent: %w", err)
-				}
-				ks, _ := key.(string)
-				m, ok := d.Get(ks)
-				mi, ok2 := m.(httpsfv.Item)
-				if !ok || !ok2 {
-					return nil, "", fmt.Errorf("Signature-Agent has no member %q", ks)
-				}
-				if v, err = httpsfv.Marshal(mi); err != nil {
-					return nil, "", err
-				}
-				agent = agentURI(mi)
-			} else {
-				v = strings.TrimSpace(strings.Join(vals, ", "))
-				if item, err := httpsfv.UnmarshalItem(vals); err == nil {
-					agent, _ = item.Value.(string)
-				}
-			}
+			v = agentValue
 		default:
 			if strings.HasPrefix(name, "@") || it.Params != nil && len(it.Params.Names()) > 0 {
-				return nil, "", fmt.Errorf("covered component %s is not supported", id)
+				return nil, fmt.Errorf("covered component %s is not supported", id)
 			}
 			vals := r.Header.Values(name)
 			if len(vals) == 0 {
-				return nil, "", fmt.Errorf("covered header %s is absent", name)
+				return nil, fmt.Errorf("covered header %s is absent", name)
 			}
-			for i, hv := range vals {
-				if i > 0 {
-					v += ", "
-				}
-				v += strings.TrimSpace(hv)
-			}
+			v = joinValues(vals)
 		}
 		b = append(b, id...)
 		b = append(b, ": "...)
@@ -380,15 +463,15 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList) ([]byte, string, erro
 		b = append(b, '\n')
 	}
 	if !authority {
-		return nil, "", errors.New("@authority is not covered")
+		return nil, errors.New("@authority is not covered")
 	}
 	params, err := httpsfv.Marshal(il)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	b = append(b, `"@signature-params": `...)
 	b = append(b, params...)
-	return b, agent, nil
+	return b, nil
 }
 
 // Sign signs sr the way Web Bot Auth bots do, with an Ed25519 key: it sets
@@ -410,7 +493,12 @@ func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, create
 		return err
 	}
 	m, _ := d.Get(label)
-	base, _, err := signatureBase(sr, m.(httpsfv.InnerList))
+	il := m.(httpsfv.InnerList)
+	agentValue, _, err := signatureAgent(sr, il)
+	if err != nil {
+		return err
+	}
+	base, err := signatureBase(sr, il, agentValue)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -231,7 +233,7 @@ func TestECDSASignature(t *testing.T) {
 	in := fmt.Sprintf(`sig1=("@authority" "@method");created=%d;expires=%d;keyid=%q;alg="ecdsa-p256-sha256";tag="web-bot-auth"`, created.Unix(), created.Add(time.Minute).Unix(), pk.Thumbprint)
 	d, _ := httpsfv.UnmarshalDictionary([]string{in})
 	m, _ := d.Get("sig1")
-	base, _, err := signatureBase(sr, m.(httpsfv.InnerList))
+	base, err := signatureBase(sr, m.(httpsfv.InnerList), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,5 +267,70 @@ func TestRSAKeyBounds(t *testing.T) {
 		if _, err := ParseJWK([]byte(j)); err == nil || !strings.Contains(err.Error(), "2048 to 8192 bits") {
 			t.Errorf("err = %v", err)
 		}
+	}
+}
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// A signature can cause only bounded work, whatever its headers: too many
+// or repeated covered components and over-long signature headers are
+// refused unread, an unknown key before any signature base is built, and
+// a covered header of many lines is joined in one pass.
+func TestSignatureWorkBounded(t *testing.T) {
+	now := time.Now()
+	params := fmt.Sprintf(`;created=%d;expires=%d;keyid="nobody";tag="web-bot-auth"`, now.Unix(), now.Add(time.Minute).Unix())
+	req := func(components string) *SignedRequest {
+		h := http.Header{}
+		h.Set("Signature-Input", "sig1=("+components+")"+params)
+		h.Set("Signature", "sig1=:AAAA:")
+		for i := range 10000 { // a megabyte of one covered header, line by line
+			h.Add("X-Big", fmt.Sprintf("%04d%s", i, strings.Repeat("v", 96)))
+		}
+		return &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: h}
+	}
+	none := func(string, string) (PublicKey, bool) { return PublicKey{}, false }
+	many := `"@authority"`
+	for i := range MaxCoveredComponents {
+		many += fmt.Sprintf(` "x-big";bs;n=%d`, i) // distinct, so only the count refuses
+	}
+	for _, c := range []struct {
+		name, components, want string
+	}{
+		{"too many components", many, "covered components, more than"},
+		{"a component twice", `"@authority" "x-big" "x-big"`, "appears twice"},
+	} {
+		var err error
+		if n := allocated(func() { _, err = VerifySignature(req(c.components), now, time.Hour, none) }); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		} else {
+			t.Logf("%s: %d KB allocated, request headers included", c.name, n>>10)
+		}
+	}
+	// An unknown key: refused before the megabyte is joined.
+	r := req(`"@authority" "x-big"`)
+	var err error
+	if n := allocated(func() { _, err = VerifySignature(r, now, time.Hour, none) }); err != ErrUnknownKey || n > 64<<10 {
+		t.Fatalf("unknown key: %v after %d KB allocated", err, n>>10)
+	}
+	// A known key over the megabyte: the base is built in one pass.
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	key := PublicKey{Alg: "ed25519", key: pub}
+	known := func(string, string) (PublicKey, bool) { return key, true }
+	if n := allocated(func() { _, err = VerifySignature(r, now, time.Hour, known) }); err != ErrBadSignature || n > 8<<20 {
+		t.Fatalf("a covered megabyte: %v after %d KB allocated", err, n>>10)
+	}
+	// Over-long signature headers are refused unread.
+	big := req(`"@authority"`)
+	big.Header.Set("Signature-Input", "sig1=(\"@authority\")"+params+strings.Repeat(" ", MaxSignatureHeader))
+	if _, err := VerifySignature(big, now, time.Hour, none); err == nil || !strings.Contains(err.Error(), "more than the 8192 read") {
+		t.Fatalf("an over-long Signature-Input: %v", err)
 	}
 }
