@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -199,22 +200,45 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	if err != nil {
 		return sig, fmt.Errorf("Signature-Input: %w", err)
 	}
-	var il httpsfv.InnerList
-	found := false
+	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
+	if err != nil {
+		return sig, fmt.Errorf("Signature: %w", err)
+	}
+	// Each web-bot-auth signature is tried on its own (the draft's
+	// §5.2.2), at most MaxSignatures of them: the first that verifies
+	// wins; without one, the first one's error says why.
+	var first error
+	tried := 0
 	for _, label := range in.Names() {
 		m, _ := in.Get(label)
-		l, ok := m.(httpsfv.InnerList)
+		il, ok := m.(httpsfv.InnerList)
 		if !ok {
 			continue
 		}
-		if tag, _ := l.Params.Get("tag"); tag == WebBotAuthTag {
-			sig.Label, il, found = label, l, true
+		if tag, _ := il.Params.Get("tag"); tag != WebBotAuthTag {
+			continue
+		}
+		if tried++; tried > MaxSignatures {
 			break
 		}
+		s, err := verifyOne(r, now, maxWindow, keys, label, il, sigs)
+		if err == nil {
+			return s, nil
+		}
+		if first == nil {
+			sig, first = s, err
+		}
 	}
-	if !found {
+	if first == nil {
 		return sig, ErrNoSignature
 	}
+	return sig, first
+}
+
+// verifyOne checks the signature of r that Signature-Input member label
+// (il) describes.
+func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys KeyLookup, label string, il httpsfv.InnerList, sigs *httpsfv.Dictionary) (Signature, error) {
+	sig := Signature{Label: label}
 	str := func(name string) string { v, _ := il.Params.Get(name); s, _ := v.(string); return s }
 	num := func(name string) (int64, bool) {
 		v, ok := il.Params.Get(name)
@@ -243,10 +267,6 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	}
 	if err := checkComponents(il); err != nil {
 		return sig, err
-	}
-	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
-	if err != nil {
-		return sig, fmt.Errorf("Signature: %w", err)
 	}
 	sm, ok := sigs.Get(sig.Label)
 	if !ok {
@@ -288,6 +308,9 @@ const (
 	// MaxCoveredComponents is the most components a signature may cover;
 	// Web Bot Auth's cover two or three.
 	MaxCoveredComponents = 24
+	// MaxSignatures is the most web-bot-auth signatures of one request
+	// that are tried.
+	MaxSignatures = 4
 )
 
 // headerBytes returns the bytes of all the values of header name.
@@ -384,7 +407,25 @@ func agentURI(mi httpsfv.Item) string {
 		return ""
 	}
 	u, _ := mi.Value.(string)
+	// An agent is an origin: a member with a path (or query) is ignored,
+	// as the draft says, not cut to its origin.
+	if p, err := url.Parse(u); err != nil || p.Host == "" || (p.Path != "" && p.Path != "/") || p.RawQuery != "" || p.Fragment != "" {
+		return ""
+	}
 	return u
+}
+
+// canonicalAuthority is the authority as a signature covers it (RFC 9421
+// §2.2.3): lower case, without the scheme's default port (RFC 9110 §4.2.3).
+func canonicalAuthority(scheme, authority string) string {
+	a := strings.ToLower(authority)
+	switch strings.ToLower(scheme) {
+	case "https":
+		return strings.TrimSuffix(a, ":443")
+	case "http":
+		return strings.TrimSuffix(a, ":80")
+	}
+	return a
 }
 
 // verifyWith checks raw over base with key.
@@ -424,7 +465,7 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([
 		var v string
 		switch name {
 		case "@authority":
-			v, authority = strings.ToLower(r.Authority), true
+			v, authority = canonicalAuthority(r.Scheme, r.Authority), true
 		case "@method":
 			v = strings.ToUpper(r.Method)
 		case "@scheme":
@@ -441,10 +482,11 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([
 			if path == "" {
 				path = "/"
 			}
-			v = strings.ToLower(r.Scheme) + "://" + strings.ToLower(r.Authority) + path
+			v = strings.ToLower(r.Scheme) + "://" + canonicalAuthority(r.Scheme, r.Authority) + path
 			if r.Query != "" {
 				v += "?" + r.Query
 			}
+			authority = true // the draft's §5.2: @authority or @target-uri
 		case "signature-agent":
 			v = agentValue
 		default:
@@ -463,7 +505,7 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([
 		b = append(b, '\n')
 	}
 	if !authority {
-		return nil, errors.New("@authority is not covered")
+		return nil, errors.New("neither @authority nor @target-uri is covered")
 	}
 	params, err := httpsfv.Marshal(il)
 	if err != nil {

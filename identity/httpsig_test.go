@@ -334,3 +334,89 @@ func TestSignatureWorkBounded(t *testing.T) {
 		t.Fatalf("an over-long Signature-Input: %v", err)
 	}
 }
+
+// signWith signs sr under label with components (a Signature-Input inner
+// list, e.g. `("@target-uri")`), appending to its Signature-Input and
+// Signature headers; bad spoils the signature.
+func signWith(t *testing.T, sr *SignedRequest, priv ed25519.PrivateKey, label, components string, bad bool) {
+	t.Helper()
+	now := time.Now()
+	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid="k1";alg="ed25519";tag="web-bot-auth"`, components, now.Unix(), now.Add(time.Minute).Unix())
+	d, err := httpsfv.UnmarshalDictionary([]string{label + "=" + in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := d.Get(label)
+	il := m.(httpsfv.InnerList)
+	agentValue, _, err := signatureAgent(sr, il)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := signatureBase(sr, il, agentValue)
+	if err != nil {
+		base = []byte("no base: " + err.Error()) // a signature the verifier refuses before it
+	}
+	sig := ed25519.Sign(priv, base)
+	if bad {
+		sig[0] ^= 1
+	}
+	sr.Header.Add("Signature-Input", label+"="+in)
+	sr.Header.Add("Signature", label+"=:"+base64.StdEncoding.EncodeToString(sig)+":")
+}
+
+// The draft's rules that independent signers follow: @target-uri in place
+// of @authority, every web-bot-auth signature tried, default ports out of
+// @authority, Signature-Agent members with a path ignored.
+func TestSignatureConformance(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	keys := func(_, keyid string) (PublicKey, bool) { return PublicKey{Alg: "ed25519", key: pub}, keyid == "k1" }
+	mk := func(scheme, authority string) *SignedRequest {
+		return &SignedRequest{Method: "GET", Scheme: scheme, Authority: authority, Path: "/page", Query: "a=1", Header: http.Header{}}
+	}
+	// @target-uri alone.
+	r := mk("https", "example.com")
+	signWith(t, r, priv, "sig1", `("@target-uri")`, false)
+	if _, err := VerifySignature(r, time.Now(), time.Hour, keys); err != nil {
+		t.Errorf("@target-uri in place of @authority: %v", err)
+	}
+	// Neither: refused.
+	r = mk("https", "example.com")
+	signWith(t, r, priv, "sig1", `("@method")`, false)
+	if _, err := VerifySignature(r, time.Now(), time.Hour, keys); err == nil || !strings.Contains(err.Error(), "neither @authority nor @target-uri") {
+		t.Errorf("no authority covered: %v", err)
+	}
+	// Two signatures, the first bad: the second is tried and verifies.
+	r = mk("https", "example.com")
+	signWith(t, r, priv, "a", `("@authority")`, true)
+	signWith(t, r, priv, "b", `("@authority")`, false)
+	if s, err := VerifySignature(r, time.Now(), time.Hour, keys); err != nil || s.Label != "b" {
+		t.Errorf("two signatures, the second good: %+v %v", s, err)
+	}
+	// Signed for example.com, sent with Host example.com:80 on http (and
+	// :443 on https): the default port is not part of @authority.
+	for _, c := range []struct{ scheme, signed, sent string }{{"http", "example.com", "example.com:80"}, {"https", "example.com", "EXAMPLE.com:443"}} {
+		r = mk(c.scheme, c.signed)
+		signWith(t, r, priv, "sig1", `("@authority" "@target-uri")`, false)
+		r.Authority = c.sent
+		if _, err := VerifySignature(r, time.Now(), time.Hour, keys); err != nil {
+			t.Errorf("signed for %s, sent to %s: %v", c.signed, c.sent, err)
+		}
+	}
+	// A Signature-Agent member with a path names no agent.
+	for agent, want := range map[string]string{
+		`"https://bot.example"`:            "https://bot.example",
+		`"https://bot.example/"`:           "https://bot.example/",
+		`"https://bot.example/keys.json"`:  "",
+		`"https://bot.example/?x=1"`:       "",
+		`"https://bot.example";type=other`: "",
+	} {
+		d, err := httpsfv.UnmarshalDictionary([]string{"sig1=" + agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := d.Get("sig1")
+		if got := agentURI(m.(httpsfv.Item)); got != want {
+			t.Errorf("Signature-Agent %s: agent %q, want %q", agent, got, want)
+		}
+	}
+}
