@@ -305,6 +305,19 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// either sets an empty *v to def and refuses a value other than def and
+// other, with errf naming field.
+func either(v *string, def, other string, errf func(field, format string, args ...any) error, field string) error {
+	switch *v {
+	case "":
+		*v = def
+	case def, other:
+	default:
+		return errf(field, "must be %q or %q, got %q", def, other, *v)
+	}
+	return nil
+}
+
 // configErr is the error of an invalid field: "robots_guard: <field>: ...".
 func configErr(field, format string, args ...any) error {
 	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
@@ -333,12 +346,8 @@ func (c *Config) fetchDefaults() error {
 	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
 		return errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
 	}
-	switch c.OnUnreachable {
-	case "":
-		c.OnUnreachable = UnreachableDisallow
-	case UnreachableDisallow, UnreachableAllow:
-	default:
-		return errf("on_unreachable", "must be %q or %q, got %q", UnreachableDisallow, UnreachableAllow, c.OnUnreachable)
+	if err := either(&c.OnUnreachable, UnreachableDisallow, UnreachableAllow, errf, "on_unreachable"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -347,12 +356,8 @@ func (c *Config) fetchDefaults() error {
 // prefixes and the bounds of the caches.
 func (c *Config) limitDefaults() error {
 	errf := configErr
-	switch c.CrawlDelayKey {
-	case "":
-		c.CrawlDelayKey = KeyIP
-	case KeyIP, KeyGroup:
-	default:
-		return errf("crawl_delay_key", "must be %q or %q, got %q", KeyIP, KeyGroup, c.CrawlDelayKey)
+	if err := either(&c.CrawlDelayKey, KeyIP, KeyGroup, errf, "crawl_delay_key"); err != nil {
+		return err
 	}
 	switch t := c.CrawlDelayTolerance; {
 	case t == nil:
@@ -410,12 +415,8 @@ func (c *Config) banDefaults() error {
 			return errf(fmt.Sprintf("traps[%d]", i), "%v", err)
 		}
 	}
-	switch c.TrapLinks {
-	case "":
-		c.TrapLinks = TrapLinksClient
-	case TrapLinksClient, TrapLinksStatic:
-	default:
-		return errf("trap_links", "must be %q or %q, got %q", TrapLinksClient, TrapLinksStatic, c.TrapLinks)
+	if err := either(&c.TrapLinks, TrapLinksClient, TrapLinksStatic, errf, "trap_links"); err != nil {
+		return err
 	}
 	if lt := linkTrap(c.Traps); c.TrapLinks == TrapLinksClient && lt != "" && strings.ContainsAny(lt, "?#") {
 		return errf("trap_links", "the trap that links extend, %q, holds '?': a link must end in a path segment of its own; put a plain trap path (e.g. /no-robots/) first", lt)

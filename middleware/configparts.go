@@ -137,19 +137,11 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	errf := func(field, format string, args ...any) error {
 		return fmt.Errorf("robots_guard: verify: %s: "+format, append([]any{field}, args...)...)
 	}
-	switch c.OnSpoofed {
-	case "":
-		c.OnSpoofed = SpoofedDeny
-	case SpoofedDeny, SpoofedStar:
-	default:
-		return nil, errf("on_spoofed", "must be %q or %q, got %q", SpoofedDeny, SpoofedStar, c.OnSpoofed)
+	if err := either(&c.OnSpoofed, SpoofedDeny, SpoofedStar, errf, "on_spoofed"); err != nil {
+		return nil, err
 	}
-	switch c.OnDNSError {
-	case "":
-		c.OnDNSError = DNSErrorStar
-	case DNSErrorStar, DNSErrorHeader:
-	default:
-		return nil, errf("on_dns_error", "must be %q or %q, got %q", DNSErrorStar, DNSErrorHeader, c.OnDNSError)
+	if err := either(&c.OnDNSError, DNSErrorStar, DNSErrorHeader, errf, "on_dns_error"); err != nil {
+		return nil, err
 	}
 	switch r := time.Duration(c.Refresh); {
 	case r == 0:
@@ -253,12 +245,8 @@ func (c StoreConfig) withDefaults() (*StoreConfig, error) {
 	case d < 0 || d > limit.MaxStoreTimeout:
 		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
 	}
-	switch c.OnStoreError {
-	case "":
-		c.OnStoreError = limit.OnErrorAllow
-	case limit.OnErrorAllow, limit.OnErrorDeny:
-	default:
-		return nil, errf("on_store_error", "must be %q or %q, got %q", limit.OnErrorAllow, limit.OnErrorDeny, c.OnStoreError)
+	if err := either(&c.OnStoreError, limit.OnErrorAllow, limit.OnErrorDeny, errf, "on_store_error"); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

@@ -15,16 +15,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 5s")
-}
-
 // TestInvalidate: after Invalidate (what a Caddy reload does), the next bot
 // request is decided with a fresh fetch, not with the old copy.
 func TestInvalidate(t *testing.T) {
@@ -154,7 +144,7 @@ func TestNoRulesLogged(t *testing.T) {
 			clk.Add(2 * time.Minute)
 			before := obs.get("fetch/ok") + obs.get("fetch/html") + obs.get("fetch/unavailable") + obs.get("fetch/unreachable")
 			do(h, uaChrome, "/")
-			waitFor(t, func() bool {
+			testclock.WaitFor(t, func() bool {
 				return obs.get("fetch/ok")+obs.get("fetch/html")+obs.get("fetch/unavailable")+obs.get("fetch/unreachable") > before
 			})
 		}
@@ -216,7 +206,7 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 		t.Helper()
 		clk.Add(2 * time.Minute)
 		do(h, uaChrome, "/")
-		waitFor(t, func() bool { return obs.get(key) == n })
+		testclock.WaitFor(t, func() bool { return obs.get(key) == n })
 	}
 	s.Fail.Store(true)
 	refresh("fetch/unreachable", 1)

@@ -61,6 +61,16 @@ type reportCounts struct {
 	err int64
 }
 
+// merge adds o's counts to c.
+func (c *reportCounts) merge(o *reportCounts) {
+	c.denials += o.denials
+	c.throttles += o.throttles
+	c.traps += o.traps
+	c.banned += o.banned
+	c.unattributed += o.unattributed
+	c.err += o.err
+}
+
 func (c reportCounts) total() int64 {
 	return c.denials + c.throttles + c.traps + c.banned + c.unattributed
 }
@@ -156,14 +166,7 @@ func (sr *reportShard) fold(mb *bucket) {
 		return
 	}
 	for k, c := range mb.clients.m {
-		hb.clients.add(k, func(t *reportCounts) {
-			t.denials += c.denials
-			t.throttles += c.throttles
-			t.traps += c.traps
-			t.banned += c.banned
-			t.unattributed += c.unattributed
-			t.err += c.err
-		})
+		hb.clients.add(k, func(t *reportCounts) { t.merge(c) })
 	}
 }
 
@@ -505,12 +508,7 @@ func sum(to map[reportKey]*reportCounts, bs []bucket, since int64) {
 				t = &reportCounts{}
 				to[k] = t
 			}
-			t.denials += c.denials
-			t.throttles += c.throttles
-			t.traps += c.traps
-			t.banned += c.banned
-			t.unattributed += c.unattributed
-			t.err += c.err
+			t.merge(c)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -295,7 +296,7 @@ func TestTricklingBodyMessage(t *testing.T) {
 		<-r.Context().Done()
 		panic(http.ErrAbortHandler) // what reverse_proxy does when the copy is cut short
 	}))
-	waitFor(t, func() bool { return logs.FilterMessage("robots_guard: robots.txt unreachable").Len() == 1 })
+	testclock.WaitFor(t, func() bool { return logs.FilterMessage("robots_guard: robots.txt unreachable").Len() == 1 })
 	l := logs.FilterMessage("robots_guard: robots.txt unreachable").All()[0]
 	if msg := fmt.Sprint(l.ContextMap()["error"]); !strings.Contains(msg, "timed out while reading the robots.txt body") {
 		t.Fatalf("error %q", msg)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/robotsguard/robotsguard/internal/testorigin"
@@ -53,14 +52,4 @@ func get(c *Cache, host string, origin http.Handler) *State {
 func denies(st *State, path string) bool {
 	d := st.Robots.Agent("AhrefsBot").Decide(path)
 	return !d.Allowed && !d.Exempt
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 5s")
 }

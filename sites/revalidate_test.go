@@ -42,7 +42,7 @@ func TestRevalidateConditional(t *testing.T) {
 	for i := range 3 {
 		clk.Add(61 * time.Second)
 		browser() // starts the refresh in the background
-		waitFor(t, func() bool { return obs.get("not_modified") == i+1 })
+		testclock.WaitFor(t, func() bool { return obs.get("not_modified") == i+1 })
 	}
 	if r := s.Last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
 		t.Fatalf("revalidation without validators: %v", r.Header)
@@ -53,7 +53,7 @@ func TestRevalidateConditional(t *testing.T) {
 	s.Set("User-agent: *\nDisallow: /b\n")
 	clk.Add(61 * time.Second)
 	browser()
-	waitFor(t, func() bool { return obs.get("ok") == 2 })
+	testclock.WaitFor(t, func() bool { return obs.get("ok") == 2 })
 	if st := get(c, "example.com", s); !denies(st, "/b") || denies(st, "/a") {
 		t.Fatal("the edit is not in force")
 	}
@@ -73,7 +73,7 @@ func TestRevalidateURLSource(t *testing.T) {
 	get(c, "example.com", nil)
 	clk.Add(2 * time.Minute)
 	c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false)
-	waitFor(t, func() bool { return obs.get("not_modified") == 1 })
+	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
 	if s.Served.Load() != 1 {
 		t.Fatalf("%d full answers, want 1", s.Served.Load())
 	}
@@ -95,18 +95,18 @@ func TestRevalidateFileSource(t *testing.T) {
 		c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false)
 	}
 	later()
-	waitFor(t, func() bool { return obs.get("not_modified") == 1 })
+	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
 	os.WriteFile(file, []byte("User-agent: *\nDisallow: /bb\n"), 0o644)
 	os.Chtimes(file, time.Now(), time.Now().Add(time.Second))
 	later()
-	waitFor(t, func() bool { return obs.get("ok") == 2 })
+	testclock.WaitFor(t, func() bool { return obs.get("ok") == 2 })
 	if !denies(get(c, "example.com", nil), "/bb") {
 		t.Fatal("after the edit: /bb allowed")
 	}
 	// The file disappears: the last good copy stays.
 	os.Remove(file)
 	later()
-	waitFor(t, func() bool { return obs.get("unreachable") == 1 })
+	testclock.WaitFor(t, func() bool { return obs.get("unreachable") == 1 })
 	if st := get(c, "example.com", nil); !denies(st, "/bb") || st.Unreachable {
 		t.Fatal("file removed: the last copy is not in force")
 	}
@@ -165,11 +165,11 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 	}
 	wg.Wait()
 	ent := c.Entry(k)
-	waitFor(t, func() bool { return !ent.refreshing.Load() })
+	testclock.WaitFor(t, func() bool { return !ent.refreshing.Load() })
 	before := obs.get("not_modified")
 	clk.Add(2 * time.Minute)
 	c.Get(context.Background(), k, "example.com", 0, s, false)
-	waitFor(t, func() bool { return obs.get("not_modified") > before })
+	testclock.WaitFor(t, func() bool { return obs.get("not_modified") > before })
 }
 
 // TestAdopt: a new cache starts from another's good copies, marked for

@@ -5,6 +5,7 @@ package testclock
 
 import (
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -29,4 +30,16 @@ func (c *Clock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// WaitFor polls cond every 2 ms until it holds, and fails t when it does
+// not within 5 s (real time: for background work a test started).
+func WaitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 5s")
 }
