@@ -194,7 +194,15 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = none()
 			g.LogQuery = true
 		case "verify":
-			if err = none(); err == nil {
+			switch {
+			case len(args) == 1 && args[0] == "off":
+				g.Verify = &middleware.VerifyConfig{Off: true}
+				if d.NextBlock(d.Nesting()) {
+					return d.Errf("verify off: takes no block")
+				}
+			case len(args) > 0:
+				return d.Errf("verify: want a block or \"off\", got %q", strings.Join(args, " "))
+			default:
 				g.Verify, err = parseVerify(d)
 			}
 		case "trap":
@@ -369,6 +377,8 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 			vc.OnSpoofed, err = one()
 		case "on_dns_error":
 			vc.OnDNSError, err = one()
+		case "fetch_feeds":
+			vc.FetchFeeds, err = one()
 		case "refresh":
 			err = dur(&vc.Refresh)
 		case "dns_timeout":

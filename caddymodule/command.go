@@ -199,7 +199,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	}
 	r := policy.Parse(body)
 	agent := r.Agent(ua)
-	spoofed := ""
+	spoofed, unproven := "", false
 	if vo.ip != "" {
 		if len(paths) > 0 {
 			vo.path = paths[0]
@@ -213,12 +213,14 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		if err != nil {
 			return exitError, err
 		}
-		if res.Verdict == identity.Spoofed {
-			if vo.onSpoofed == middleware.SpoofedStar {
-				agent = r.Agent("")
-			} else {
-				spoofed = "spoofed: not an address of " + res.Operator
-			}
+		switch {
+		case res.Verdict == identity.Spoofed && vo.onSpoofed != middleware.SpoofedStar:
+			spoofed = "spoofed: not an address of " + res.Operator
+		case res.Verdict == identity.Spoofed, res.Verdict == identity.Unverifiable:
+			// Not proven: judged by its group and "*" together, as
+			// robots_guard does.
+			unproven = agent.Specific()
+			fmt.Fprintln(out, "# not verified: judged by its group and \"*\" together")
 		}
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -226,6 +228,9 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	code := exitOK
 	for _, p := range paths {
 		d := agent.Decide(p)
+		if unproven {
+			d = policy.Both(d, r.Agent("").Decide(p))
+		}
 		if spoofed != "" && !d.Exempt {
 			code = exitFinding
 			fmt.Fprintf(tw, "%s\tDISALLOWED\t%s\t%s\t-\n", p, d.Group, spoofed)

@@ -150,8 +150,8 @@ func TestRobotsTestVerify(t *testing.T) {
 	os.WriteFile(ops, []byte(`[{"name":"google","tokens":["Googlebot"],"ip_ranges":["`+feed+`"]},
 		{"name":"acme","tokens":["AcmeBot"],"rdns":["crawl.acme.example"]}]`), 0o644)
 	dns := testdns.Start(t)
-	dns.PTR("198.51.100.7", "bot-7.crawl.acme.example")
-	dns.Host("bot-7.crawl.acme.example", "198.51.100.7")
+	dns.PTR("11.51.100.7", "bot-7.crawl.acme.example")
+	dns.Host("bot-7.crawl.acme.example", "11.51.100.7")
 	robots := writeRobots(t, "User-agent: Googlebot\nUser-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n")
 	vo := func(ip, onSpoofed string) verifyOpts {
 		return verifyOpts{ip: ip, resolver: dns.Addr, operators: ops, onSpoofed: onSpoofed}
@@ -165,13 +165,13 @@ func TestRobotsTestVerify(t *testing.T) {
 	}{
 		{"verified by feed", "Googlebot/2.1", vo("66.249.64.5", "deny"), 0,
 			[]string{"# verification: verified (google, ip_range)", "66.249.64.5 is in 66.249.64.0/27 of the feed " + feed, "/private/x", "allowed", "Googlebot"}, ""},
-		{"spoofed, deny", "Googlebot/2.1", vo("203.0.113.9", "deny"), 1,
+		{"spoofed, deny", "Googlebot/2.1", vo("11.0.113.9", "deny"), 1,
 			[]string{"# verification: spoofed (google)", "in none of google's 1 loaded IP-range feeds", "/private/x", "DISALLOWED", "spoofed: not an address of google", "/robots.txt", "allowed"}, ""},
-		{"spoofed, star", "Googlebot/2.1", vo("203.0.113.9", "star"), 1,
+		{"spoofed, star", "Googlebot/2.1", vo("11.0.113.9", "star"), 1,
 			[]string{"# verification: spoofed (google)", "/private/x", "DISALLOWED", "*", "line 6: Disallow: /private/"}, ""},
-		{"verified by reverse DNS", "AcmeBot", vo("198.51.100.7", "deny"), 0,
-			[]string{"# verification: verified (acme, rdns)", "PTR bot-7.crawl.acme.example, whose A/AAAA records include 198.51.100.7"}, ""},
-		{"no claim", "FooBot", vo("203.0.113.9", "deny"), 1, []string{"# verification: none", "/private/x", "DISALLOWED"}, ""},
+		{"verified by reverse DNS", "AcmeBot", vo("11.51.100.7", "deny"), 0,
+			[]string{"# verification: verified (acme, rdns)", "PTR bot-7.crawl.acme.example, whose A/AAAA records include 11.51.100.7"}, ""},
+		{"no claim", "FooBot", vo("11.0.113.9", "deny"), 1, []string{"# verification: none", "/private/x", "DISALLOWED"}, ""},
 		{"bad ip", "Googlebot", vo("nowhere", "deny"), 2, nil, `--ip: "nowhere" is not an IP address`},
 		{"bad on-spoofed", "Googlebot", vo("1.2.3.4", "block"), 2, nil, `--on-spoofed: want deny or star`},
 		{"missing operators", "Googlebot", verifyOpts{ip: "1.2.3.4", onSpoofed: "deny", operators: filepath.Join(dir, "nope.json")}, 2, nil, "--operators"},
@@ -220,9 +220,9 @@ func TestRobotsReport(t *testing.T) {
 			return
 		}
 		w.Write([]byte(`{"since":"2026-11-22T10:00:00Z","sites":[{"site":"https://example.com",
-			"last_hour":[{"client":"203.0.113.7/32","group":"*","verification":"none","denials":12,"throttles":0,"traps":1,"banned":30}],
-			"last_day":[{"client":"203.0.113.7/32","group":"*","verification":"none","denials":40,"throttles":2,"traps":1,"banned":30,"error":3},
-				{"client":"198.51.100.0/24","group":"","verification":"none","denials":0,"throttles":0,"traps":1,"banned":5}],
+			"last_hour":[{"client":"11.0.113.7/32","group":"*","verification":"none","denials":12,"throttles":0,"traps":1,"banned":30}],
+			"last_day":[{"client":"11.0.113.7/32","group":"*","verification":"none","denials":40,"throttles":2,"traps":1,"banned":30,"error":3},
+				{"client":"11.51.100.0/24","group":"","verification":"none","denials":0,"throttles":0,"traps":1,"banned":5}],
 			"lines":[{"line":3,"rule":"Disallow: /private/","count":40,"whom":[{"group":"*","verification":"none","count":40}]}]}]}`))
 	}))
 	defer srv.Close()
@@ -231,8 +231,8 @@ func TestRobotsReport(t *testing.T) {
 	if code != 0 || err != nil {
 		t.Fatalf("%d %v", code, err)
 	}
-	want := []string{"since 2026-11-22T10:00:00Z", "https://example.com", "last hour:", "203.0.113.7/32", "12", "last day:", "40 (+≤3)",
-		"198.51.100.0/24", "(browser)", "lines that denied:", "Disallow: /private/", "* (none) 40"}
+	want := []string{"since 2026-11-22T10:00:00Z", "https://example.com", "last hour:", "11.0.113.7/32", "12", "last day:", "40 (+≤3)",
+		"11.51.100.0/24", "(browser)", "lines that denied:", "Disallow: /private/", "* (none) 40"}
 	if w, ok := containsInOrder(out.String(), want); !ok {
 		t.Fatalf("output lacks %q:\n%s", w, out.String())
 	}
@@ -260,7 +260,7 @@ func TestRobotsTestSignature(t *testing.T) {
 		return hs
 	}
 	robots := writeRobots(t, "User-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n")
-	vo := verifyOpts{ip: "203.0.113.9", operators: ops, onSpoofed: "deny", authority: "shop.example", allowPrivate: true,
+	vo := verifyOpts{ip: "11.0.113.9", operators: ops, onSpoofed: "deny", authority: "shop.example", allowPrivate: true,
 		tls: &tls.Config{RootCAs: dir.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}}
 	var out bytes.Buffer
 	vo.headers = sign(time.Now())

@@ -298,7 +298,7 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 // verify block (nil when it is off), keeping its feeds in Caddy's storage
 // unless cache_dir says otherwise.
 func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config) (*identity.Verifier, error) {
-	if cfg.Verify == nil {
+	if !cfg.Verifying() {
 		return nil, nil
 	}
 	vkey, err := json.Marshal(cfg.Verify)
@@ -312,8 +312,8 @@ func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config
 			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
 			middleware.WithObserver(metricsObserver{}),
 		}
-		if cfg.Verify.CacheDir == "" {
-			opts = append(opts, middleware.WithFeedStorage(ctx.Storage()))
+		if st := storageOf(ctx); cfg.Verify.CacheDir == "" && st != nil {
+			opts = append(opts, middleware.WithFeedStorage(st))
 		}
 		v, err := middleware.NewVerifier(cfg, opts...)
 		if err != nil {
@@ -528,7 +528,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 			repl.Set(phRule, "")
 		}
 		repl.Set(phAction, boxed(v.ActionName()))
-		if g.Verify != nil {
+		if g.state.enforcer.Verifier() != nil {
 			repl.Set(phVerification, boxed(v.Verification.String()))
 			repl.Set(phOperator, boxedGroup(v.Operator))
 		}

@@ -48,7 +48,7 @@ func TestWebBotAuthDirectories(t *testing.T) {
 		c.WebBotAuth = &WebBotAuthConfig{AllowPrivate: true, TLS: tlsCfg}
 	})
 	ctx := context.Background()
-	addr := netip.MustParseAddr("203.0.113.5")
+	addr := netip.MustParseAddr("11.0.113.5")
 	now := time.Now()
 	// A signed request with a browser header (no claim): verified openai.
 	r, err := v.VerifyRequest(ctx, 0, addr, signed(t, srv.URL, now))
@@ -87,7 +87,7 @@ func TestWebBotAuthSSRFGuard(t *testing.T) {
 	tlsCfg := &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	ops := []Operator{{Name: "openai", Tokens: []string{"GPTBot"}, SignatureAgents: []string{srv.URL}}}
 	v, logs := newTestVerifier(t, ops, func(c *Config) { c.WebBotAuth = &WebBotAuthConfig{TLS: tlsCfg, Discover: true} })
-	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("203.0.113.5"), signed(t, srv.URL, time.Now()))
+	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.0.113.5"), signed(t, srv.URL, time.Now()))
 	if r.Verdict == Verified || err == nil {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -98,7 +98,7 @@ func TestWebBotAuthSSRFGuard(t *testing.T) {
 		t.Fatalf("logs %v", logs.All())
 	}
 	// http:// agents are refused too.
-	r, _ = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("203.0.113.5"), signed(t, "http://agent.example", time.Now()))
+	r, _ = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.0.113.5"), signed(t, "http://agent.example", time.Now()))
 	if r.Verdict == Verified {
 		t.Fatal("an http:// directory")
 	}
@@ -115,12 +115,12 @@ func TestWebBotAuthPinned(t *testing.T) {
 	v, _ := newTestVerifier(t, ops, func(c *Config) {
 		c.WebBotAuth = &WebBotAuthConfig{Agents: []Agent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []PublicKey{pk}}}}
 	})
-	r, err := v.VerifyRequest(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("198.51.100.1"), signed(t, "https://bot.acme.example", time.Now()))
+	r, err := v.VerifyRequest(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("11.51.100.1"), signed(t, "https://bot.acme.example", time.Now()))
 	if err != nil || r.Verdict != Verified || r.Operator != "acme" {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// Without Signature-Agent, the pinned key still names its agent.
-	r, err = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, "", time.Now()))
+	r, err = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, "", time.Now()))
 	if err != nil || r.Operator != "acme" {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -137,12 +137,12 @@ func TestWebBotAuthAgentOnly(t *testing.T) {
 	v, _ := newTestVerifier(t, []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}}}, func(c *Config) {
 		c.WebBotAuth = &WebBotAuthConfig{Discover: true, AllowPrivate: true, TLS: tlsCfg, Agents: []Agent{{Origin: "https://solo.example", Keys: []PublicKey{pk}}}}
 	})
-	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, "https://solo.example", time.Now()))
+	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, "https://solo.example", time.Now()))
 	if err != nil || r.Verdict != Verified || !r.AgentOnly || r.Operator != "agent https://solo.example" || r.ClientKey() != ([16]byte{}) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// Discovery of an agent on a non-default port: not contacted.
-	if r, _ := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("198.51.100.1"), signed(t, srv.URL, time.Now())); r.Verdict == Verified || fetches.Load() != 0 {
+	if r, _ := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, srv.URL, time.Now())); r.Verdict == Verified || fetches.Load() != 0 {
 		t.Fatalf("%+v, %d fetches", r, fetches.Load())
 	}
 }

@@ -102,6 +102,9 @@ type feed struct {
 	src  string
 	ops  []*opEntry
 	data atomic.Pointer[feedData]
+	// started is set once a goroutine keeps the feed fresh (at New, or at
+	// the first claim that needs it with Config.OnDemand).
+	started atomic.Bool
 
 	mu      sync.Mutex // one fetch at a time
 	etag    string

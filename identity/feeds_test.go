@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testdns"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -129,16 +130,16 @@ func verify(v *Verifier, ua, addr string) Result {
 }
 
 func TestFeedLifecycle(t *testing.T) {
-	srv := newFeedServer(t, feedJSON("192.0.2.0/27", "2001:db8:1::/64"))
+	srv := newFeedServer(t, feedJSON("11.0.2.0/27", "2a0f:db8:1::/64"))
 	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL + "/acme.json"}}}
 	v, logs := newTestVerifier(t, ops, nil)
-	if r := verify(v, "AcmeBot/1.0", "192.0.2.1"); r.Verdict != Unverifiable && r.Verdict != Verified {
+	if r := verify(v, "AcmeBot/1.0", "11.0.2.1"); r.Verdict != Unverifiable && r.Verdict != Verified {
 		t.Fatalf("before the feed loads, a claim is unverifiable, got %v", r.Verdict)
 	}
 	waitFeeds(t, v, 1)
 	for addr, want := range map[string]Verdict{
-		"192.0.2.1": Verified, "192.0.2.31": Verified, "192.0.2.32": Spoofed,
-		"2001:db8:1::9": Verified, "2001:db8:2::9": Spoofed, "::ffff:192.0.2.3": Verified,
+		"11.0.2.1": Verified, "11.0.2.31": Verified, "11.0.2.32": Spoofed,
+		"2a0f:db8:1::9": Verified, "2a0f:db8:2::9": Spoofed, "::ffff:11.0.2.3": Verified,
 	} {
 		r := verify(v, "Mozilla/5.0 (compatible; AcmeBot/1.0; +https://acme.example/bot)", addr)
 		if r.Verdict != want || r.Operator != "acme" {
@@ -148,7 +149,7 @@ func TestFeedLifecycle(t *testing.T) {
 			t.Errorf("%s: method %v", addr, r.Method)
 		}
 	}
-	if r := verify(v, "Mozilla/5.0 Chrome/120", "192.0.2.1"); r.Verdict != None {
+	if r := verify(v, "Mozilla/5.0 Chrome/120", "11.0.2.1"); r.Verdict != None {
 		t.Errorf("no claim: %v", r.Verdict)
 	}
 
@@ -166,7 +167,7 @@ func TestFeedLifecycle(t *testing.T) {
 	if err := v.RefreshFeeds(context.Background()); err == nil || !strings.Contains(err.Error(), srv.URL) {
 		t.Fatalf("err = %v", err)
 	}
-	if r := verify(v, "AcmeBot", "192.0.2.1"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.2.1"); r.Verdict != Verified {
 		t.Fatalf("after a bad fetch: %v", r.Verdict)
 	}
 	if w := logs.FilterMessage("robots_guard: verify: feed not updated").FilterField(zap.String("feed", srv.URL+"/acme.json")); w.Len() != 1 {
@@ -182,19 +183,19 @@ func TestFeedLifecycle(t *testing.T) {
 	if err := v.RefreshFeeds(context.Background()); err == nil || !strings.Contains(err.Error(), "status 503") {
 		t.Fatalf("err = %v", err)
 	}
-	if r := verify(v, "AcmeBot", "192.0.2.1"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.2.1"); r.Verdict != Verified {
 		t.Fatalf("after a 503: %v", r.Verdict)
 	}
 
 	// The feed grows: new ranges verify, old ones too.
-	srv.set(feedJSON("192.0.2.0/27", "198.51.100.0/24"), `"v3"`, 200)
+	srv.set(feedJSON("11.0.2.0/27", "11.51.100.0/24"), `"v3"`, 200)
 	if err := v.RefreshFeeds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := verify(v, "AcmeBot", "198.51.100.200"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.51.100.200"); r.Verdict != Verified {
 		t.Fatalf("grown feed: %v", r.Verdict)
 	}
-	if r := verify(v, "AcmeBot", "2001:db8:1::9"); r.Verdict != Spoofed {
+	if r := verify(v, "AcmeBot", "2a0f:db8:1::9"); r.Verdict != Spoofed {
 		t.Fatalf("a prefix the feed dropped: %v", r.Verdict)
 	}
 	if st := v.Feeds()[0]; st.LastError != "" || st.Prefixes != 2 {
@@ -216,10 +217,10 @@ func TestFeedDownAtStart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Unverifiable {
+	if r := verify(v, "AcmeBot", "11.0.113.5"); r.Verdict != Unverifiable {
 		t.Fatalf("got %v, want unverifiable", r.Verdict)
 	}
-	x := v.Explain(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("203.0.113.5"))
+	x := v.Explain(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("11.0.113.5"))
 	if !strings.Contains(strings.Join(x.Steps, "\n"), "not every feed") {
 		t.Fatalf("steps %q", x.Steps)
 	}
@@ -227,40 +228,40 @@ func TestFeedDownAtStart(t *testing.T) {
 
 // Two feeds for one operator: spoofed only when both are loaded.
 func TestFeedPartlyLoaded(t *testing.T) {
-	a := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	a := newFeedServer(t, feedJSON("11.0.2.0/24"))
 	b := newFeedServer(t, "")
 	b.set("", "", 500)
 	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{a.URL, b.URL}}}
 	v, _ := newTestVerifier(t, ops, nil)
 	waitFeeds(t, v, 1)
-	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Unverifiable {
+	if r := verify(v, "AcmeBot", "11.0.113.5"); r.Verdict != Unverifiable {
 		t.Fatalf("got %v", r.Verdict)
 	}
-	if r := verify(v, "AcmeBot", "192.0.2.5"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.2.5"); r.Verdict != Verified {
 		t.Fatalf("got %v", r.Verdict)
 	}
-	b.set(feedJSON("198.51.100.0/24"), `"x"`, 200)
+	b.set(feedJSON("11.51.100.0/24"), `"x"`, 200)
 	if err := v.RefreshFeeds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := verify(v, "AcmeBot", "203.0.113.5"); r.Verdict != Spoofed {
+	if r := verify(v, "AcmeBot", "11.0.113.5"); r.Verdict != Spoofed {
 		t.Fatalf("got %v", r.Verdict)
 	}
 }
 
 func TestFeedFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ranges.json")
-	if err := os.WriteFile(p, []byte(feedJSON("192.0.2.0/24")), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(feedJSON("11.0.2.0/24")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{p}}}
 	v, _ := newTestVerifier(t, ops, nil)
 	waitFeeds(t, v, 1)
-	if r := verify(v, "AcmeBot", "192.0.2.9"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Verified {
 		t.Fatalf("got %v", r.Verdict)
 	}
 	// Rewritten with other content (a later mtime): read again.
-	if err := os.WriteFile(p, []byte(feedJSON("198.51.100.0/24", "203.0.113.0/24")), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(feedJSON("11.51.100.0/24", "11.0.113.0/24")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(time.Minute)
@@ -268,7 +269,7 @@ func TestFeedFile(t *testing.T) {
 	if err := v.RefreshFeeds(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := verify(v, "AcmeBot", "203.0.113.9"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.113.9"); r.Verdict != Verified {
 		t.Fatalf("got %v", r.Verdict)
 	}
 	// Broken: kept.
@@ -277,7 +278,7 @@ func TestFeedFile(t *testing.T) {
 	if err := v.RefreshFeeds(context.Background()); err == nil {
 		t.Fatal("a broken file must fail")
 	}
-	if r := verify(v, "AcmeBot", "203.0.113.9"); r.Verdict != Verified {
+	if r := verify(v, "AcmeBot", "11.0.113.9"); r.Verdict != Verified {
 		t.Fatalf("got %v", r.Verdict)
 	}
 	// Missing file at start: an error that names it.
@@ -290,7 +291,7 @@ func TestFeedFile(t *testing.T) {
 // The last good copy survives a restart without network.
 func TestFeedStorage(t *testing.T) {
 	dir := DirStorage(t.TempDir())
-	srv := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	srv := newFeedServer(t, feedJSON("11.0.2.0/24"))
 	url := srv.URL + "/feed.json"
 	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{url}}}
 	v1, _ := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
@@ -300,7 +301,7 @@ func TestFeedStorage(t *testing.T) {
 
 	v2, logs := newTestVerifier(t, ops, func(c *Config) { c.Storage = dir })
 	waitFeeds(t, v2, 1)
-	if r := verify(v2, "AcmeBot", "192.0.2.77"); r.Verdict != Verified {
+	if r := verify(v2, "AcmeBot", "11.0.2.77"); r.Verdict != Verified {
 		t.Fatalf("got %v", r.Verdict)
 	}
 	if st := v2.Feeds()[0]; !st.FromStorage {
@@ -320,7 +321,7 @@ func TestFeedStorage(t *testing.T) {
 	}
 	// A 304 makes the stored copy current, so that the next restart does
 	// not fetch again before the refresh is due.
-	srv2 := newFeedServer(t, feedJSON("192.0.2.0/24"))
+	srv2 := newFeedServer(t, feedJSON("11.0.2.0/24"))
 	ops2 := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv2.URL}}}
 	dir2 := DirStorage(t.TempDir())
 	clk := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -381,4 +382,70 @@ func httptestFeed(tb testing.TB, body string) string {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) }))
 	tb.Cleanup(s.Close)
 	return s.URL
+}
+
+// TestNotGlobalIsNeverLookedUp: a claim from an address that is not
+// globally reachable is Unverifiable (NotGlobal) at once, with no DNS query
+// and no feed fetch, even for an operator whose feeds are loaded.
+func TestNotGlobalIsNeverLookedUp(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("127.0.0.1", "crawl-1.googlebot.com")
+	dns.Host("crawl-1.googlebot.com", "127.0.0.1")
+	srv := newFeedServer(t, feedJSON("10.0.0.0/8"))
+	ops := []Operator{
+		{Name: "google", Tokens: []string{"Googlebot"}, RDNS: []string{"googlebot.com"}},
+		{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL}},
+	}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.Resolver = dns.Addr })
+	waitFeeds(t, v, 1)
+	for _, c := range []struct{ ua, addr string }{
+		{"Googlebot/2.1", "127.0.0.1"}, {"Googlebot/2.1", "192.168.1.9"}, {"Googlebot/2.1", "::1"},
+		{"Googlebot/2.1", "192.0.2.7"}, {"AcmeBot", "10.1.2.3"}, {"AcmeBot", "fd00::1"},
+	} {
+		x := v.Explain(context.Background(), v.Claims(c.ua), netip.MustParseAddr(c.addr))
+		if x.Verdict != Unverifiable || !x.NotGlobal || !strings.Contains(strings.Join(x.Steps, " "), "not globally reachable") {
+			t.Errorf("%s from %s: %+v %q", c.ua, c.addr, x.Result, x.Steps)
+		}
+	}
+	if n := dns.Queries(); n != 0 {
+		t.Fatalf("%d DNS queries for addresses that are not globally reachable", n)
+	}
+}
+
+// TestFeedsOnDemand: with OnDemand, nothing is fetched until a claim from
+// a globally reachable address needs the operator's feed; then it loads
+// and refreshes as usual. Claims from elsewhere start nothing.
+func TestFeedsOnDemand(t *testing.T) {
+	srvA, srvB := newFeedServer(t, feedJSON("11.0.2.0/24")), newFeedServer(t, feedJSON("11.0.3.0/24"))
+	ops := []Operator{
+		{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srvA.URL}},
+		{Name: "bolt", Tokens: []string{"BoltBot"}, IPRanges: []string{srvB.URL}},
+	}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.OnDemand = true })
+	for _, f := range v.Feeds() {
+		if !f.Idle || f.Loaded {
+			t.Fatalf("before any claim: %+v", f)
+		}
+	}
+	if r := verify(v, "AcmeBot", "127.0.0.1"); r.Verdict != Unverifiable {
+		t.Fatalf("a loopback claim: %v", r.Verdict)
+	}
+	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Unverifiable {
+		t.Fatalf("the first claim, feed not loaded yet: %v", r.Verdict)
+	}
+	waitFeeds(t, v, 1)
+	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Verified {
+		t.Fatalf("after the feed loaded: %v", r.Verdict)
+	}
+	if a, _ := srvA.counts(); a != 1 {
+		t.Fatalf("acme's feed fetched %d times, want 1", a)
+	}
+	if b, _ := srvB.counts(); b != 0 {
+		t.Fatalf("bolt's feed fetched %d times with no claim of bolt's", b)
+	}
+	for _, f := range v.Feeds() {
+		if f.Idle != (f.Source == srvB.URL) {
+			t.Fatalf("idle: %+v", f)
+		}
+	}
 }

@@ -23,17 +23,17 @@ func TestFCrDNS(t *testing.T) {
 	dns.PTR("2001:4860:4801:2::1", "crawl-v6.google.com")
 	dns.Host("crawl-v6.google.com", "2001:4860:4801:2::1")
 	// A PTR under the operator's domain, but the attacker's own zone.
-	dns.PTR("203.0.113.1", "googlebot.com.evil.example")
-	dns.Host("googlebot.com.evil.example", "203.0.113.1")
+	dns.PTR("11.0.113.1", "googlebot.com.evil.example")
+	dns.Host("googlebot.com.evil.example", "11.0.113.1")
 	// Not on a label boundary.
-	dns.PTR("203.0.113.2", "evilgooglebot.com")
-	dns.Host("evilgooglebot.com", "203.0.113.2")
+	dns.PTR("11.0.113.2", "evilgooglebot.com")
+	dns.Host("evilgooglebot.com", "11.0.113.2")
 	// A PTR the attacker wrote in their reverse zone, naming the real
 	// domain: the forward lookup does not contain the address.
-	dns.PTR("203.0.113.3", "crawl-66-249-66-1.googlebot.com")
+	dns.PTR("11.0.113.3", "crawl-66-249-66-1.googlebot.com")
 	// A PTR to a name that does not exist.
-	dns.PTR("203.0.113.4", "crawl-nonexistent.googlebot.com")
-	// 203.0.113.5 has no PTR at all.
+	dns.PTR("11.0.113.4", "crawl-nonexistent.googlebot.com")
+	// 11.0.113.5 has no PTR at all.
 
 	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr })
 	for _, tc := range []struct {
@@ -43,11 +43,11 @@ func TestFCrDNS(t *testing.T) {
 	}{
 		{"66.249.66.1", Verified, "PTR crawl-66-249-66-1.googlebot.com, whose A/AAAA records include 66.249.66.1"},
 		{"2001:4860:4801:2::1", Verified, "crawl-v6.google.com"},
-		{"203.0.113.1", Spoofed, "is not under googlebot.com, google.com"},
-		{"203.0.113.2", Spoofed, "PTR evilgooglebot.com is not under"},
-		{"203.0.113.3", Spoofed, "does not resolve back to 203.0.113.3"},
-		{"203.0.113.4", Spoofed, "does not resolve back"},
-		{"203.0.113.5", Spoofed, "no PTR record"},
+		{"11.0.113.1", Spoofed, "is not under googlebot.com, google.com"},
+		{"11.0.113.2", Spoofed, "PTR evilgooglebot.com is not under"},
+		{"11.0.113.3", Spoofed, "does not resolve back to 11.0.113.3"},
+		{"11.0.113.4", Spoofed, "does not resolve back"},
+		{"11.0.113.5", Spoofed, "no PTR record"},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			x := v.Explain(context.Background(), v.Claims("Googlebot/2.1"), netip.MustParseAddr(tc.addr))
@@ -65,7 +65,7 @@ func TestFCrDNS(t *testing.T) {
 		if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Verified {
 			t.Fatal(r.Verdict)
 		}
-		if r := verify(v, "Googlebot", "203.0.113.3"); r.Verdict != Spoofed {
+		if r := verify(v, "Googlebot", "11.0.113.3"); r.Verdict != Spoofed {
 			t.Fatal(r.Verdict)
 		}
 	}
@@ -140,7 +140,7 @@ func TestFCrDNSFlood(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 250 {
-				a := netip.MustParseAddr(fmt.Sprintf("198.18.%d.%d", w, i))
+				a := netip.MustParseAddr(fmt.Sprintf("11.18.%d.%d", w, i))
 				if r := v.Verify(context.Background(), v.Claims("Googlebot"), a); r.Verdict != Spoofed {
 					t.Errorf("%s: %v", a, r.Verdict)
 					return
@@ -173,7 +173,7 @@ func TestFeedThenRDNS(t *testing.T) {
 	if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Verified || r.Method != MethodRDNS {
 		t.Fatalf("%+v", r)
 	}
-	if r := verify(v, "Googlebot", "203.0.113.9"); r.Verdict != Spoofed {
+	if r := verify(v, "Googlebot", "11.0.113.9"); r.Verdict != Spoofed {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -214,15 +214,15 @@ func TestFCrDNSErrorIsNoProof(t *testing.T) {
 	}
 	v, _ := newTestVerifier(t, ops, func(c *Config) { c.Resolver = dns.Addr; c.DNSTimeout = timeout })
 	waitFeeds(t, v, 1)
-	if r := verify(v, "Googlebot", "203.0.113.1"); r.Verdict != Spoofed {
+	if r := verify(v, "Googlebot", "11.0.113.1"); r.Verdict != Spoofed {
 		t.Fatalf("feeds loaded, DNS silent: %+v", r)
 	}
-	if r := verify(v, "YandexBot", "203.0.113.1"); r.Verdict != Unverifiable || !r.DNSFailed {
+	if r := verify(v, "YandexBot", "11.0.113.1"); r.Verdict != Unverifiable || !r.DNSFailed {
 		t.Fatalf("rDNS only, DNS silent: %+v", r)
 	}
 	// A header naming both waits one DNS timeout at most, not one each.
 	start := time.Now()
-	r := verify(v, "Googlebot YandexBot", "203.0.113.2")
+	r := verify(v, "Googlebot YandexBot", "11.0.113.2")
 	if d := time.Since(start); d > timeout+time.Second {
 		t.Fatalf("two claims took %v with a %v timeout", d, timeout)
 	}

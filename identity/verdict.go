@@ -91,6 +91,11 @@ type Result struct {
 	// signed, not that the signer is a crawler anyone vouches for, so it
 	// earns no privilege (no shared budget, no exemption from bans).
 	AgentOnly bool
+	// NotGlobal reports an Unverifiable verdict for a client address that
+	// is not globally reachable (GloballyReachable): loopback, private,
+	// documentation. No lookup was made. Behind a proxy, it usually means
+	// the proxy's address is not among the trusted ones.
+	NotGlobal bool
 
 	key [16]byte
 }

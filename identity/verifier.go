@@ -49,6 +49,11 @@ type Config struct {
 	Now func() time.Time
 	// WebBotAuth turns on Web Bot Auth signature verification; nil: off.
 	WebBotAuth *WebBotAuthConfig
+	// OnDemand starts loading a feed (its stored copy, then the network)
+	// the first time a claim from a globally reachable address needs it,
+	// not in New: a server that no crawler claim reaches sends nothing.
+	// Until it loads, claims are checked as while any feed loads.
+	OnDemand bool
 	// NoBackground leaves feeds unloaded until RefreshFeeds is called (for
 	// one-shot tools such as "caddy robots test"): no goroutine, no
 	// storage.
@@ -96,6 +101,9 @@ type Verifier struct {
 	retryFirst time.Duration
 
 	signers *signers // nil: Web Bot Auth off
+
+	startMu sync.Mutex // guards closed and the start of feed goroutines
+	closed  bool
 
 	idxMu  sync.Mutex // serialises index rebuilds
 	ctx    context.Context
@@ -181,16 +189,33 @@ func New(cfg Config) (*Verifier, error) {
 		v.cfg.Storage = nil
 		return v, nil
 	}
-	for _, f := range v.feeds {
-		v.wg.Add(1)
-		go v.run(f)
+	if !cfg.OnDemand {
+		for _, f := range v.feeds {
+			v.start(f)
+		}
 	}
 	return v, nil
+}
+
+// start starts keeping f fresh in the background, once, unless the
+// Verifier is closed.
+func (v *Verifier) start(f *feed) {
+	v.startMu.Lock()
+	defer v.startMu.Unlock()
+	if v.closed || f.started.Load() {
+		return
+	}
+	f.started.Store(true)
+	v.wg.Add(1)
+	go v.run(f)
 }
 
 // Close stops the background refresh and waits for it. The Verifier stays
 // usable with the data it has.
 func (v *Verifier) Close() error {
+	v.startMu.Lock()
+	v.closed = true
+	v.startMu.Unlock()
 	v.cancel()
 	v.wg.Wait()
 	v.cfg.HTTPClient.CloseIdleConnections()
@@ -363,6 +388,20 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		res.Verdict = Unverifiable
 		return res
 	}
+	if !GloballyReachable(addr) {
+		if how != nil {
+			say(addr.String() + " is not globally reachable (loopback, private, link-local or documentation): no crawler sends from it, so nothing is looked up; behind a proxy, is the proxy's address trusted?")
+		}
+		res.Verdict, res.NotGlobal = Unverifiable, true
+		return res
+	}
+	if v.cfg.OnDemand {
+		for _, f := range op.feeds {
+			if !f.started.Load() {
+				v.start(f)
+			}
+		}
+	}
 	if op.index.Load().contains(addr) {
 		res.Verdict, res.Method = Verified, MethodIPRange
 		if how != nil {
@@ -488,13 +527,16 @@ type FeedStatus struct {
 	Fetched      time.Time `json:"fetched,omitzero"`
 	FromStorage  bool      `json:"from_storage,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
+	// Idle marks a feed of a Verifier with Config.OnDemand that no claim
+	// has needed yet: it is not loaded, and nothing was asked for.
+	Idle bool `json:"idle,omitempty"`
 }
 
 // Feeds reports the state of every feed, sorted by source.
 func (v *Verifier) Feeds() []FeedStatus {
 	out := make([]FeedStatus, 0, len(v.feeds))
 	for _, f := range v.feeds {
-		s := FeedStatus{Source: f.src}
+		s := FeedStatus{Source: f.src, Idle: !f.started.Load()}
 		for _, op := range f.ops {
 			s.Operators = append(s.Operators, op.Name)
 		}

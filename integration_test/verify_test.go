@@ -99,7 +99,7 @@ func TestVerifyThroughCaddy(t *testing.T) {
 	dns := testdns.Start(t)
 	dns.PTR("66.249.66.1", "crawl-66-249-66-1.googlebot.com")
 	dns.Host("crawl-66-249-66-1.googlebot.com", "66.249.66.1")
-	dns.PTR("203.0.113.66", "crawl-66-249-66-1.googlebot.com") // a lie in the attacker's reverse zone
+	dns.PTR("11.0.113.66", "crawl-66-249-66-1.googlebot.com") // a lie in the attacker's reverse zone
 	denyPort, starPort := freePort(t), freePort(t)
 	tc := load(t, proxies,
 		verifySite(denyPort, up.addr(), feed.URL, dns.Addr, "")+
@@ -108,14 +108,14 @@ func TestVerifyThroughCaddy(t *testing.T) {
 	waitVerified(t, starPort, "66.249.64.5")
 
 	xff := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
-	a := get(t, tc, denyPort, "/private/a", googlebotUA, xff("203.0.113.9")...)
+	a := get(t, tc, denyPort, "/private/a", googlebotUA, xff("11.0.113.9")...)
 	a.check(t, "spoofed Googlebot (deny)", 403, "names a crawler of google")
 	if v := a.header.Get("X-Verification"); v != "spoofed" {
 		t.Errorf("placeholder: %q", v)
 	}
-	get(t, tc, denyPort, "/private/a", googlebotUA, xff("203.0.113.66")...).check(t, "spoofed by a lying PTR", 403, "names a crawler of google")
-	get(t, tc, starPort, "/private/a", googlebotUA, xff("203.0.113.9")...).check(t, "spoofed Googlebot (star): * rules", 403, "Disallowed by robots.txt line 6 for *")
-	get(t, tc, starPort, "/a", googlebotUA, xff("203.0.113.9")...).check(t, "spoofed Googlebot (star): * allows /a", 200, "page /a")
+	get(t, tc, denyPort, "/private/a", googlebotUA, xff("11.0.113.66")...).check(t, "spoofed by a lying PTR", 403, "names a crawler of google")
+	get(t, tc, starPort, "/private/a", googlebotUA, xff("11.0.113.9")...).check(t, "spoofed Googlebot (star): * rules", 403, "Disallowed by robots.txt line 6 for *")
+	get(t, tc, starPort, "/a", googlebotUA, xff("11.0.113.9")...).check(t, "spoofed Googlebot (star): * allows /a", 200, "page /a")
 
 	for _, port := range []int{denyPort, starPort} {
 		// The verified crawler: its group (no Disallow), from the feed
@@ -127,7 +127,7 @@ func TestVerifyThroughCaddy(t *testing.T) {
 		}
 		get(t, tc, port, "/b", googlebotUA, xff("66.249.66.1")...).check(t, "verified by rDNS, same budget, at once", 429, "Crawl-delay")
 		for i := range 30 {
-			ans := get(t, tc, port, "/c", googlebotUA, xff(fmt.Sprintf("203.0.113.%d", 100+i))...)
+			ans := get(t, tc, port, "/c", googlebotUA, xff(fmt.Sprintf("11.0.113.%d", 100+i))...)
 			if ans.status == 429 {
 				t.Fatalf("a spoofer was throttled on the verified crawler's budget: %q", ans.body)
 			}

@@ -91,7 +91,7 @@ func TestWebBotAuthThroughCaddy(t *testing.T) {
 	// Explain through the admin API shows the method only for the
 	// allowed site (explain carries no signature headers: unverifiable).
 	var x struct{ Verification struct{ Verdict string } }
-	adminJSON(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=AcmeBot&path=/&ip=203.0.113.1", port), &x)
+	adminJSON(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=AcmeBot&path=/&ip=11.0.113.1", port), &x)
 	if x.Verification.Verdict == "verified" {
 		t.Errorf("explain without a signature: %+v", x)
 	}

@@ -57,7 +57,7 @@ func newSource(robotsTxt string, client *http.Client) (sites.Source, error) {
 // WithVerifier; they close it themselves.
 func NewVerifier(cfg Config, opts ...Option) (*identity.Verifier, error) {
 	cfg, err := cfg.withDefaults()
-	if err != nil || cfg.Verify == nil {
+	if err != nil || !cfg.Verifying() {
 		return nil, err
 	}
 	return newVerifier(cfg, collect(opts))
@@ -83,6 +83,7 @@ func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
 		Storage:    o.feedStore,
 		Logger:     o.logger,
 		Now:        o.now,
+		OnDemand:   vc.FetchFeeds == FeedsOnDemand,
 	}
 	if w := vc.WebBotAuth; w != nil {
 		wc := &identity.WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: o.storeTLSForAgents}

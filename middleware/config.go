@@ -165,11 +165,14 @@ type Config struct {
 	// through, to try a configuration on live traffic.
 	DryRun bool `json:"dry_run,omitempty"`
 
-	// Verify turns on crawler verification: a request whose User-Agent
-	// names a registered crawler operator's token (Googlebot, GPTBot, ...)
-	// is checked against the operator's published IP ranges and reverse-DNS
-	// domains (package identity). nil (the default) leaves it off, and
-	// every header is believed as before.
+	// Verify configures crawler verification, which is on by default: a
+	// request whose User-Agent names a registered crawler operator's token
+	// (Googlebot, GPTBot, ...) is checked against the operator's published
+	// IP ranges and reverse-DNS domains (package identity), so that no
+	// header earns more than the "*" group unless its address proves it.
+	// nil: on, with the built-in operators and every default, feeds
+	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
+	// off, and every header is believed.
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
 	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
@@ -295,15 +298,20 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.Store = st
 	}
-	if c.Verify != nil {
-		v, err := c.Verify.withDefaults()
-		if err != nil {
-			return c, err
-		}
-		c.Verify = v
+	if c.Verify == nil {
+		c.Verify = &VerifyConfig{FetchFeeds: FeedsOnDemand}
 	}
+	v, err := c.Verify.withDefaults()
+	if err != nil {
+		return c, err
+	}
+	c.Verify = v
 	return c, nil
 }
+
+// Verifying reports whether crawler verification is on: Verify is nil (the
+// default) or not Off.
+func (c Config) Verifying() bool { return c.Verify == nil || !c.Verify.Off }
 
 // either sets an empty *v to def and refuses a value other than def and
 // other, with errf naming field.

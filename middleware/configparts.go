@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -9,12 +10,15 @@ import (
 	"github.com/robotsguard/robotsguard/limit"
 )
 
-// Values of VerifyConfig.OnSpoofed and VerifyConfig.OnDNSError.
+// Values of VerifyConfig.OnSpoofed, VerifyConfig.OnDNSError and
+// VerifyConfig.FetchFeeds.
 const (
 	SpoofedDeny    = "deny"
 	SpoofedStar    = "star"
 	DNSErrorStar   = "star"
 	DNSErrorHeader = "header"
+	FeedsAtStart   = "at_start"
+	FeedsOnDemand  = "on_demand"
 )
 
 // Bounds of VerifyConfig.
@@ -22,28 +26,44 @@ const (
 	MaxDNSTimeout = 30 * time.Second
 )
 
-// VerifyConfig configures crawler verification (Config.Verify). What it
-// changes: a Spoofed claim (the operator publishes a check, its data is
-// loaded, and the address fails it) never earns the claimed group or spends
-// its Crawl-delay budget; a Verified one, with crawl_delay_key "group",
-// shares one budget per operator and group; Unverifiable claims (no check
-// published or loaded yet, DNS failing) are judged by the header as before,
-// with per-address budgets, except that one whose reverse-DNS check failed
-// is judged by "*" (see OnDNSError).
+// VerifyConfig configures crawler verification (Config.Verify), which is on
+// unless Off is set. What it changes: a Verified claim is judged by the
+// group its header names and, with crawl_delay_key "group", shares one
+// budget per operator and group. A claim that is not verified never earns
+// more than "*" and never escapes its own group: a Spoofed one (the
+// operator publishes a check, its data is loaded, and the address fails
+// it) is refused (OnSpoofed), and an Unverifiable one (no check published,
+// feeds not loaded, DNS failing, an address that is not globally
+// reachable) is judged by both its group and "*": a path is allowed only
+// where both allow it, the longer Crawl-delay applies, and the budget is
+// per address.
 type VerifyConfig struct {
+	// Off turns verification off: every User-Agent header is believed.
+	// No other field may be set with it.
+	Off bool `json:"off,omitempty"`
+
 	// OnSpoofed says what a spoofed claim gets: "deny" (the default) answers
-	// 403 with a body that says why; "star" judges the request as a client
-	// of the "*" group.
+	// 403 with a body that says why; "star" judges it as an unverifiable
+	// claim, by both its group and "*".
 	OnSpoofed string `json:"on_spoofed,omitempty"`
 
 	// OnDNSError says how a claim is judged when its reverse-DNS check
 	// fails (a DNS error or timeout, too many checks at once) and no
 	// loaded feed of the operator decides it: "star" (the default) judges
-	// it by the "*" group, since the owner of an address controls its
-	// reverse zone and can make the check fail; "header" judges it by the
-	// group its header names, as if verified (with a per-address budget).
-	// Neither answers 403 for the failure itself.
+	// it as unverifiable, by both its group and "*", since the owner of an
+	// address controls its reverse zone and can make the check fail;
+	// "header" judges it by the group its header names alone, as if
+	// verified (with a per-address budget). Neither answers 403 for the
+	// failure itself.
 	OnDNSError string `json:"on_dns_error,omitempty"`
+
+	// FetchFeeds says when the operators' IP-range feeds are first
+	// fetched: "at_start" (the default when a verify block is written)
+	// fetches every feed when the configuration loads; "on_demand" (the
+	// default when none is) fetches an operator's feeds at the first claim
+	// of it from a globally reachable address, so that a server no crawler
+	// reaches sends nothing. Either way they are refreshed every Refresh.
+	FetchFeeds string `json:"fetch_feeds,omitempty"`
 
 	// Refresh is how often each IP-range feed is fetched again
 	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
@@ -136,6 +156,15 @@ func (c *VerifyConfig) Registry() []identity.Operator {
 func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	errf := func(field, format string, args ...any) error {
 		return fmt.Errorf("robots_guard: verify: %s: "+format, append([]any{field}, args...)...)
+	}
+	if c.Off {
+		if !reflect.DeepEqual(c, VerifyConfig{Off: true}) {
+			return nil, errf("off", "verification is off: remove the other verify settings, or the off")
+		}
+		return &c, nil
+	}
+	if err := either(&c.FetchFeeds, FeedsAtStart, FeedsOnDemand, errf, "fetch_feeds"); err != nil {
+		return nil, err
 	}
 	if err := either(&c.OnSpoofed, SpoofedDeny, SpoofedStar, errf, "on_spoofed"); err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ type Enforcer struct {
 	denySpoof  bool
 	starOnDNS  bool
 	acceptSig  bool           // verify.web_bot_auth.accept_signature
+	warnedNG   atomic.Bool    // warnNotGlobal has logged
 	traps      *trapSet       // nil: none
 	trapLink   string         // the path per-client trap links extend; "" with trap_links static
 	trapKey    []byte         // the key of trap link tokens
@@ -89,9 +90,9 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		cfg:        cfg,
 		now:        o.now,
 		clientIP:   o.clientIP,
-		denySpoof:  cfg.Verify != nil && cfg.Verify.OnSpoofed == SpoofedDeny,
-		starOnDNS:  cfg.Verify != nil && cfg.Verify.OnDNSError == DNSErrorStar,
-		acceptSig:  cfg.Verify != nil && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
+		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == SpoofedDeny,
+		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == DNSErrorStar,
+		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,
 		obs:        o.observer,
 		deny:       o.deny,
@@ -112,7 +113,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 			e.Close() // New fails after all: stop what it started
 		}
 	}()
-	if cfg.Verify != nil {
+	if cfg.Verifying() {
 		e.verifier = o.verifier
 		if e.verifier == nil {
 			if e.verifier, err = newVerifier(cfg, o); err != nil {
@@ -281,6 +282,8 @@ type trace struct {
 	d       policy.Decision
 	decided bool
 	noIP    bool // no client address given: claims are not looked up
+	// alsoStar: the claim is not verified, and "*" was applied too.
+	alsoStar bool
 	verify  *identity.Explanation
 }
 
@@ -319,20 +322,26 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	v := Verdict{Site: ent.Name(), DryRun: e.cfg.DryRun}
 	agent, groupClaims := info.agent(st.Robots, ua, e.verifier)
 	var ver identity.Result
+	unproven := false // judged by "*" as well as by its group
 	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
 		ver = e.verify(ctx, claims, req, tr)
 		v.Verification, v.Operator, v.Method = ver.Verdict, ver.Operator, ver.Method
-		if ver.Verdict == identity.Spoofed {
-			if e.denySpoof {
-				v.Bot, v.Group = true, agent.Group()
-				v.Action, v.Reason = Deny, ReasonSpoofed
-				return v
+		switch {
+		case ver.Verdict == identity.Spoofed && e.denySpoof:
+			v.Bot, v.Group = true, agent.Group()
+			v.Action, v.Reason = Deny, ReasonSpoofed
+			return v
+		case ver.Verdict == identity.Spoofed:
+			unproven = true
+		case ver.Verdict == identity.Unverifiable:
+			// Nothing proven: the header earns no more than "*", and
+			// escapes none of its own group's rules. A failed reverse-DNS
+			// check (which the owner of the address can cause) counts
+			// as proof only with on_dns_error "header".
+			unproven = !ver.DNSFailed || e.starOnDNS
+			if ver.NotGlobal {
+				e.warnNotGlobal(req)
 			}
-			// The group the header does not earn is replaced by "*".
-			agent = st.Robots.Agent("")
-		} else if ver.DNSFailed && e.starOnDNS {
-			// Nothing proven, and the client may have made sure of it.
-			agent = st.Robots.Agent("")
 		}
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
@@ -357,7 +366,11 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		v.Action, v.Reason = Deny, ReasonBadTarget
 		return v
 	}
-	e.judge(ctx, req, tr, &v, agent, target, ver)
+	var also *policy.Robots // the file whose "*" applies too
+	if unproven && agent.Specific() {
+		also = st.Robots
+	}
+	e.judge(ctx, req, tr, &v, agent, also, target, ver)
 	return v
 }
 
@@ -400,11 +413,22 @@ func (e *Enforcer) banned(ctx context.Context, req *Request, tr *trace, v *Verdi
 
 // judge decides (in v) a bot's request for target by its group's rules: a
 // path disallowed in the RFC 9309 view or in a decoded view is denied, an
-// allowed one is subject to the group's Crawl-delay.
-func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdict, agent policy.Agent, target string, ver identity.Result) {
+// allowed one is subject to the group's Crawl-delay. With also (for a
+// claim that is not verified: agent's file) the "*" group's rules apply too: the path must be
+// allowed by both, and the longer Crawl-delay applies; v.Group is "*" when
+// a rule of "*" decides.
+func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdict, agent policy.Agent, also *policy.Robots, target string, ver identity.Result) {
 	d := agent.Decide(target)
+	var star policy.Agent
+	group := v.Group // the claimed group: the budget's key
+	if also != nil {
+		star = also.Agent("")
+		if d = policy.Both(d, star.Decide(target)); !d.Allowed && d.Group != v.Group {
+			v.Group = d.Group // "*"'s rule decided
+		}
+	}
 	if tr != nil {
-		tr.d, tr.decided = d, true
+		tr.d, tr.decided, tr.alsoStar = d, true, also != nil
 	}
 	v.CrawlDelay = d.CrawlDelay
 	if d.Exempt {
@@ -417,7 +441,13 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 		return
 	}
 	if path, query := policy.SplitTarget(target); policy.NeedsDecodedView(path) {
-		if d2, denied := e.decideDecoded(agent, path, query); denied {
+		d2, denied := e.decideDecoded(agent, path, query)
+		if !denied && also != nil {
+			if d2, denied = e.decideDecoded(star, path, query); denied {
+				v.Group = "*"
+			}
+		}
+		if denied {
 			v.Action, v.Reason, v.Rule = Deny, ReasonDisallowedDecoded, d2.Rule
 			if tr != nil {
 				tr.d = d2
@@ -429,7 +459,7 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 	if d.CrawlDelay <= 0 {
 		return
 	}
-	k, now := e.limitKey(v.Site, v.Group, req, ver), e.clock(req)
+	k, now := e.limitKey(v.Site, group, req, ver), e.clock(req)
 	var ok bool
 	var wait time.Duration
 	if tr == nil {
@@ -539,6 +569,21 @@ func (e *Enforcer) clientKey(req *Request) limit.Client {
 // verify checks the claims of a request (and its Web Bot Auth signature);
 // with tr, it records the steps for Explain (and a request without a
 // client address is not looked up).
+// warnNotGlobal logs, once per Enforcer, that a crawler claim came from an
+// address that is not globally reachable: such claims can never be
+// verified, which behind a proxy usually means that the proxy's address is
+// not trusted (each such request is counted with verification
+// "unverifiable").
+func (e *Enforcer) warnNotGlobal(req *Request) {
+	if e.warnedNG.Load() || !e.warnedNG.CompareAndSwap(false, true) {
+		return
+	}
+	e.log.Warn("robots_guard: a crawler claim came from an address that is not globally reachable; "+
+		"such claims are judged by their group and \"*\" together, never verified. Behind a proxy, trust the proxy's address "+
+		"(Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked",
+		zap.String("client", req.ClientIP), zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
+}
+
 func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Request, tr *trace) identity.Result {
 	if e.verifier == nil {
 		return identity.Result{}

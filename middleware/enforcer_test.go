@@ -77,6 +77,10 @@ func TestDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// RFC 9309's group choice, every header believed: what
+			// verification (on by default) changes is in TestVerify* and
+			// TestDefaultVerification.
+			tt.cfg.Verify = &VerifyConfig{Off: true}
 			h := mustNew(t, tt.cfg).Handler(site(robotsTxt))
 			rec := do(h, tt.ua, tt.path)
 			if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.body) {
@@ -147,7 +151,9 @@ func TestCrawlDelay(t *testing.T) {
 
 func TestCrawlDelayKeyGroup(t *testing.T) {
 	clk := testclock.New()
-	h := mustNew(t, Config{CrawlDelayKey: KeyGroup}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	// With verification off, every header that names the group shares its
+	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
+	h := mustNew(t, Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Off: true}}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	do(h, uaBing, "/p")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)

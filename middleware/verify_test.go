@@ -3,10 +3,12 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,7 @@ Disallow: /private/
 const (
 	googleIP      = "66.249.64.5:4000"
 	googleIP2     = "66.249.64.6:4000"
-	spoofIP       = "203.0.113.9:4000"
+	spoofIP       = "11.0.113.9:4000"
 	uaGoogleImage = "Googlebot-Image/1.0"
 )
 
@@ -95,8 +97,12 @@ func TestVerifyDecisions(t *testing.T) {
 		{"spoofed: deny", "", uaGoogle, "/private/x", spoofIP, Deny, ReasonSpoofed, "Googlebot", identity.Spoofed},
 		{"spoofed: deny on a path * allows", "deny", uaGoogle, "/public", spoofIP, Deny, ReasonSpoofed, "Googlebot", identity.Spoofed},
 		{"spoofed: star", "star", uaGoogle, "/private/x", spoofIP, Deny, ReasonDisallowed, "*", identity.Spoofed},
-		{"spoofed: star allows what * allows", "star", uaGoogle, "/nogoogle/x", spoofIP, Allow, ReasonAllowed, "*", identity.Spoofed},
-		{"no address: unverifiable, judged by the header", "", uaGoogle, "/private/x", "", Allow, ReasonAllowed, "Googlebot", identity.Unverifiable},
+		{"spoofed: star keeps its own group's Disallow", "star", uaGoogle, "/nogoogle/x", spoofIP, Deny, ReasonDisallowed, "Googlebot", identity.Spoofed},
+		{"spoofed: star allows what both allow", "star", uaGoogle, "/public", spoofIP, Allow, ReasonAllowed, "Googlebot", identity.Spoofed},
+		{"no address: unverifiable, * applies too", "", uaGoogle, "/private/x", "", Deny, ReasonDisallowed, "*", identity.Unverifiable},
+		{"no address: unverifiable, its own group applies too", "", uaGoogle, "/nogoogle/x", "", Deny, ReasonDisallowed, "Googlebot", identity.Unverifiable},
+		{"no address: unverifiable, allowed where both allow", "", uaGoogle, "/public", "", Allow, ReasonAllowed, "Googlebot", identity.Unverifiable},
+		{"a loopback address: unverifiable, * applies too", "", uaGoogle, "/private/x", "127.0.0.1:9", Deny, ReasonDisallowed, "*", identity.Unverifiable},
 		{"no claim", "", uaGPTBot, "/private/x", spoofIP, Deny, ReasonDisallowed, "*", identity.None},
 		{"browser", "", uaChrome, "/private/x", spoofIP, Allow, ReasonNotBot, "", identity.None},
 		{"robots.txt is always served", "", uaGoogle, "/robots.txt", spoofIP, Allow, ReasonRobotsTxt, "", identity.None},
@@ -141,9 +147,9 @@ func TestVerifyGroupBudget(t *testing.T) {
 				// Ten spoofers, from ten addresses, between each of the
 				// real crawler's requests.
 				for j := range 10 {
-					v := decideAt(e, uaGoogle, "/page", fmt.Sprintf("203.0.113.%d:1", j))
-					if v.Group == "Googlebot" && v.Action == Allow {
-						t.Fatalf("a spoofer got Googlebot's allowance: %+v", v)
+					v := decideAt(e, uaGoogle, "/page", fmt.Sprintf("11.0.113.%d:1", j))
+					if v.Verification != identity.Spoofed || onSpoofed == SpoofedDeny && v.Action != Deny {
+						t.Fatalf("a spoofer: %+v", v)
 					}
 				}
 				ip := googleIP
@@ -165,8 +171,9 @@ func TestVerifyGroupBudget(t *testing.T) {
 	}
 }
 
-// Unverifiable claims (the feed has not loaded) keep the header's group
-// but per-address budgets even with crawl_delay_key group.
+// Unverifiable claims (the feed has not loaded) are judged by their group
+// and "*" together, with per-address budgets even with crawl_delay_key
+// group.
 func TestVerifyUnverifiable(t *testing.T) {
 	clk := testclock.New()
 	off := false
@@ -177,9 +184,15 @@ func TestVerifyUnverifiable(t *testing.T) {
 	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
 	defer e.Close()
 	for _, ip := range []string{googleIP, spoofIP} {
-		v := decideAt(e, uaGoogle, "/private/x", ip)
-		if v.Action != Allow || v.Group != "Googlebot" || v.Verification != identity.Unverifiable {
-			t.Fatalf("%s: %v %q %v", ip, v.Action, v.Group, v.Verification)
+		for path, want := range map[string]Action{"/private/x": Deny, "/nogoogle/x": Deny, "/public": Allow} {
+			v := decideAt(e, uaGoogle, path, ip)
+			if v.Action != want || v.Verification != identity.Unverifiable {
+				t.Fatalf("%s %s: %v %q %v, want %v", ip, path, v.Action, v.Group, v.Verification, want)
+			}
+		}
+		// Per address: the other address was not throttled.
+		if v := decideAt(e, uaGoogle, "/public", ip); v.Action != Throttle || v.CrawlDelay != 2*time.Second {
+			t.Fatalf("%s: a second request at once: %v %v", ip, v.Action, v.CrawlDelay)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -195,13 +208,13 @@ func TestVerifyUnverifiable(t *testing.T) {
 // nothing.
 func TestVerifyRDNS(t *testing.T) {
 	dns := testdns.Start(t)
-	dns.PTR("198.51.100.7", "bot-7.crawl.acme.example")
-	dns.Host("bot-7.crawl.acme.example", "198.51.100.7")
-	dns.PTR("203.0.113.9", "crawl.acme.example.evil.example")
-	dns.Host("crawl.acme.example.evil.example", "203.0.113.9")
+	dns.PTR("11.51.100.7", "bot-7.crawl.acme.example")
+	dns.Host("bot-7.crawl.acme.example", "11.51.100.7")
+	dns.PTR("11.0.113.9", "crawl.acme.example.evil.example")
+	dns.Host("crawl.acme.example.evil.example", "11.0.113.9")
 	obs := &countObserver{m: map[string]int{}}
 	e := newVerifying(t, verifyConfig(t, "", dns.Addr), WithObserver(obs))
-	if v := decideAt(e, "AcmeBot/3.1", "/private/x", "198.51.100.7:1"); v.Action != Allow || v.Method != identity.MethodRDNS {
+	if v := decideAt(e, "AcmeBot/3.1", "/private/x", "11.51.100.7:1"); v.Action != Allow || v.Method != identity.MethodRDNS {
 		t.Fatalf("%+v", v)
 	}
 	if v := decideAt(e, "AcmeBot/3.1", "/x", spoofIP); v.Reason != ReasonSpoofed {
@@ -210,7 +223,7 @@ func TestVerifyRDNS(t *testing.T) {
 	if obs.get("verification/verified") != 1 || obs.get("verification/spoofed") != 1 {
 		t.Fatalf("observer %v", obs.m)
 	}
-	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot", ClientIP: "203.0.113.9"})
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot", ClientIP: "11.0.113.9"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +296,7 @@ func BenchmarkSpoofedBot(b *testing.B) {
 // same robots.txt and Googlebot's header, without verification: the
 // baseline of BenchmarkVerifiedBot.
 func BenchmarkUnverifiedBotAllowed(b *testing.B) {
-	e := mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
+	e := mustNew(b, Config{Verify: &VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
 	runBench(b, e.Handler(okHandler), r, 200)
@@ -308,9 +321,115 @@ func TestVerifyDNSError(t *testing.T) {
 		cfg.Verify.OnDNSError = tc.mode
 		cfg.Verify.DNSTimeout = Duration(100 * time.Millisecond)
 		e := newVerifying(t, cfg)
-		v := decideAt(e, "AcmeBot/3.1", "/private/x", "198.51.100.8:1")
+		v := decideAt(e, "AcmeBot/3.1", "/private/x", "11.51.100.8:1")
 		if v.Action != tc.action || v.Group != tc.group || v.Verification != identity.Unverifiable {
 			t.Errorf("on_dns_error %q: %v %q %v, want %v %q unverifiable", tc.mode, v.Action, v.Group, v.Verification, tc.action, tc.group)
 		}
+	}
+}
+
+// noNetwork is an http.RoundTripper for a machine without network: every
+// request fails.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("dial tcp: connect: network is unreachable")
+}
+
+// TestDefaultVerification: with no verify setting, verification is on with
+// the built-in operators. A header earns no more than "*" unless its
+// address proves it, and escapes none of its own group's rules; a machine
+// with no network changes nothing of that.
+func TestDefaultVerification(t *testing.T) {
+	const robots = "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /gpt/\n"
+	check := func(t *testing.T, h http.Handler, ip string) {
+		t.Helper()
+		for _, c := range []struct {
+			ua, path string
+			code     int
+			body     string
+		}{
+			{uaGoogle, "/private/x", 403, "Disallowed by robots.txt line 2 for *"},
+			{uaGoogle, "/open", 200, "ok"},
+			{uaGPTBot, "/gpt/x", 403, "line 8 for GPTBot"},
+			{uaGPTBot, "/private/x", 403, "line 2 for *"},
+			{uaGPTBot, "/open", 200, "ok"},
+			{uaChrome, "/private/x", 200, "ok"},
+		} {
+			if rec := doIP(h, c.ua, c.path, ip); rec.Code != c.code || !strings.Contains(rec.Body.String(), c.body) {
+				t.Errorf("%s %s from %s: %d %q, want %d with %q", c.ua, c.path, ip, rec.Code, rec.Body, c.code, c.body)
+			}
+		}
+	}
+
+	t.Run("zero config", func(t *testing.T) {
+		core, logs := observer.New(zap.WarnLevel)
+		e := mustNew(t, Config{}, WithLogger(zap.New(core)))
+		defer e.Close()
+		if e.Verifier() == nil {
+			t.Fatal("verification is off by default")
+		}
+		check(t, e.Handler(site(robots)), "192.0.2.1:1234")
+		check(t, e.Handler(site(robots)), "127.0.0.1:1234")
+		// Claims from addresses that are not globally reachable look
+		// nothing up, so no feed was fetched: nothing went out.
+		for _, f := range e.Verifier().Feeds() {
+			if !f.Idle {
+				t.Errorf("feed %s was started by claims no feed can decide", f.Source)
+			}
+		}
+		if logs.FilterMessageSnippet("not globally reachable").Len() != 1 {
+			t.Errorf("one warning about claims from addresses that are not globally reachable, got %v", logs.All())
+		}
+	})
+
+	t.Run("public address, no network", func(t *testing.T) {
+		// The built-in registry, with the network gone: feeds cannot be
+		// fetched, and the resolver never answers.
+		dns := testdns.Start(t)
+		dns.SetDelay(time.Second)
+		v, err := identity.New(identity.Config{Operators: identity.Builtin(), HTTPClient: &http.Client{Transport: noNetwork{}},
+			Resolver: dns.Addr, DNSTimeout: 50 * time.Millisecond, OnDemand: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		e := mustNew(t, Config{}, WithVerifier(v))
+		defer e.Close()
+		check(t, e.Handler(site(robots)), "8.8.4.4:1234")
+		if v := decideAt(e, uaGoogle, "/private/x", "8.8.4.4:1"); v.Verification != identity.Unverifiable {
+			t.Errorf("verification %v", v.Verification)
+		}
+	})
+
+	t.Run("verify off believes every header", func(t *testing.T) {
+		e := mustNew(t, Config{Verify: &VerifyConfig{Off: true}})
+		defer e.Close()
+		if e.Verifier() != nil {
+			t.Fatal("a verifier with verify off")
+		}
+		if rec := do(e.Handler(site(robots)), uaGoogle, "/private/x"); rec.Code != 200 {
+			t.Fatalf("Googlebot with verify off: %d", rec.Code)
+		}
+	})
+}
+
+func TestVerifyOffConfig(t *testing.T) {
+	if _, err := New(Config{Verify: &VerifyConfig{Off: true, OnSpoofed: "star"}}); err == nil || !strings.Contains(err.Error(), "verify: off") {
+		t.Fatalf("off with another setting: %v", err)
+	}
+	if _, err := New(Config{Verify: &VerifyConfig{FetchFeeds: "lazy"}}); err == nil || !strings.Contains(err.Error(), "fetch_feeds") {
+		t.Fatalf("fetch_feeds lazy: %v", err)
+	}
+	c, err := Config{}.WithDefaults()
+	if err != nil || c.Verify == nil || c.Verify.FetchFeeds != FeedsOnDemand || c.Verify.OnSpoofed != SpoofedDeny {
+		t.Fatalf("defaults: %+v %v", c.Verify, err)
+	}
+	c, err = Config{Verify: &VerifyConfig{}}.WithDefaults()
+	if err != nil || c.Verify.FetchFeeds != FeedsAtStart {
+		t.Fatalf("a verify block: %+v %v", c.Verify, err)
+	}
+	if c2, err := c.WithDefaults(); err != nil || !reflect.DeepEqual(c2.Verify, c.Verify) {
+		t.Fatalf("defaults twice: %+v %v", c2.Verify, err)
 	}
 }

@@ -44,7 +44,7 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	}
 	r := httptest.NewRequest("GET", "http://example.com"+path, nil)
 	r.RequestURI = path
-	r.RemoteAddr = "203.0.113.77:5555"
+	r.RemoteAddr = "11.0.113.77:5555"
 	r.Header.Set("User-Agent", ua)
 	if err := identity.Sign(SignedRequest(r, "http"), key, tp, agent, created, created.Add(time.Minute), "nonce-1"); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 	}
 	// Explain shows the signature step.
 	r := signedGet(t, "/x", "AcmeBot/2.0", "https://bot.acme.example", now)
-	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: "203.0.113.77", Signed: SignedRequest(r, "http")})
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: "11.0.113.77", Signed: SignedRequest(r, "http")})
 	if err != nil || x.Verification == nil || x.Verification.Method != "signature" || !strings.Contains(strings.Join(x.Verification.Steps, " "), "signature: verified") {
 		t.Fatalf("explain %+v %v", x.Verification, err)
 	}

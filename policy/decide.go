@@ -85,6 +85,24 @@ func (a Agent) Decide(target string) Decision {
 	return d
 }
 
+// Both combines the decisions of two groups for one target, for a client
+// that both groups bind: the target is allowed only when both allow it, and
+// the longer Crawl-delay applies. The result is d when d denies or both
+// allow (with the longer delay), and also when only also denies. A client
+// whose claim to a group is not proven is judged this way by its group and
+// "*", so that no header earns more than "*" or escapes its own group.
+func Both(d, also Decision) Decision {
+	if d.Exempt || also.Exempt {
+		return d
+	}
+	if d.Allowed && !also.Allowed {
+		also.CrawlDelay = max(d.CrawlDelay, also.CrawlDelay)
+		return also
+	}
+	d.CrawlDelay = max(d.CrawlDelay, also.CrawlDelay)
+	return d
+}
+
 // match runs the matcher of rule set si over the canonical target in sc.
 func (r *Robots) match(si int32, sc *scratch, res *result) {
 	r.m.match(r.rules, r.sets[si].root, sc.target, res, false)

@@ -1,0 +1,39 @@
+package policy
+
+import (
+	"testing"
+	"time"
+)
+
+// TestBoth: a client bound by two groups (an unproven claim: its group and
+// "*") may fetch a target only when both allow it, under the longer
+// Crawl-delay, and the decision names the rule that refused it.
+func TestBoth(t *testing.T) {
+	r := Parse([]byte("User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n\nUser-agent: GPTBot\nDisallow: /gpt/\nAllow: /private/open/\nCrawl-delay: 2\n\nUser-agent: Googlebot\nAllow: /\n"))
+	star := r.Agent("")
+	for _, c := range []struct {
+		ua, target string
+		allowed    bool
+		group      string
+		line       int
+		delay      time.Duration
+		exempt     bool
+	}{
+		{"GPTBot", "/open", true, "GPTBot", 0, 5 * time.Second, false},
+		{"GPTBot", "/gpt/x", false, "GPTBot", 6, 5 * time.Second, false},
+		{"GPTBot", "/private/x", false, "*", 2, 5 * time.Second, false},
+		{"GPTBot", "/private/open/x", false, "*", 2, 5 * time.Second, false}, // GPTBot's Allow earns nothing "*" refuses
+		{"Googlebot", "/private/x", false, "*", 2, 5 * time.Second, false},
+		{"Googlebot", "/x", true, "Googlebot", 11, 5 * time.Second, false},
+		{"GPTBot", "/robots.txt", true, "GPTBot", 0, 2 * time.Second, true},
+	} {
+		d := Both(r.Agent(c.ua).Decide(c.target), star.Decide(c.target))
+		line := 0
+		if d.Rule != nil {
+			line = d.Rule.Line
+		}
+		if d.Allowed != c.allowed || d.Group != c.group || d.CrawlDelay != c.delay || d.Exempt != c.exempt || (!d.Allowed && line != c.line) {
+			t.Errorf("%s %s: %+v (line %d), want allowed %v group %q line %d delay %v", c.ua, c.target, d, line, c.allowed, c.group, c.line, c.delay)
+		}
+	}
+}
