@@ -284,7 +284,7 @@ type trace struct {
 	noIP    bool // no client address given: claims are not looked up
 	// alsoStar: the claim is not verified, and "*" was applied too.
 	alsoStar bool
-	verify  *identity.Explanation
+	verify   *identity.Explanation
 }
 
 func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
