@@ -197,3 +197,19 @@ func TestVerifyFeedSurvivesRestartWithoutNetwork(t *testing.T) {
 		t.Fatalf("stored copy: %v %s", err, b)
 	}
 }
+
+// TestVerifyOnByDefault: a Caddy with a bare robots_guard verifies claims.
+// A Googlebot header from an address Google does not publish (here
+// loopback, so nothing is looked up and nothing goes out) gets no more than
+// "*", and a GPTBot header keeps GPTBot's own Disallow; verify off believes
+// headers.
+func TestVerifyOnByDefault(t *testing.T) {
+	up := newUpstream(t, "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /gpt/\n")
+	port, off := freePort(t), freePort(t)
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard\n\treverse_proxy %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\tverify off\n\t}\n\treverse_proxy %s\n}\n", port, up.addr(), off, up.addr()))
+	get(t, tc, port, "/private/x", "Googlebot/2.1 (+http://www.google.com/bot.html)").check(t, "an unproven Googlebot, a path * disallows", 403, "line 2 for *")
+	get(t, tc, port, "/open", "Googlebot/2.1 (+http://www.google.com/bot.html)").check(t, "an unproven Googlebot, a path both allow", 200, "page")
+	get(t, tc, port, "/gpt/x", gptbotUA).check(t, "GPTBot's own Disallow", 403, "line 8 for GPTBot")
+	get(t, tc, port, "/private/x", browserUA).check(t, "a browser", 200, "page")
+	get(t, tc, off, "/private/x", "Googlebot/2.1 (+http://www.google.com/bot.html)").check(t, "verify off believes the header", 200, "page")
+}

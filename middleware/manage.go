@@ -177,6 +177,10 @@ type ExplainVerification struct {
 	// Steps says how the verdict was reached: the feed and prefix, or the
 	// PTR and forward names.
 	Steps []string `json:"steps,omitempty"`
+	// AlsoStar reports that the claim, not verified, was judged by the
+	// "*" group as well as its own: a path allowed only where both allow
+	// it, the longer Crawl-delay.
+	AlsoStar bool `json:"also_star,omitempty"`
 }
 
 // ErrNoSite is returned by Explain for a request without a Host.
@@ -230,7 +234,7 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	if vx := tr.verify; vx != nil {
 		x.Verification = &ExplainVerification{
 			Verdict: vx.Verdict.String(), Operator: vx.Operator, Method: vx.Method.String(),
-			Claimed: vx.Claimed, Steps: vx.Steps,
+			Claimed: vx.Claimed, Steps: vx.Steps, AlsoStar: tr.alsoStar,
 		}
 	}
 	return x, nil

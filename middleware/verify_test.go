@@ -378,6 +378,10 @@ func TestDefaultVerification(t *testing.T) {
 				t.Errorf("feed %s was started by claims no feed can decide", f.Source)
 			}
 		}
+		x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/private/x", UserAgent: uaGoogle, ClientIP: "127.0.0.1", Origin: site(robots)})
+		if err != nil || x.Action != "deny" || x.Group != "*" || x.Verification == nil || !x.Verification.AlsoStar || x.Verification.Verdict != "unverifiable" {
+			t.Errorf("explain: %+v %+v %v", x, x.Verification, err)
+		}
 		if logs.FilterMessageSnippet("not globally reachable").Len() != 1 {
 			t.Errorf("one warning about claims from addresses that are not globally reachable, got %v", logs.All())
 		}
