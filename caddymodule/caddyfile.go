@@ -165,6 +165,11 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = num(&g.MaxSites)
 		case "new_sites_per_second":
 			err = num(&g.NewSitesPerSecond)
+		case "site_names":
+			if len(args) == 0 {
+				return d.Errf("site_names: want at least one host name, e.g. example.com")
+			}
+			g.SiteNames = append(g.SiteNames, args...)
 		case "max_robots_bytes":
 			var v string
 			if v, err = one(); err == nil {

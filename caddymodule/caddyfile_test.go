@@ -34,6 +34,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
 		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
 		{"verify off", "robots_guard {\n verify off\n}", `{"verify":{"off":true}}`},
+		{"site_names", "robots_guard {\n site_names example.com *.example.org\n}", `{"site_names":["example.com","*.example.org"]}`},
 		{"fetch_feeds", "robots_guard {\n verify {\n fetch_feeds on_demand\n }\n}", `{"verify":{"fetch_feeds":"on_demand"}}`},
 		{"store", "robots_guard {\n store redis redis://127.0.0.1:6379\n}", `{"store":{"redis":"redis://127.0.0.1:6379"}}`},
 		{"web_bot_auth off", "robots_guard {\n verify {\n web_bot_auth {\n discover off\n accept_signature on\n allow_private_directories off\n }\n }\n}", `{"verify":{"web_bot_auth":{"accept_signature":true}}}`},
@@ -197,6 +198,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		max_keys 7
 		max_sites 8
 		new_sites_per_second 11
+		site_names example.com
 		max_robots_bytes 64MiB
 		bots XyBot
 		empty_user_agent_is_bot

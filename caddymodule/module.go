@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,6 +170,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	cfg, err := g.Config.WithDefaults()
 	if err != nil {
 		return err
+	}
+	if names := configuredNames(ctx); len(names) > 0 {
+		cfg.SiteNames = append(slices.Clip(cfg.SiteNames), names...)
 	}
 	sl, err := g.provisionLimiter(cfg)
 	if err != nil {

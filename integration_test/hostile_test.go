@@ -217,3 +217,42 @@ func TestH2CWithoutAuthority(t *testing.T) {
 		t.Errorf("a bot over h2c without :authority: status %s, body %q", status, body)
 	}
 }
+
+// TestHostFloodSparesNamedSites: a flood of distinct Host names spends
+// new_sites_per_second, but a crawler's first request to a site name the
+// configuration is written for is decided by its robots.txt, not
+// postponed.
+func TestHostFloodSparesNamedSites(t *testing.T) {
+	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /private/\n")
+	port := freePort(t)
+	block := "\trobots_guard {\n\t\tnew_sites_per_second 1\n\t}\n\treverse_proxy " + up.addr() + "\n"
+	tc := load(t, "", fmt.Sprintf("http://named.test:%d {\n%s}\nhttp://:%d {\n%s}\n", port, block, port, block))
+	send := func(host, path string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+		req.Host = host
+		req.Header.Set("User-Agent", gptbotUA)
+		resp, err := tc.Client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", host, path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	postponed := 0
+	for i := range 60 {
+		if send(fmt.Sprintf("flood%d.test", i), "/x") == http.StatusTooManyRequests {
+			postponed++
+		}
+	}
+	if postponed < 50 {
+		t.Fatalf("only %d of 60 new Hosts postponed: the flood did not spend the budget", postponed)
+	}
+	if code := send("named.test", "/private/x"); code != http.StatusForbidden {
+		t.Fatalf("a crawler's first request to the configured site during the flood: %d, want its robots.txt's 403", code)
+	}
+	if code := send("named.test", "/open"); code != http.StatusOK {
+		t.Fatalf("the configured site, an allowed path: %d", code)
+	}
+}

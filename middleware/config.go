@@ -142,7 +142,17 @@ type Config struct {
 	// Retry-After 1 (reason new_site_rate) and is fetched for at a later
 	// request; other clients pass. Default 50. A server that serves more
 	// sites fills its cache at this pace after a start: raise it there.
+	// One client network (a /24 or /48) may spend at most an eighth of it,
+	// so a flood of Host names from one network cannot spend everyone's,
+	// and the sites of SiteNames spend none of it.
 	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
+
+	// SiteNames lists the host names the server is configured for
+	// ("example.com", "*.example.com"): their first robots.txt fetch is
+	// never postponed by NewSitesPerSecond, whatever a flood of other
+	// names does. The Caddy module adds the names of its server's host
+	// matchers.
+	SiteNames []string `json:"site_names,omitempty"`
 
 	// Bots lists extra product tokens that mark a client as a bot when they
 	// occur as a whole word in its User-Agent header (case-insensitive).

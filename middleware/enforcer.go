@@ -152,6 +152,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		Refresh:           time.Duration(cfg.Refresh),
 		Timeout:           time.Duration(cfg.FetchTimeout),
 		NewSitesPerSecond: float64(cfg.NewSitesPerSecond),
+		Named:             cfg.SiteNames,
 		Now:               injected,
 		Logger:            e.log,
 		Observer:          o.observer,
@@ -315,7 +316,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	ent, st := e.sites.Get(ctx, sites.MakeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil)
+	ent, st := e.sites.Get(ctx, sites.MakeKey(req.Scheme, req.Host, req.Port), req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil, req.ClientIP)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}

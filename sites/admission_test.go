@@ -1,6 +1,7 @@
 package sites
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -183,4 +184,55 @@ func heapAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// TestNewSitesShares: a flood of new Host names from one network spends
+// that network's share of NewSitesPerSecond only, so another client's
+// first request to a new site is fetched; the named sites are never
+// postponed, even with the whole budget spent.
+func TestNewSitesShares(t *testing.T) {
+	clk := testclock.New()
+	var fetches atomic.Int32
+	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
+	})
+	cfg := testConfig(SelfSource())
+	cfg.NewSitesPerSecond, cfg.Now = 10, clk.Now // a burst of 40, 5 per network
+	cfg.Named = []string{"Shop.Example.", "*.blog.example", "*"}
+	c := New(cfg)
+	getFrom := func(host, client string) *State {
+		_, st := c.Get(context.Background(), MakeKey("http", host, 0), host, 0, origin, true, client)
+		return st
+	}
+	postponed := 0
+	for i := range 100 {
+		if getFrom(fmt.Sprintf("flood%d.example", i), "192.0.2."+fmt.Sprint(i%250)).Postponed {
+			postponed++
+		}
+	}
+	if n := fetches.Load(); n != 5 || postponed != 95 {
+		t.Fatalf("a flood from one /24: %d fetched, %d postponed; want its share of 5", n, postponed)
+	}
+	if st := getFrom("crawled.example", "198.51.100.9"); st.Postponed {
+		t.Fatal("another network's first request to a new site was postponed by the flood")
+	}
+	if st := getFrom("v6.example", "[2001:db8:1:2::9]:443"); st.Postponed {
+		t.Fatal("an IPv6 network's first request was postponed")
+	}
+	// Many networks spend the whole budget: named sites still pass.
+	for i := range 200 {
+		getFrom(fmt.Sprintf("wide%d.example", i), fmt.Sprintf("10.%d.%d.1", i/250, i%250))
+	}
+	if st := getFrom("other.example", "203.0.113.1"); !st.Postponed {
+		t.Fatal("the budget is not spent: the test floods too little")
+	}
+	for _, host := range []string{"shop.example", "SHOP.example:8080", "a.blog.example"} {
+		if st := getFrom(host, "203.0.113.1"); st.Postponed || !denies(st, "/private/x") {
+			t.Fatalf("named site %s: %+v", host, st)
+		}
+	}
+	if st := getFrom("x.y.blog.example", "203.0.113.1"); !st.Postponed {
+		t.Fatal("*.blog.example names one label under it only, as Caddy's host matcher does")
+	}
 }

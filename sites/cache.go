@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"sync"
@@ -50,27 +51,6 @@ type State struct {
 	Err error
 
 	sum [32]byte // SHA-256 of a 2xx body, the key of its compiled copy
-}
-
-// firstFetchAllowed takes a token for the first fetch of e, unless a fetch
-// of e is already under way (joining it costs nothing).
-func (c *Cache) firstFetchAllowed(e *Site) bool {
-	now := c.now()
-	c.newMu.Lock()
-	defer c.newMu.Unlock()
-	if !c.newLast.IsZero() && !math.IsInf(c.newRate, 1) {
-		c.newTokens = min(c.newBurst, c.newTokens+now.Sub(c.newLast).Seconds()*c.newRate)
-	}
-	c.newLast = now
-	if e.firstFetch || math.IsInf(c.newRate, 1) {
-		return true
-	}
-	if c.newTokens < 1 {
-		return false
-	}
-	c.newTokens--
-	e.firstFetch = true
-	return true
 }
 
 // originRef boxes the handler that serves a site.
@@ -177,6 +157,8 @@ type Cache struct {
 	newBurst  float64 // 4 seconds' worth
 	newTokens float64
 	newLast   time.Time
+	shares    map[netip.Prefix]*share // per client prefix, guarded by newMu
+	named     names                   // Config.Named: never postponed
 	log       *zap.Logger
 	obs       Observer
 
@@ -232,8 +214,15 @@ type Config struct {
 	// for one (DefaultTimeout).
 	Timeout time.Duration
 	// NewSitesPerSecond bounds the first fetches of sites not seen
-	// before (bursts of four seconds' worth); 0 means no bound.
+	// before (bursts of four seconds' worth); 0 means no bound. Each
+	// client prefix (/24 for IPv4, /48 for IPv6) may spend at most an
+	// eighth of it, so a flood of Host names from one network cannot
+	// spend everyone's; Named sites spend none of it.
 	NewSitesPerSecond float64
+	// Named lists the host names the configuration serves ("example.com",
+	// or "*.example.com" for one label under it): their first fetch is
+	// never postponed by NewSitesPerSecond.
+	Named []string
 	// Now is the clock; nil for the real one, with which a timer marks a
 	// site due for a refresh, so that requests need not read the clock.
 	Now func() time.Time
@@ -294,6 +283,7 @@ func New(cfg Config) *Cache {
 		newRate:   newRate,
 		newBurst:  4 * newRate,
 		newTokens: 4 * newRate,
+		named:     makeNames(cfg.Named),
 		compiled:  make(map[[32]byte]weak.Pointer[policy.Robots]),
 		charges:   make(map[[32]byte]int),
 		maxBytes:  cfg.MaxBytes,
@@ -395,7 +385,7 @@ func (c *Cache) touch(k Key, e *Site, weight uint8) {
 // first; callers that may be bots (wait) wait for that fetch, at most the
 // fetch timeout, and are decided with the old copy when it fails; other
 // callers start it in the background and go on with the copy.
-func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin http.Handler, wait bool) (*Site, *State) {
+func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin http.Handler, wait bool, client string) (*Site, *State) {
 	e := c.entryFor(k, host, port)
 	if origin != nil {
 		// Remember the handler that serves the site, for fetches that
@@ -423,7 +413,7 @@ func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin ht
 		}
 		return e, st
 	}
-	if !c.firstFetchAllowed(e) {
+	if !c.firstFetchAllowed(e, client) {
 		// Too many new sites at once (a flood of Host names): this one
 		// waits for a later request. Bots are told to come back (429).
 		c.observe(e, Postponed)

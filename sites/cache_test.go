@@ -100,7 +100,7 @@ func TestSiteCacheLastEntry(t *testing.T) {
 func TestMatch(t *testing.T) {
 	c := New(testConfig(BytesSource([]byte("User-agent: *\nDisallow: /\n"))))
 	for _, k := range []Key{MakeKey("http", "example.com", 0), MakeKey("https", "example.com", 0), MakeKey("http", "example.com", 8080), MakeKey("http", "other.example", 0)} {
-		c.Get(t.Context(), k, "", 0, http.NotFoundHandler(), true)
+		c.Get(t.Context(), k, "", 0, http.NotFoundHandler(), true, "")
 	}
 	for name, want := range map[string]int{
 		"":                         4,

@@ -90,7 +90,7 @@ func TestFetchTimeout(t *testing.T) {
 		}
 		start = time.Now()
 		for range 10 {
-			c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, origin, false)
+			c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, origin, false, "")
 		}
 		time.Sleep(5 * time.Minute) // fake time: a retry is due
 		get(c, "example.com", origin)

@@ -44,7 +44,7 @@ func bodySite(body string) http.Handler {
 // get returns the copy of host (http, port unknown) as a bot's request
 // gets it: waiting for a fetch when one is needed.
 func get(c *Cache, host string, origin http.Handler) *State {
-	_, st := c.Get(context.Background(), MakeKey("http", host, 0), host, 0, origin, true)
+	_, st := c.Get(context.Background(), MakeKey("http", host, 0), host, 0, origin, true, "")
 	return st
 }
 

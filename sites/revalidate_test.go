@@ -38,7 +38,7 @@ func TestRevalidateConditional(t *testing.T) {
 	if r := s.Last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
 		t.Fatalf("first self-fetch: RequestURI %q RemoteAddr %q If-None-Match %q", r.RequestURI, r.RemoteAddr, r.Header.Get("If-None-Match"))
 	}
-	browser := func() { c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, s, false) }
+	browser := func() { c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, s, false, "") }
 	for i := range 3 {
 		clk.Add(61 * time.Second)
 		browser() // starts the refresh in the background
@@ -72,7 +72,7 @@ func TestRevalidateURLSource(t *testing.T) {
 	c := revalidating(URLSource(u, client), clk, obs)
 	get(c, "example.com", nil)
 	clk.Add(2 * time.Minute)
-	c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false)
+	c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
 	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
 	if s.Served.Load() != 1 {
 		t.Fatalf("%d full answers, want 1", s.Served.Load())
@@ -92,7 +92,7 @@ func TestRevalidateFileSource(t *testing.T) {
 	}
 	later := func() {
 		clk.Add(2 * time.Minute)
-		c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false)
+		c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
 	}
 	later()
 	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
@@ -159,7 +159,7 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 				case g == 1 && i%7 == 0:
 					clk.Add(61 * time.Second)
 				}
-				c.Get(context.Background(), k, "example.com", 0, s, i%2 == 0)
+				c.Get(context.Background(), k, "example.com", 0, s, i%2 == 0, "")
 			}
 		})
 	}
@@ -168,7 +168,7 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 	testclock.WaitFor(t, func() bool { return !ent.refreshing.Load() })
 	before := obs.get("not_modified")
 	clk.Add(2 * time.Minute)
-	c.Get(context.Background(), k, "example.com", 0, s, false)
+	c.Get(context.Background(), k, "example.com", 0, s, false, "")
 	testclock.WaitFor(t, func() bool { return obs.get("not_modified") > before })
 }
 

@@ -1,0 +1,140 @@
+package sites
+
+import (
+	"math"
+	"net/netip"
+	"strings"
+)
+
+// Shares of Config.NewSitesPerSecond per client prefix.
+const (
+	// shareDiv: a client prefix may spend 1/shareDiv of the rate.
+	shareDiv = 8
+	// maxShares bounds the prefixes tracked; past it the table starts
+	// afresh (a prefix forgotten gets a full share again, the global
+	// bucket still bounds the fetches).
+	maxShares = 4096
+	// Prefix lengths that make one client network.
+	shareBits4, shareBits6 = 24, 48
+)
+
+// share is the token bucket of one client prefix.
+type share struct {
+	tokens float64
+	last   int64 // unix ns
+}
+
+// firstFetchAllowed takes a token for the first fetch of e, unless a fetch
+// of e is already under way (joining it costs nothing) or e is one of the
+// named sites. A token is taken from the client prefix's share and from
+// the global bucket: a flood from one network spends its share only.
+func (c *Cache) firstFetchAllowed(e *Site, client string) bool {
+	if math.IsInf(c.newRate, 1) || c.named.has(e.key.host) {
+		return true
+	}
+	now := c.now()
+	c.newMu.Lock()
+	defer c.newMu.Unlock()
+	if !c.newLast.IsZero() {
+		c.newTokens = min(c.newBurst, c.newTokens+now.Sub(c.newLast).Seconds()*c.newRate)
+	}
+	c.newLast = now
+	if e.firstFetch {
+		return true
+	}
+	if c.newTokens < 1 {
+		return false
+	}
+	var sh *share
+	if p, ok := clientPrefix(client); ok {
+		rate := c.newRate / shareDiv
+		burst := max(1, c.newBurst/shareDiv)
+		if sh = c.shares[p]; sh == nil {
+			if len(c.shares) >= maxShares {
+				clear(c.shares)
+			}
+			if c.shares == nil {
+				c.shares = make(map[netip.Prefix]*share)
+			}
+			sh = &share{tokens: burst, last: now.UnixNano()}
+			c.shares[p] = sh
+		}
+		sh.tokens = min(burst, sh.tokens+float64(now.UnixNano()-sh.last)/1e9*rate)
+		sh.last = now.UnixNano()
+		if sh.tokens < 1 {
+			return false
+		}
+		sh.tokens--
+	}
+	c.newTokens--
+	e.firstFetch = true
+	return true
+}
+
+// clientPrefix returns the network of a client address (host or
+// host:port): its /24 or /48.
+func clientPrefix(client string) (netip.Prefix, bool) {
+	if client == "" {
+		return netip.Prefix{}, false
+	}
+	a, err := netip.ParseAddr(client)
+	if err != nil {
+		ap, err := netip.ParseAddrPort(client)
+		if err != nil {
+			return netip.Prefix{}, false
+		}
+		a = ap.Addr()
+	}
+	a = a.Unmap().WithZone("")
+	bits := shareBits6
+	if a.Is4() {
+		bits = shareBits4
+	}
+	p, err := a.Prefix(bits)
+	return p, err == nil
+}
+
+// names is a set of host names, exact or "*.suffix" (one label under it,
+// as Caddy's host matcher reads a wildcard).
+type names struct {
+	exact    map[string]struct{}
+	wildcard []string // ".example.com"
+}
+
+// makeNames compiles host names, lower-cased, without a trailing dot or
+// a port.
+func makeNames(list []string) names {
+	var n names
+	for _, h := range list {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if name, _ := SplitHost(h); name != "" {
+			h = name
+		}
+		switch {
+		case h == "" || h == "*":
+		case strings.HasPrefix(h, "*."):
+			n.wildcard = append(n.wildcard, h[1:])
+		case strings.Contains(h, "*"):
+			// Other placeholders of Caddy's host matcher are not names.
+		default:
+			if n.exact == nil {
+				n.exact = make(map[string]struct{})
+			}
+			n.exact[h] = struct{}{}
+		}
+	}
+	return n
+}
+
+// has reports whether host (canonical: lower-case, no port) is named.
+func (n names) has(host string) bool {
+	if _, ok := n.exact[strings.TrimSuffix(host, ".")]; ok {
+		return true
+	}
+	for _, w := range n.wildcard {
+		if len(host) > len(w) && strings.HasSuffix(host, w) && !strings.Contains(host[:len(host)-len(w)], ".") {
+			return true
+		}
+	}
+	return false
+}
