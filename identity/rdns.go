@@ -25,6 +25,26 @@ const (
 	MaxConcurrentLookups = 64
 	// MaxPendingLookups bounds the checks in flight or waiting for a slot.
 	MaxPendingLookups = 256
+	// MaxPendingPerPrefix bounds the checks pending for the addresses of
+	// one client network (a /24 or /48), so that a claim flood from a few
+	// networks takes a few slots, not all of them.
+	MaxPendingPerPrefix = 2
+	// PrefixFailures is the number of failed checks (timeouts, server
+	// failures) after which a network's addresses are not looked up for
+	// ErrorTTL: a silent reverse zone, which its owner controls, costs a
+	// few lookups, not one per address.
+	PrefixFailures = 2
+	// Networks where an address verified in the last VerifiedTTL are
+	// "good": a crawler's own. Their checks have a lane of their own
+	// (ReservedLookups more pending, GoodSlots more running, up to
+	// MaxPendingGoodPrefix each), so a flood of claims from elsewhere
+	// cannot starve them, and they are never skipped for failures.
+	ReservedLookups      = 64
+	GoodSlots            = 16
+	MaxPendingGoodPrefix = 16
+	// MaxTrackedPrefixes bounds the networks tracked (least recently used
+	// first out).
+	MaxTrackedPrefixes = 4096
 	// DefaultDNSTimeout bounds one check (PTR and forward lookups).
 	DefaultDNSTimeout = 2 * time.Second
 	// DefaultCacheSize is the default number of cached answers.
@@ -60,10 +80,33 @@ func newResolver(addr string) *net.Resolver {
 	}
 }
 
+// prefixState is what the verifier knows of one client network's reverse
+// DNS; guarded by Verifier.callsMu.
+type prefixState struct {
+	pending     int   // checks of its addresses pending
+	fails       int   // failed checks since the last success or skip period
+	goodUntil   int64 // unix ns: an address verified; the network is a crawler's
+	failedUntil int64 // unix ns: checks failed; its addresses are not looked up
+}
+
+// dnsPrefix returns the network of addr: its /24 or /48.
+func dnsPrefix(addr netip.Addr) netip.Prefix {
+	bits := 48
+	if addr.Is4() {
+		bits = 24
+	}
+	p, _ := addr.Prefix(bits)
+	return p
+}
+
 // rdns checks addr against op's domains, from the cache or with one
-// forward-confirmed reverse-DNS lookup shared by concurrent callers. At
-// most MaxPendingLookups lookups exist at a time (running or waiting for
-// one of the MaxConcurrentLookups slots); beyond that a check is
+// forward-confirmed reverse-DNS lookup shared by concurrent callers. The
+// work is shared per client network (see prefixState): at most
+// MaxPendingPerPrefix lookups pending per network, none for PrefixFailures
+// failures' worth of ErrorTTL, and a lane of its own for a network where a
+// crawler verified. At most MaxPendingLookups lookups exist at a time
+// (ReservedLookups more for good networks), running or waiting for one of
+// the MaxConcurrentLookups slots (GoodSlots more); beyond that a check is
 // Unverifiable at once and not cached, so a flood of new addresses costs
 // neither goroutines nor DNS queries without bound.
 func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr) dnsAnswer {
@@ -75,18 +118,44 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 	v.callsMu.Lock()
 	c, ok := v.calls[k]
 	if !ok {
-		if len(v.calls) >= MaxPendingLookups {
+		p := dnsPrefix(addr)
+		ps, _ := v.prefixes.Get(p)
+		if ps == nil {
+			ps = &prefixState{}
+			v.prefixes.Add(p, ps)
+		}
+		good := ps.goodUntil > now
+		switch {
+		case !good && ps.failedUntil > now:
+			v.callsMu.Unlock()
+			v.observeLookup(LookupSkipped, 0)
+			return dnsAnswer{verdict: Unverifiable, detail: "reverse DNS of " + p.String() + " failed repeatedly in the last minute: not asked again yet"}
+		case !good && (ps.pending >= MaxPendingPerPrefix || len(v.calls) >= MaxPendingLookups),
+			good && (ps.pending >= MaxPendingGoodPrefix || len(v.calls) >= MaxPendingLookups+ReservedLookups):
 			v.callsMu.Unlock()
 			v.observeLookup(LookupBusy, 0)
 			return dnsAnswer{verdict: Unverifiable, detail: "too many reverse-DNS checks pending"}
 		}
+		ps.pending++
 		c = &dnsCall{done: make(chan struct{})}
 		v.calls[k] = c
 		go func() {
-			c.ans = v.lookup(op, addr)
+			c.ans = v.lookup(op, addr, good)
 			v.dnsCache.Add(k, c.ans)
 			v.callsMu.Lock()
 			delete(v.calls, k)
+			ps.pending--
+			end := v.now().UnixNano()
+			switch c.ans.verdict {
+			case Verified:
+				ps.goodUntil, ps.fails = end+int64(VerifiedTTL), 0
+			case Unverifiable:
+				if ps.goodUntil <= end {
+					if ps.fails++; ps.fails >= PrefixFailures {
+						ps.failedUntil, ps.fails = end+int64(ErrorTTL), 0
+					}
+				}
+			}
 			v.callsMu.Unlock()
 			close(c.done)
 		}()
@@ -107,8 +176,9 @@ type dnsCall struct {
 }
 
 // lookup does one forward-confirmed reverse-DNS check, bounded by the DNS
-// timeout (the wait for a free slot included).
-func (v *Verifier) lookup(op *opEntry, addr netip.Addr) dnsAnswer {
+// timeout (the wait for a free slot included); good: the address's network
+// is a crawler's, which may also take one of the GoodSlots.
+func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.DNSTimeout)
 	defer cancel()
 	start := v.now()
@@ -116,9 +186,15 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr) dnsAnswer {
 		v.observeLookup(outcome, v.now().Sub(start))
 		return dnsAnswer{verdict: vd, detail: detail, expires: v.now().Add(ttl).UnixNano()}
 	}
+	var goodSlots chan struct{} // nil (never ready) unless good
+	if good {
+		goodSlots = v.goodSlots
+	}
 	select {
 	case v.slots <- struct{}{}:
 		defer func() { <-v.slots }()
+	case goodSlots <- struct{}{}:
+		defer func() { <-goodSlots }()
 	case <-ctx.Done():
 		return ans(Unverifiable, ErrorTTL, LookupError, "too many DNS checks in flight")
 	}
@@ -177,9 +253,10 @@ func isNotFound(err error) bool {
 // Lookup outcomes, as passed to Observer.ObserveLookup.
 const (
 	LookupVerified = "verified"
-	LookupFailed   = "failed" // a definite failure: the claim is spoofed
-	LookupError    = "error"  // timeout or server failure: unverifiable
-	LookupBusy     = "busy"   // MaxPendingLookups reached: not looked up, unverifiable
+	LookupFailed   = "failed"  // a definite failure: the claim is spoofed
+	LookupError    = "error"   // timeout or server failure: unverifiable
+	LookupBusy     = "busy"    // MaxPendingLookups reached: not looked up, unverifiable
+	LookupSkipped  = "skipped" // the network's checks failed recently (PrefixFailures): not looked up, unverifiable
 )
 
 func (v *Verifier) observeLookup(outcome string, d time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,5 +263,95 @@ func TestFCrDNSPendingBound(t *testing.T) {
 	// server's for the queries in flight (at most one slot each), slack.
 	if bound := MaxPendingLookups + 2*MaxConcurrentLookups + 50; pending > MaxPendingLookups || extra > bound {
 		t.Fatalf("%d pending (bound %d), %d extra goroutines (bound %d)", pending, MaxPendingLookups, extra, bound)
+	}
+}
+
+// TestClaimFloodFairness: a flood of claims (10,000 a second, from new
+// addresses of 16 networks whose reverse zones are silent) does not starve
+// the reverse-DNS checks of genuine crawlers arriving meanwhile: at least
+// 95% of them verify at their first request. Goroutines and DNS queries
+// stay within the stated bounds: each silent network costs
+// PrefixFailures lookups, then is skipped.
+func TestClaimFloodFairness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-second flood")
+	}
+	dns := testdns.Start(t)
+	var genuine []netip.Addr
+	for n, network := range []string{"66.249.66", "66.249.70", "66.249.72"} {
+		for i := 1; i <= 25; i++ {
+			a, name := fmt.Sprintf("%s.%d", network, i), fmt.Sprintf("crawl-%d-%d.googlebot.com", n, i)
+			dns.PTR(a, name)
+			dns.Host(name, a)
+			genuine = append(genuine, netip.MustParseAddr(a))
+		}
+	}
+	const floodNets = 16
+	for j := range floodNets {
+		dns.Drop(netip.MustParsePrefix(fmt.Sprintf("11.9.%d.0/24", j)))
+	}
+	const timeout = 300 * time.Millisecond
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr; c.DNSTimeout = timeout })
+	claims := v.Claims("Googlebot/2.1")
+
+	base := runtime.NumGoroutine()
+	ctx, stop := context.WithCancel(context.Background())
+	var calls, peak atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	const workers = 600 // each at 1 claim per 60 ms: 10,000 a second
+	for w := range workers {
+		wg.Go(func() {
+			tick := time.NewTicker(60 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				a := netip.AddrFrom4([4]byte{11, 9, byte((w + i) % floodNets), byte(w*7 + i)})
+				v.Verify(ctx, claims, a)
+				calls.Add(1)
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if g := int64(runtime.NumGoroutine()); g > peak.Load() {
+				peak.Store(g)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	time.Sleep(200 * time.Millisecond) // the flood is under way
+	verified := 0
+	var missed []string
+	for i, a := range genuine {
+		_ = i
+		if r := v.Verify(context.Background(), claims, a); r.Verdict == Verified {
+			verified++
+		} else {
+			missed = append(missed, a.String()+": "+r.Verdict.String())
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	elapsed := time.Since(start)
+	rate := float64(calls.Load()) / elapsed.Seconds()
+	t.Logf("flood: %d claims in %v (%.0f/s); genuine crawlers verified at their first request: %d of %d; DNS queries dropped (silent zones): %d; goroutines: %d at the start, %d at the peak (%d workers)",
+		calls.Load(), elapsed.Round(time.Millisecond), rate, verified, len(genuine), dns.Dropped(), base, peak.Load(), workers)
+	if rate < 8000 {
+		t.Fatalf("the flood ran at %.0f claims a second: too slow to mean anything", rate)
+	}
+	if verified*100 < 95*len(genuine) {
+		t.Fatalf("%d of %d genuine crawlers verified during the flood, want at least 95%%; missed: %v", verified, len(genuine), missed)
+	}
+	if d := dns.Dropped(); d > floodNets*PrefixFailures*2 {
+		t.Fatalf("%d queries to silent zones, want at most %d (PrefixFailures lookups per network, a retry each)", d, floodNets*PrefixFailures*2)
+	}
+	if g := peak.Load() - int64(base); g > workers+MaxPendingLookups+ReservedLookups+16 {
+		t.Fatalf("%d goroutines over the start, want at most the workers and the pending bound", g)
 	}
 }

@@ -68,7 +68,8 @@ type Observer interface {
 	// FeedOK, FeedNotModified, FeedStored, FeedError and FeedInvalid.
 	ObserveFeed(source, outcome string)
 	// ObserveLookup is called once per reverse-DNS check, with one of
-	// LookupVerified, LookupFailed and LookupError, and its duration.
+	// LookupVerified, LookupFailed and LookupError, and its duration, or
+	// with LookupBusy or LookupSkipped (no lookup made) and 0.
 	ObserveLookup(outcome string, d time.Duration)
 }
 
@@ -95,6 +96,8 @@ type Verifier struct {
 	callsMu    sync.Mutex
 	calls      map[dnsKey]*dnsCall
 	slots      chan struct{}
+	goodSlots  chan struct{}                          // the lane of good networks
+	prefixes   *lru.Cache[netip.Prefix, *prefixState] // guarded by callsMu for its values
 	log        *zap.Logger
 	now        func() time.Time
 	minRefresh time.Duration
@@ -157,6 +160,7 @@ func New(cfg Config) (*Verifier, error) {
 		ops:        compile(cfg.Operators),
 		resolver:   newResolver(cfg.Resolver),
 		slots:      make(chan struct{}, MaxConcurrentLookups),
+		goodSlots:  make(chan struct{}, GoodSlots),
 		calls:      make(map[dnsKey]*dnsCall),
 		log:        cfg.Logger,
 		now:        cfg.Now,
@@ -164,6 +168,7 @@ func New(cfg Config) (*Verifier, error) {
 		retryFirst: retryFirst,
 	}
 	v.dnsCache, _ = lru.New[dnsKey, dnsAnswer](cfg.CacheSize)
+	v.prefixes, _ = lru.New[netip.Prefix, *prefixState](MaxTrackedPrefixes)
 	if cfg.WebBotAuth != nil {
 		s, err := newSigners(*cfg.WebBotAuth, v.ops, cfg.Logger, cfg.Now)
 		if err != nil {

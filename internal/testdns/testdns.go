@@ -24,7 +24,9 @@ type Server struct {
 	ptr     map[string][]string     // reverse name -> targets
 	addrs   map[string][]netip.Addr // name -> A/AAAA
 	delay   time.Duration
+	drop    []netip.Prefix // PTR queries of these addresses go unanswered
 	queries atomic.Int64
+	dropped atomic.Int64
 }
 
 // Start starts a server that stops when the test ends.
@@ -89,14 +91,38 @@ func (s *Server) SetDelay(d time.Duration) {
 	s.delay = d
 }
 
+// Drop makes the reverse lookups of the addresses in p go unanswered (a
+// reverse zone whose servers are silent, which its owner can arrange).
+func (s *Server) Drop(p netip.Prefix) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop = append(s.drop, p.Masked())
+}
+
+// Dropped returns the number of queries dropped (see Drop).
+func (s *Server) Dropped() int64 { return s.dropped.Load() }
+
 // Queries returns the number of queries answered or dropped so far.
 func (s *Server) Queries() int64 { return s.queries.Load() }
 
 func (s *Server) serve(w dns.ResponseWriter, q *dns.Msg) {
 	s.queries.Add(1)
 	s.mu.Lock()
-	delay := s.delay
+	delay, drop := s.delay, s.drop
 	s.mu.Unlock()
+	for _, qq := range q.Question {
+		if qq.Qtype != dns.TypePTR || len(drop) == 0 {
+			continue
+		}
+		if a, ok := reverseAddr(qq.Name); ok {
+			for _, p := range drop {
+				if p.Contains(a) {
+					s.dropped.Add(1)
+					return // no answer: the client times out
+				}
+			}
+		}
+	}
 	if delay > 0 {
 		time.Sleep(delay)
 	}
@@ -141,4 +167,33 @@ func (s *Server) serve(w dns.ResponseWriter, q *dns.Msg) {
 		m.Rcode = dns.RcodeNameError
 	}
 	w.WriteMsg(m)
+}
+
+// reverseAddr parses an in-addr.arpa or ip6.arpa name.
+func reverseAddr(name string) (netip.Addr, bool) {
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	switch {
+	case strings.HasSuffix(name, ".in-addr.arpa"):
+		l := strings.Split(strings.TrimSuffix(name, ".in-addr.arpa"), ".")
+		if len(l) != 4 {
+			return netip.Addr{}, false
+		}
+		a, err := netip.ParseAddr(l[3] + "." + l[2] + "." + l[1] + "." + l[0])
+		return a, err == nil
+	case strings.HasSuffix(name, ".ip6.arpa"):
+		l := strings.Split(strings.TrimSuffix(name, ".ip6.arpa"), ".")
+		if len(l) != 32 {
+			return netip.Addr{}, false
+		}
+		var b strings.Builder
+		for i := 31; i >= 0; i-- {
+			b.WriteString(l[i])
+			if i%4 == 0 && i > 0 {
+				b.WriteByte(':')
+			}
+		}
+		a, err := netip.ParseAddr(b.String())
+		return a, err == nil
+	}
+	return netip.Addr{}, false
 }
