@@ -2,6 +2,7 @@ package limit
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -272,15 +273,36 @@ func (r *Redis) Close() error { return r.client.Close() }
 // String describes the store without its password.
 func (r *Redis) String() string { return "redis " + r.redacted + " prefix " + r.cfg.KeyPrefix }
 
+// maxKeyPart is the longest site or group written into a key as it is;
+// a longer one (a Host header or a group token nobody writes by hand) is
+// written as '#' and 16 hex digits of its SHA-256 (a collision needs
+// billions of long names, and costs two of them a shared budget), so that
+// every key is at most len(KeyPrefix) + 3 + 2×65 + 2 + 32 bytes whatever the
+// clients send, and a long name's key is no longer than a usual one's.
+const maxKeyPart = 64
+
+// writeKeyPart writes s, or its digest when it is longer than maxKeyPart.
+func writeKeyPart(b *strings.Builder, s string) {
+	if len(s) <= maxKeyPart {
+		b.WriteString(s)
+		return
+	}
+	sum := sha256.Sum256([]byte(s))
+	var h [16]byte
+	hex.Encode(h[:], sum[:8])
+	b.WriteByte('#')
+	b.Write(h[:])
+}
+
 // key is the server's key of k.
 func (r *Redis) key(k Key) string {
 	var b strings.Builder
-	b.Grow(len(r.cfg.KeyPrefix) + 3 + len(k.Site) + len(k.Group) + 34)
+	b.Grow(len(r.cfg.KeyPrefix) + 3 + min(len(k.Site), maxKeyPart+1) + min(len(k.Group), maxKeyPart+1) + 34)
 	b.WriteString(r.cfg.KeyPrefix)
 	b.WriteString("cd:")
-	b.WriteString(k.Site)
+	writeKeyPart(&b, k.Site)
 	b.WriteByte(' ')
-	b.WriteString(k.Group)
+	writeKeyPart(&b, k.Group)
 	b.WriteByte(' ')
 	var h [32]byte
 	hex.Encode(h[:], k.Client[:])

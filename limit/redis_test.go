@@ -346,7 +346,9 @@ func BenchmarkRedisAllow(b *testing.B) {
 }
 
 // TestRedisKeyBytes measures the server memory of one key (for sizing:
-// README, "Running a fleet"), with a typical site and group.
+// README, "Running a fleet"), with a typical site and group, and checks
+// that the longest Host a request may carry (253 bytes) and a long group
+// token cost the same (within 10%): long parts are hashed.
 func TestRedisKeyBytes(t *testing.T) {
 	srv := testredis.Start(t)
 	r := newRedis(t, RedisConfig{URL: srv.URL})
@@ -362,17 +364,32 @@ func TestRedisKeyBytes(t *testing.T) {
 		}
 		return 0
 	}
-	before := used()
-	const n = 20000
-	now := time.Now().UnixNano()
-	for i := range n {
-		r.Allow(bg, Key{Site: "https://www.example.com", Group: "SlowBot", Client: [16]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, byte(i >> 16), byte(i >> 8), byte(i)}}, now, time.Minute)
+	perKey := func(site, group string) float64 {
+		cl.FlushAll(context.Background())
+		before := used()
+		const n = 20000
+		now := time.Now().UnixNano()
+		for i := range n {
+			r.Allow(bg, Key{Site: site, Group: group, Client: [16]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, byte(i >> 16), byte(i >> 8), byte(i)}}, now, time.Minute)
+		}
+		keys, _ := cl.DBSize(context.Background()).Result()
+		per := float64(used()-before) / float64(keys)
+		t.Logf("%d keys, %.0f bytes each in Redis (key %d bytes; site %d bytes, group %d)", keys, per, len(r.key(Key{Site: site, Group: group})), len(site), len(group))
+		if keys != n {
+			t.Fatalf("%d keys, want %d", keys, n)
+		}
+		return per
 	}
-	keys, _ := cl.DBSize(context.Background()).Result()
-	per := float64(used()-before) / float64(keys)
-	t.Logf("%d keys, %.0f bytes each in Redis (key %d bytes)", keys, per, len(r.key(Key{Site: "https://www.example.com", Group: "SlowBot"})))
-	if keys != n || per < 50 || per > 400 {
-		t.Fatalf("%d keys, %.0f bytes per key", keys, per)
+	normal := perKey("https://www.example.com", "SlowBot")
+	if normal < 50 || normal > 400 {
+		t.Fatalf("%.0f bytes per key", normal)
+	}
+	long := perKey("https://"+strings.Repeat("a", 63)+"."+strings.Repeat("b", 63)+"."+strings.Repeat("c", 63)+"."+strings.Repeat("d", 61), strings.Repeat("LongBot", 150))
+	if long > normal*1.1 || long < normal*0.9 {
+		t.Fatalf("a key of a 253-byte Host and a 1,050-byte group costs %.0f bytes, a normal one %.0f: want within 10%%", long, normal)
+	}
+	if k := r.key(Key{Site: strings.Repeat("x", 12<<10), Group: strings.Repeat("y", 12<<10)}); len(k) > len(DefaultKeyPrefix)+3+2*(maxKeyPart+1)+2+32 {
+		t.Fatalf("a key of 12 KiB parts is %d bytes", len(k))
 	}
 }
 
