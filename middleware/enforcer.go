@@ -645,6 +645,7 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 			zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]),
 			zap.Int("user_agent_bytes", len(req.UserAgent)),
 			zap.String("target", e.logTarget(req.Target)),
+			targetBytes(req.Target),
 			zap.Bool("dry_run", v.DryRun),
 		)
 	}
@@ -654,13 +655,28 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 // string (tokens and e-mail addresses travel in queries) unless
 // Config.LogQuery asks for it.
 func (e *Enforcer) logTarget(t string) string {
-	if e.cfg.LogQuery {
-		return t
+	if !e.cfg.LogQuery {
+		if i := strings.IndexByte(t, '?'); i >= 0 {
+			t = t[:i] + "?…"
+		}
 	}
-	if i := strings.IndexByte(t, '?'); i >= 0 {
-		return t[:i] + "?…"
+	if len(t) > maxLoggedTarget {
+		t = t[:maxLoggedTarget] + "…"
 	}
 	return t
+}
+
+// maxLoggedTarget bounds the bytes of a request target in a log line (its
+// full length goes in target_bytes), so that no request writes a line of
+// more than about 2 KB.
+const maxLoggedTarget = 1024
+
+// targetBytes is the target_bytes field of a line whose target was cut.
+func targetBytes(t string) zap.Field {
+	if len(t) <= maxLoggedTarget {
+		return zap.Skip()
+	}
+	return zap.Int("target_bytes", len(t))
 }
 
 // decideDecoded decides the decoded views of a target

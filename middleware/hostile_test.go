@@ -211,7 +211,8 @@ func TestLongHostAndUserAgent(t *testing.T) {
 		t.Fatalf("a 253-byte host name: %v", v.Reason)
 	}
 	ua := "HugeBot/1.0 " + strings.Repeat("x", 20000)
-	e.Decide(context.Background(), Request{Host: "example.com", Target: "/private/x", UserAgent: ua})
+	target := "/private/" + strings.Repeat("p", 16000)
+	e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua})
 	l := logs.FilterMessage("robots_guard: denied").All()
 	if len(l) == 0 {
 		t.Fatal("no denial line")
@@ -220,4 +221,13 @@ func TestLongHostAndUserAgent(t *testing.T) {
 	if got := m["user_agent"].(string); len(got) != 256 || m["user_agent_bytes"] != int64(len(ua)) {
 		t.Fatalf("logged %d bytes of the User-Agent, length field %v", len(got), m["user_agent_bytes"])
 	}
+	if got := m["target"].(string); len(got) > maxLoggedTarget+len("…") || m["target_bytes"] != int64(len(target)) {
+		t.Fatalf("logged %d bytes of the target, length field %v", len(got), m["target_bytes"])
+	}
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	buf, err := enc.EncodeEntry(l[len(l)-1].Entry, l[len(l)-1].Context)
+	if err != nil || buf.Len() > 2048 {
+		t.Fatalf("a line for a 20 KB User-Agent and a 16 KB target is %d bytes (%v), want at most 2 KB", buf.Len(), err)
+	}
+	t.Logf("the line for a 20 KB User-Agent and a 16 KB target: %d bytes", buf.Len())
 }
