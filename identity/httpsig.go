@@ -517,7 +517,9 @@ func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([
 }
 
 // Sign signs sr the way Web Bot Auth bots do, with an Ed25519 key: it sets
-// Signature-Agent (the draft's dictionary form, when agent is not empty),
+// Signature-Agent (when agent is not empty, as a structured-field string,
+// the form Cloudflare's web-bot-auth 0.1.3 and http-message-sig 0.3.0
+// verify; VerifySignature also reads the newer dictionary form),
 // Signature-Input covering @authority (and signature-agent) with created,
 // expires, keyid, alg, nonce and tag, and Signature. It is what tests and
 // Go clients that want to be verified need; robots_guard never signs.
@@ -525,8 +527,8 @@ func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, create
 	const label = "sig1"
 	covered := `("@authority")`
 	if agent != "" {
-		sr.Header.Set("Signature-Agent", label+"="+strconvQuote(agent))
-		covered = `("@authority" "signature-agent";key="` + label + `")`
+		sr.Header.Set("Signature-Agent", strconvQuote(agent))
+		covered = `("@authority" "signature-agent")`
 	}
 	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid=%s;alg="ed25519";nonce=%s;tag="%s"`,
 		covered, created.Unix(), expires.Unix(), strconvQuote(keyid), strconvQuote(nonce), WebBotAuthTag)

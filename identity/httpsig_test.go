@@ -34,7 +34,7 @@ type vector struct {
 
 func loadVectors(t testing.TB) []vector {
 	var all []vector
-	for _, f := range []string{"web_bot_auth_architecture_v1.json", "web_bot_auth_architecture_v2.json"} {
+	for _, f := range []string{"web_bot_auth_architecture_v1.json", "web_bot_auth_architecture_v2.json", "web_bot_auth_interop_cloudflare.json"} {
 		b, err := os.ReadFile("testdata/webbotauth/" + f)
 		if err != nil {
 			t.Fatal(err)
