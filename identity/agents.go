@@ -225,6 +225,41 @@ func (s *signers) known(origin string) bool {
 	return s.cfg.Discover && strings.HasPrefix(origin, "https://") && !strings.Contains(strings.TrimPrefix(origin, "https://"), ":")
 }
 
+// mayKnow reports whether keyid may be a key of a trusted agent, without
+// any fetch: pinned, in a loaded directory, or possibly in one not loaded
+// yet (or any key at all with Discover). false means that no trusted agent
+// has it, so that a request naming only such keys is refused before its
+// signature headers are parsed.
+func (s *signers) mayKnow(keyid string) bool {
+	if s.cfg.Discover {
+		return true
+	}
+	for _, m := range s.pinned {
+		if _, ok := m[keyid]; ok {
+			return true
+		}
+	}
+	for o := range s.opOf {
+		if _, ok := s.pinned[o]; ok {
+			continue
+		}
+		s.mu.Lock()
+		d := s.dirs[o]
+		s.mu.Unlock()
+		if d == nil {
+			return true // never fetched: its keys are not known yet
+		}
+		d.mu.Lock()
+		_, ok := d.keys[keyid]
+		unknown := d.keys == nil && d.err == nil // the first fetch is under way
+		d.mu.Unlock()
+		if ok || unknown {
+			return true
+		}
+	}
+	return false
+}
+
 // lookup is the KeyLookup of verification: pinned keys first, then the
 // agent's directory (fetched when needed, if the agent is known).
 func (s *signers) lookup(ctx context.Context) KeyLookup {

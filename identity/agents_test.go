@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"github.com/robotsguard/robotsguard/internal/testkeys"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 )
 
 // directoryServer serves the RFC 9421 test key as a key directory over TLS
@@ -156,5 +157,50 @@ func TestDirectoryGuard(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "refusing to fetch a key directory") {
 			t.Errorf("%s: %v", addr, err)
 		}
+	}
+}
+
+// TestScreenKeyIDs: signature headers that name only keys no trusted agent
+// has are refused before they are parsed; a key id that may be trusted
+// (pinned, or of an agent whose directory is not loaded yet), or one the
+// scan cannot read plainly, goes on to full verification.
+func TestScreenKeyIDs(t *testing.T) {
+	pub, err := ParseJWK(testkeys.PublicJWK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []Operator{
+		{Name: "acme", Tokens: []string{"AcmeBot"}, SignatureAgents: []string{"https://bot.acme.example"}},
+		{Name: "bolt", Tokens: []string{"BoltBot"}, SignatureAgents: []string{"https://bot.bolt.example"}},
+	}
+	pinned := &WebBotAuthConfig{Agents: []Agent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []PublicKey{pub}}}}
+	v, _ := newTestVerifier(t, ops[:1], func(c *Config) { c.WebBotAuth = pinned })
+	in := func(keyids ...string) []string {
+		var s []string
+		for i, k := range keyids {
+			s = append(s, fmt.Sprintf(`sig%d=("@authority");created=1;expires=2;keyid=%s;tag="web-bot-auth"`, i, k))
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name   string
+		inputs []string
+		refuse bool
+	}{
+		{"an unknown key", in(`"nobody"`), true},
+		{"two unknown keys", in(`"nobody"`, `"nobody-else"`), true},
+		{"the pinned key second", in(`"nobody"`, `"`+testkeys.Thumbprint+`"`), false},
+		{"an escape in a key id", in(`"no\"body"`), false},
+		{"a key id that is a token", in(`nobody`), false},
+		{"no key id", []string{`sig1=("@authority");created=1;expires=2;tag="web-bot-auth"`}, false},
+	} {
+		if err := v.screenKeyIDs(c.inputs); (err == ErrUnknownKey) != c.refuse {
+			t.Errorf("%s: %v, refuse %v", c.name, err, c.refuse)
+		}
+	}
+	// An agent whose directory has not been fetched may have any key.
+	v2, _ := newTestVerifier(t, ops, func(c *Config) { c.WebBotAuth = pinned })
+	if err := v2.screenKeyIDs(in(`"nobody"`)); err != nil {
+		t.Errorf("bolt's directory is not loaded yet: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -265,8 +266,8 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	case !sig.Expires.After(sig.Created):
 		return sig, errors.New("expires is not after created")
 	}
-	if err := checkComponents(il); err != nil {
-		return sig, err
+	if n := len(il.Items); n > MaxCoveredComponents {
+		return sig, fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	sm, ok := sigs.Get(sig.Label)
 	if !ok {
@@ -288,6 +289,11 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	}
 	if sig.Alg != "" && sig.Alg != key.Alg {
 		return sig, fmt.Errorf("alg %q does not match the key's %q", sig.Alg, key.Alg)
+	}
+	// Duplicates are looked for once the key is known (pairs of at most
+	// 24 components), before the base is built.
+	if err := checkComponents(il); err != nil {
+		return sig, err
 	}
 	base, err := signatureBase(r, il, agentValue)
 	if err != nil {
@@ -330,19 +336,51 @@ func checkComponents(il httpsfv.InnerList) error {
 		return fmt.Errorf("%d covered components, more than %d", len(items), MaxCoveredComponents)
 	}
 	for i := range items {
-		ni, _ := items[i].Value.(string)
-		for j := range i { // at most 276 pairs; ids are made only for equal names
-			if nj, _ := items[j].Value.(string); nj != ni {
-				continue
-			}
-			a, err1 := httpsfv.Marshal(items[i])
-			b, err2 := httpsfv.Marshal(items[j])
-			if err1 != nil || err2 != nil || a == b {
+		for j := range i { // at most 276 pairs, compared in place
+			if sameComponent(items[i], items[j]) {
+				a, _ := httpsfv.Marshal(items[i])
 				return fmt.Errorf("covered component %s appears twice", a)
 			}
 		}
 	}
 	return nil
+}
+
+// sameComponent reports whether two covered components are one: the same
+// name and the same parameters (in any order).
+func sameComponent(a, b httpsfv.Item) bool {
+	if !sameBareItem(a.Value, b.Value) {
+		return false
+	}
+	var an, bn []string
+	if a.Params != nil {
+		an = a.Params.Names()
+	}
+	if b.Params != nil {
+		bn = b.Params.Names()
+	}
+	if len(an) != len(bn) {
+		return false
+	}
+	for _, k := range an {
+		av, _ := a.Params.Get(k)
+		bv, ok := b.Params.Get(k)
+		if !ok || !sameBareItem(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameBareItem compares two bare items: byte sequences by content, the
+// others (strings, tokens, numbers, booleans, dates) with ==.
+func sameBareItem(a, b any) bool {
+	ab, aBytes := a.([]byte)
+	bb, bBytes := b.([]byte)
+	if aBytes || bBytes {
+		return aBytes && bBytes && bytes.Equal(ab, bb)
+	}
+	return a == b
 }
 
 // signatureAgent returns, when il covers signature-agent, its value as the

@@ -297,22 +297,32 @@ func TestSignatureWorkBounded(t *testing.T) {
 		return &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: h}
 	}
 	none := func(string, string) (PublicKey, bool) { return PublicKey{}, false }
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	key := PublicKey{Alg: "ed25519", key: pub}
+	known := func(string, string) (PublicKey, bool) { return key, true }
 	many := `"@authority"`
 	for i := range MaxCoveredComponents {
 		many += fmt.Sprintf(` "x-big";bs;n=%d`, i) // distinct, so only the count refuses
 	}
 	for _, c := range []struct {
 		name, components, want string
+		keys                   KeyLookup
 	}{
-		{"too many components", many, "covered components, more than"},
-		{"a component twice", `"@authority" "x-big" "x-big"`, "appears twice"},
+		{"too many components", many, "covered components, more than", none},
+		{"a component twice, unknown key", `"@authority" "x-big" "x-big"`, "unknown key id", none},
+		{"a component twice", `"@authority" "x-big" "x-big"`, "appears twice", known},
+		{"a component twice, parameters in another order", `"@authority" "x-big";bs;key="a" "x-big";key="a";bs`, "appears twice", known},
 	} {
 		var err error
-		if n := allocated(func() { _, err = VerifySignature(req(c.components), now, time.Hour, none) }); err == nil || !strings.Contains(err.Error(), c.want) {
+		if n := allocated(func() { _, err = VerifySignature(req(c.components), now, time.Hour, c.keys) }); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		} else {
 			t.Logf("%s: %d KB allocated, request headers included", c.name, n>>10)
 		}
+	}
+	// Parameters that differ make different components.
+	if _, err := VerifySignature(req(`"@authority" "x-big";bs;n=1 "x-big";bs;n=2 "x-big";bs "x-big";sf`), now, time.Hour, known); err == nil || strings.Contains(err.Error(), "twice") {
+		t.Errorf("distinct components: %v", err)
 	}
 	// An unknown key: refused before the megabyte is joined.
 	r := req(`"@authority" "x-big"`)
@@ -321,9 +331,6 @@ func TestSignatureWorkBounded(t *testing.T) {
 		t.Fatalf("unknown key: %v after %d KB allocated", err, n>>10)
 	}
 	// A known key over the megabyte: the base is built in one pass.
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	key := PublicKey{Alg: "ed25519", key: pub}
-	known := func(string, string) (PublicKey, bool) { return key, true }
 	if n := allocated(func() { _, err = VerifySignature(r, now, time.Hour, known) }); err != ErrBadSignature || n > 8<<20 {
 		t.Fatalf("a covered megabyte: %v after %d KB allocated", err, n>>10)
 	}
