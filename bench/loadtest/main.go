@@ -19,7 +19,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,8 +31,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/robotsguard/robotsguard/bench/internal/caddyrun"
@@ -146,7 +143,7 @@ http://127.0.0.1:%[5]d {
 		MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true,
 	}, Timeout: 10 * time.Second}
 	for _, port := range []int{plainPort, guardPort, recipePort} {
-		if err := waitUp(client, port); err != nil {
+		if err := caddyrun.WaitUp(client, port); err != nil {
 			return err
 		}
 	}
@@ -172,18 +169,18 @@ http://127.0.0.1:%[5]d {
 	totals := make([]total, len(phases))
 	// Warm up both sites (robots.txt fetch, connection pools).
 	for _, p := range phases {
-		load(client, p.port, p.ua, conc, time.Second)
+		caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, time.Second)
 	}
 	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients, %d rounds × %s per phase\n",
 		caddy.Process.Pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
 	for r := 0; r < rounds; r++ {
 		for i, p := range phases {
-			before, err := cpuTime(caddy.Process.Pid)
+			before, err := caddyrun.CPUTime(caddy.Process.Pid)
 			if err != nil {
 				return err
 			}
-			n, errs := load(client, p.port, p.ua, conc, dur)
-			after, err := cpuTime(caddy.Process.Pid)
+			n, errs := caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, dur)
+			after, err := caddyrun.CPUTime(caddy.Process.Pid)
 			if err != nil {
 				return err
 			}
@@ -212,62 +209,6 @@ http://127.0.0.1:%[5]d {
 	return nil
 }
 
-// load runs conc keep-alive clients against the port for d and returns
-// the number of 200 answers and of failures.
-func load(client *http.Client, port int, ua string, conc int, d time.Duration) (ok, failed int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	var okN, badN atomic.Int64
-	var wg sync.WaitGroup
-	url := fmt.Sprintf("http://127.0.0.1:%d/page", port)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-				req.Header.Set("User-Agent", ua)
-				resp, err := client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						badN.Add(1)
-					}
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					okN.Add(1)
-				} else {
-					badN.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return okN.Load(), badN.Load()
-}
-
-// cpuTime returns the user + system CPU time of a process so far.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
-}
-
 // recipeRegexp is the header_regexp operators copy: the User-agent tokens of
 // a robots.txt (ai.robots.txt's list), case-insensitive, any of them.
 func recipeRegexp(file string) (string, error) {
@@ -289,15 +230,5 @@ func recipeRegexp(file string) (string, error) {
 	return "(?i)(" + strings.Join(toks, "|") + ")", nil
 }
 
-func waitUp(client *http.Client, port int) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/robots.txt", port))
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("caddy did not answer on port %d within 20s", port)
-}
+// uaHeader is a request header with only a User-Agent.
+func uaHeader(ua string) http.Header { return http.Header{"User-Agent": {ua}} }
