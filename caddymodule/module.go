@@ -78,8 +78,9 @@ type RobotsGuard struct {
 	poolKey    string
 	limiterKey *limiterKey
 	bansKey    *banListKey
-	// addressKeyed: something is keyed by the client address (the
-	// default Crawl-delay key, traps, ban_after); proxyChecked: the
+	// addressKeyed: something is keyed by, or checks, the client address
+	// (the default Crawl-delay key, traps, ban_after, crawler
+	// verification); proxyChecked: the
 	// server's proxy setup was checked for it (checkForwarded).
 	addressKeyed bool
 	proxyChecked *atomic.Bool
@@ -187,7 +188,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
-	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup
+	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup || cfg.Verifying()
 	var secret []byte
 	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
 		if secret, err = trapSecret(ctx); err != nil {

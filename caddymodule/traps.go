@@ -72,7 +72,7 @@ func (g *RobotsGuard) checkForwarded(srv *caddyhttp.Server, clientIP, remoteAddr
 	if g.proxyChecked.Swap(true) {
 		return
 	}
-	g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned); set trusted_proxies_strict",
+	g.logger.Warn("robots_guard: trusted_proxies without trusted_proxies_strict: Caddy takes the leftmost forwarded address that is not a trusted proxy, which the client writes, so a client can have its Crawl-delay budget, traps and bans keyed to any address it names (and get that address banned), and have a crawler claim verified against an address it does not hold; set trusted_proxies_strict",
 		zap.String("client_ip", clientIP), zap.String("peer", remoteAddr))
 }
 

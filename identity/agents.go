@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,6 +111,7 @@ type signers struct {
 	client *http.Client
 	mu     sync.Mutex
 	dirs   map[string]*directory // at most maxDirectories
+	screen atomic.Pointer[keyScreen]
 	log    *zap.Logger
 	now    func() time.Time
 }
@@ -205,6 +207,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 	s.client = &http.Client{Transport: tr, Timeout: DirectoryTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("key directories are not followed through redirects")
 	}}
+	s.rebuildScreen()
 	return s, nil
 }
 
@@ -223,41 +226,6 @@ func (s *signers) known(origin string) bool {
 		return true
 	}
 	return s.cfg.Discover && strings.HasPrefix(origin, "https://") && !strings.Contains(strings.TrimPrefix(origin, "https://"), ":")
-}
-
-// mayKnow reports whether keyid may be a key of a trusted agent, without
-// any fetch: pinned, in a loaded directory, or possibly in one not loaded
-// yet (or any key at all with Discover). false means that no trusted agent
-// has it, so that a request naming only such keys is refused before its
-// signature headers are parsed.
-func (s *signers) mayKnow(keyid string) bool {
-	if s.cfg.Discover {
-		return true
-	}
-	for _, m := range s.pinned {
-		if _, ok := m[keyid]; ok {
-			return true
-		}
-	}
-	for o := range s.opOf {
-		if _, ok := s.pinned[o]; ok {
-			continue
-		}
-		s.mu.Lock()
-		d := s.dirs[o]
-		s.mu.Unlock()
-		if d == nil {
-			return true // never fetched: its keys are not known yet
-		}
-		d.mu.Lock()
-		_, ok := d.keys[keyid]
-		unknown := d.keys == nil && d.err == nil // the first fetch is under way
-		d.mu.Unlock()
-		if ok || unknown {
-			return true
-		}
-	}
-	return false
 }
 
 // lookup is the KeyLookup of verification: pinned keys first, then the
@@ -351,7 +319,6 @@ func (s *signers) load(ctx context.Context, origin string, d *directory) map[str
 	keys, ttl, err := s.fetch(ctx, origin)
 	now := s.now()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err != nil {
 		s.log.Warn("robots_guard: web bot auth: key directory not loaded", zap.String("agent", origin), zap.Error(err))
 		d.err = err
@@ -360,10 +327,70 @@ func (s *signers) load(ctx context.Context, origin string, d *directory) map[str
 		} else {
 			d.expires = now.Add(MinDirectoryTTL) // the last good keys serve a while longer
 		}
-		return d.keys
+		keys = d.keys
+	} else {
+		d.keys, d.err, d.expires, d.fetched = keys, nil, now.Add(ttl), now
 	}
-	d.keys, d.err, d.expires, d.fetched = keys, nil, now.Add(ttl), now
+	d.mu.Unlock()
+	s.rebuildScreen()
 	return keys
+}
+
+// keyScreen is what screenKeyIDs reads without a lock: the key ids of the
+// trusted agents, valid until until; open when it cannot refuse anything
+// (discovery is on, or a registry agent's keys are not loaded, failed to
+// load, or are due for a refresh: only a lookup fetches them).
+type keyScreen struct {
+	ids   map[string]struct{}
+	open  bool
+	until time.Time
+}
+
+// rebuildScreen makes the keyScreen of the pinned keys and the directories
+// as they are now.
+func (s *signers) rebuildScreen() {
+	ks := &keyScreen{ids: map[string]struct{}{}, open: s.cfg.Discover}
+	for _, m := range s.pinned {
+		for id := range m {
+			ks.ids[id] = struct{}{}
+		}
+	}
+	now := s.now()
+	ks.until = now.Add(24 * 365 * time.Hour)
+	for o := range s.opOf {
+		if _, ok := s.pinned[o]; ok {
+			continue
+		}
+		s.mu.Lock()
+		d := s.dirs[o]
+		s.mu.Unlock()
+		if d == nil {
+			ks.open = true // never asked for: its keys are not known yet
+			continue
+		}
+		d.mu.Lock()
+		if d.keys == nil || !now.Before(d.expires) {
+			ks.open = true
+		}
+		for id := range d.keys {
+			ks.ids[id] = struct{}{}
+		}
+		if d.expires.Before(ks.until) {
+			ks.until = d.expires
+		}
+		d.mu.Unlock()
+	}
+	s.screen.Store(ks)
+}
+
+// keyScreen returns the key ids that are trusted now, or nil when the
+// screen cannot refuse anything.
+func (s *signers) currentScreen() *keyScreen {
+	ks := s.screen.Load()
+	if ks == nil || ks.open || !s.now().Before(ks.until) {
+		return nil
+	}
+	return ks
 }
 
 // fetch gets and parses origin's key directory.

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -198,9 +199,38 @@ func TestScreenKeyIDs(t *testing.T) {
 			t.Errorf("%s: %v, refuse %v", c.name, err, c.refuse)
 		}
 	}
-	// An agent whose directory has not been fetched may have any key.
+	// A registry agent whose directory is not loaded, failed to load or is
+	// due for a refresh may have any key: only a lookup fetches it, so the
+	// screen must let the request through to one.
 	v2, _ := newTestVerifier(t, ops, func(c *Config) { c.WebBotAuth = pinned })
-	if err := v2.screenKeyIDs(in(`"nobody"`)); err != nil {
-		t.Errorf("bolt's directory is not loaded yet: %v", err)
+	s := v2.signers
+	for _, c := range []struct {
+		name   string
+		d      *directory
+		refuse bool
+	}{
+		{"not fetched yet", nil, false},
+		{"the first fetch failed", &directory{err: errors.New("timeout"), expires: time.Now().Add(time.Minute)}, false},
+		{"loaded, due for a refresh", &directory{keys: map[string]PublicKey{"k-bolt": {}}, expires: time.Now().Add(-time.Second)}, false},
+		{"loaded", &directory{keys: map[string]PublicKey{"k-bolt": {}}, expires: time.Now().Add(time.Hour)}, true},
+	} {
+		s.mu.Lock()
+		if c.d == nil {
+			delete(s.dirs, "https://bot.bolt.example")
+		} else {
+			s.dirs["https://bot.bolt.example"] = c.d
+		}
+		s.mu.Unlock()
+		s.rebuildScreen()
+		if err := v2.screenKeyIDs(in(`"nobody"`)); (err == ErrUnknownKey) != c.refuse {
+			t.Errorf("bolt's directory %s: %v, refuse %v", c.name, err, c.refuse)
+		}
+		if err := v2.screenKeyIDs(in(`"k-bolt"`)); err != nil {
+			t.Errorf("bolt's directory %s: its key refused: %v", c.name, err)
+		}
+	}
+	// A space after the ';' of a parameter (RFC 8941 allows it) is read.
+	if err := v.screenKeyIDs([]string{`sig1=("@authority");created=1; keyid="` + testkeys.Thumbprint + `";tag="web-bot-auth", sig2=("@authority"); keyid="nobody"`}); err != nil {
+		t.Errorf("a key id after '; ': %v", err)
 	}
 }

@@ -42,8 +42,9 @@ const (
 	ReservedLookups      = 64
 	GoodSlots            = 16
 	MaxPendingGoodPrefix = 16
-	// MaxTrackedPrefixes bounds the networks tracked (least recently used
-	// first out).
+	// MaxTrackedPrefixes bounds the networks tracked, in each of two
+	// tables (least recently used first out): the networks whose checks
+	// ran, and the good ones, which the others cannot evict.
 	MaxTrackedPrefixes = 4096
 	// DefaultDNSTimeout bounds one check (PTR and forward lookups).
 	DefaultDNSTimeout = 2 * time.Second
@@ -60,9 +61,10 @@ type dnsKey struct {
 
 // dnsAnswer is a cached reverse-DNS check.
 type dnsAnswer struct {
-	verdict Verdict
-	detail  string // how it was reached, for Explain
-	expires int64  // unix nanoseconds
+	verdict    Verdict
+	detail     string // how it was reached, for Explain
+	expires    int64  // unix nanoseconds
+	zoneFailed bool   // the PTR lookup failed (timeout, server failure): the network's reverse zone
 }
 
 // newResolver returns the system resolver, or one that asks the DNS server
@@ -81,12 +83,11 @@ func newResolver(addr string) *net.Resolver {
 }
 
 // prefixState is what the verifier knows of one client network's reverse
-// DNS; guarded by Verifier.callsMu.
+// DNS, made when a lookup starts; guarded by Verifier.callsMu.
 type prefixState struct {
 	pending     int   // checks of its addresses pending
-	fails       int   // failed checks since the last success or skip period
-	goodUntil   int64 // unix ns: an address verified; the network is a crawler's
-	failedUntil int64 // unix ns: checks failed; its addresses are not looked up
+	fails       int   // checks its reverse zone failed since the last success or skip period
+	failedUntil int64 // unix ns: its zone failed; its addresses are not looked up
 }
 
 // dnsPrefix returns the network of addr: its /24 or /48.
@@ -102,13 +103,14 @@ func dnsPrefix(addr netip.Addr) netip.Prefix {
 // rdns checks addr against op's domains, from the cache or with one
 // forward-confirmed reverse-DNS lookup shared by concurrent callers. The
 // work is shared per client network (see prefixState): at most
-// MaxPendingPerPrefix lookups pending per network, none for PrefixFailures
-// failures' worth of ErrorTTL, and a lane of its own for a network where a
-// crawler verified. At most MaxPendingLookups lookups exist at a time
-// (ReservedLookups more for good networks), running or waiting for one of
-// the MaxConcurrentLookups slots (GoodSlots more); beyond that a check is
-// Unverifiable at once and not cached, so a flood of new addresses costs
-// neither goroutines nor DNS queries without bound.
+// MaxPendingPerPrefix lookups pending per network, none for ErrorTTL after
+// PrefixFailures failures of its reverse zone, and a lane of its own for a
+// network where a crawler verified (Verifier.good, a table of its own that
+// other networks cannot evict). At most MaxPendingLookups lookups exist at
+// a time (ReservedLookups more for good networks), running or waiting for
+// one of the MaxConcurrentLookups slots (GoodSlots more); beyond that a
+// check is Unverifiable at once and not cached, so a flood of new addresses
+// costs neither goroutines nor DNS queries without bound.
 func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr) dnsAnswer {
 	k := dnsKey{addr, uint8(i)}
 	now := v.now().UnixNano()
@@ -119,22 +121,27 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 	c, ok := v.calls[k]
 	if !ok {
 		p := dnsPrefix(addr)
-		ps, _ := v.prefixes.Get(p)
-		if ps == nil {
-			ps = &prefixState{}
-			v.prefixes.Add(p, ps)
+		goodUntil, _ := v.good.Peek(p)
+		good := goodUntil > now
+		ps, _ := v.prefixes.Peek(p)
+		pending := 0
+		if ps != nil {
+			pending = ps.pending
 		}
-		good := ps.goodUntil > now
 		switch {
-		case !good && ps.failedUntil > now:
+		case !good && ps != nil && ps.failedUntil > now:
 			v.callsMu.Unlock()
 			v.observeLookup(LookupSkipped, 0)
-			return dnsAnswer{verdict: Unverifiable, detail: "reverse DNS of " + p.String() + " failed repeatedly in the last minute: not asked again yet"}
-		case !good && (ps.pending >= MaxPendingPerPrefix || len(v.calls) >= MaxPendingLookups),
-			good && (ps.pending >= MaxPendingGoodPrefix || len(v.calls) >= MaxPendingLookups+ReservedLookups):
+			return dnsAnswer{verdict: Unverifiable, detail: "the reverse zone of " + p.String() + " failed repeatedly in the last minute: not asked again yet"}
+		case !good && (pending >= MaxPendingPerPrefix || len(v.calls) >= MaxPendingLookups),
+			good && (pending >= MaxPendingGoodPrefix || len(v.calls) >= MaxPendingLookups+ReservedLookups):
 			v.callsMu.Unlock()
 			v.observeLookup(LookupBusy, 0)
 			return dnsAnswer{verdict: Unverifiable, detail: "too many reverse-DNS checks pending"}
+		}
+		if ps == nil {
+			ps = &prefixState{}
+			v.prefixes.Add(p, ps)
 		}
 		ps.pending++
 		c = &dnsCall{done: make(chan struct{})}
@@ -142,15 +149,19 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 		go func() {
 			c.ans = v.lookup(op, addr, good)
 			v.dnsCache.Add(k, c.ans)
+			end := v.now().UnixNano()
 			v.callsMu.Lock()
 			delete(v.calls, k)
 			ps.pending--
-			end := v.now().UnixNano()
-			switch c.ans.verdict {
-			case Verified:
-				ps.goodUntil, ps.fails = end+int64(VerifiedTTL), 0
-			case Unverifiable:
-				if ps.goodUntil <= end {
+			switch {
+			case c.ans.verdict == Verified:
+				v.good.Add(p, end+int64(VerifiedTTL))
+				ps.fails = 0
+			case c.ans.zoneFailed:
+				// Only the network's own reverse zone counts: a slot
+				// that did not free in time, a forward lookup or a
+				// shutdown says nothing about it.
+				if until, _ := v.good.Peek(p); until <= end {
 					if ps.fails++; ps.fails >= PrefixFailures {
 						ps.failedUntil, ps.fails = end+int64(ErrorTTL), 0
 					}
@@ -198,12 +209,19 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 	case <-ctx.Done():
 		return ans(Unverifiable, ErrorTTL, LookupError, "too many DNS checks in flight")
 	}
+	// A failure of the PTR lookup is the reverse zone's only when the
+	// lookup had a fair share of the time (not eaten by the wait for a
+	// slot, which is the verifier's own congestion).
+	dl, _ := ctx.Deadline()
+	fairTry := time.Until(dl) >= v.cfg.DNSTimeout/2
 	names, err := v.resolver.LookupAddr(ctx, addr.String())
 	if err != nil && len(names) == 0 {
 		if isNotFound(err) {
 			return ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
 		}
-		return ans(Unverifiable, ErrorTTL, LookupError, "PTR lookup failed: "+err.Error())
+		a := ans(Unverifiable, ErrorTTL, LookupError, "PTR lookup failed: "+err.Error())
+		a.zoneFailed = fairTry && v.ctx.Err() == nil
+		return a
 	}
 	var outside, unconfirmed []string
 	sawErr := ""

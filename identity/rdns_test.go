@@ -355,3 +355,34 @@ func TestClaimFloodFairness(t *testing.T) {
 		t.Fatalf("%d goroutines over the start, want at most the workers and the pending bound", g)
 	}
 }
+
+// TestGoodNetworksOutliveFloods: a network where a crawler verified keeps
+// its lane however many other networks' claims are checked after it (the
+// good networks have a table of their own).
+func TestGoodNetworksOutliveFloods(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.PTR("66.249.66.1", "crawl-1.googlebot.com")
+	dns.Host("crawl-1.googlebot.com", "66.249.66.1")
+	v, _ := newTestVerifier(t, googleish, func(c *Config) { c.Resolver = dns.Addr })
+	if r := verify(v, "Googlebot", "66.249.66.1"); r.Verdict != Verified {
+		t.Fatal(r.Verdict)
+	}
+	// Claims from 2 × MaxTrackedPrefixes other networks (no PTR: answered
+	// at once, spoofed).
+	for i := range 2 * MaxTrackedPrefixes {
+		a := netip.AddrFrom4([4]byte{11, byte(i >> 8), byte(i), 1})
+		if r := verify(v, "Googlebot", a.String()); r.Verdict != Spoofed {
+			t.Fatalf("%s: %v", a, r.Verdict)
+		}
+	}
+	v.callsMu.Lock()
+	until, ok := v.good.Peek(dnsPrefix(netip.MustParseAddr("66.249.66.1")))
+	tracked := v.prefixes.Len()
+	v.callsMu.Unlock()
+	if !ok || until <= time.Now().UnixNano() {
+		t.Fatal("the crawler's network lost its lane to a flood of other networks")
+	}
+	if tracked > MaxTrackedPrefixes {
+		t.Fatalf("%d networks tracked, bound %d", tracked, MaxTrackedPrefixes)
+	}
+}

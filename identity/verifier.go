@@ -98,6 +98,7 @@ type Verifier struct {
 	slots      chan struct{}
 	goodSlots  chan struct{}                          // the lane of good networks
 	prefixes   *lru.Cache[netip.Prefix, *prefixState] // guarded by callsMu for its values
+	good       *lru.Cache[netip.Prefix, int64]        // networks where an address verified: until when (unix ns)
 	log        *zap.Logger
 	now        func() time.Time
 	minRefresh time.Duration
@@ -169,6 +170,7 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	v.dnsCache, _ = lru.New[dnsKey, dnsAnswer](cfg.CacheSize)
 	v.prefixes, _ = lru.New[netip.Prefix, *prefixState](MaxTrackedPrefixes)
+	v.good, _ = lru.New[netip.Prefix, int64](MaxTrackedPrefixes)
 	if cfg.WebBotAuth != nil {
 		s, err := newSigners(*cfg.WebBotAuth, v.ops, cfg.Logger, cfg.Now)
 		if err != nil {
@@ -334,10 +336,12 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *
 }
 
 // screenKeyIDs refuses, before any parsing, signature headers whose key
-// ids no trusted agent can have (signers.mayKnow): a scan of at most
-// MaxSignatureHeader bytes for keyid="..." parameters, so that garbage
-// signatures cost about what the request's other headers do. Anything the
-// scan cannot read plainly (an escape in a key id) is left to
+// ids no trusted agent has (the pinned keys and the loaded directories of
+// the registry's agents; nothing is refused while one of those is not
+// loaded, or with discovery): a scan of at most MaxSignatureHeader bytes
+// for keyid="..." wherever it occurs (a parameter never escapes it), so
+// that garbage signatures cost about what the request's other headers do.
+// A key id the scan cannot read plainly (an escape) is left to
 // VerifySignature.
 func (v *Verifier) screenKeyIDs(inputs []string) error {
 	n := 0
@@ -347,7 +351,11 @@ func (v *Verifier) screenKeyIDs(inputs []string) error {
 	if n > MaxSignatureHeader {
 		return nil // VerifySignature refuses it unread, and says so
 	}
-	const param = `;keyid="`
+	ks := v.signers.currentScreen()
+	if ks == nil {
+		return nil
+	}
+	const param = `keyid="`
 	seen := false
 	for _, in := range inputs {
 		for {
@@ -361,7 +369,7 @@ func (v *Verifier) screenKeyIDs(inputs []string) error {
 				return nil
 			}
 			seen = true
-			if v.signers.mayKnow(in[:j]) {
+			if _, ok := ks.ids[in[:j]]; ok {
 				return nil
 			}
 			in = in[j+1:]

@@ -148,10 +148,10 @@ type Config struct {
 	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
 
 	// SiteNames lists the host names the server is configured for
-	// ("example.com", "*.example.com"): their first robots.txt fetch is
-	// never postponed by NewSitesPerSecond, whatever a flood of other
-	// names does. The Caddy module adds the names of its server's host
-	// matchers.
+	// ("example.com"): their first robots.txt fetch is never postponed by
+	// NewSitesPerSecond, whatever a flood of other names does. Wildcards
+	// ("*.example.com") exempt nothing: they cover any number of hosts. The
+	// Caddy module adds the names of its server's host matchers.
 	SiteNames []string `json:"site_names,omitempty"`
 
 	// Bots lists extra product tokens that mark a client as a bot when they

@@ -36,38 +36,39 @@ const (
 // safe for concurrent use. Build it with New; Decide is the decision alone,
 // Handler the net/http front end.
 type Enforcer struct {
-	cfg        Config
-	now        func() time.Time
-	clientIP   func(*http.Request) string
-	sites      *sites.Cache
-	classes    *classifier
-	limits     limit.Limiter
-	obs        Observer
-	log        *zap.Logger // decision lines, sampled
-	deny       ResponseFunc
-	throttle   ResponseFunc
-	client     *http.Client
-	byGroup    bool
-	allowUnrch bool
-	verifier   *identity.Verifier // nil when verification is off
-	ownVerify  bool               // New built verifier; Close closes it
-	ownLimits  io.Closer          // the store limiter New built; Close closes it
-	denySpoof  bool
-	starOnDNS  bool
-	acceptSig  bool           // verify.web_bot_auth.accept_signature
-	warnedNG   atomic.Bool    // warnNotGlobal has logged
-	traps      *trapSet       // nil: none
-	trapLink   string         // the path per-client trap links extend; "" with trap_links static
-	trapKey    []byte         // the key of trap link tokens
-	trapClocks TrapClockStore // nil: the clocks live in memory only
-	realClock  bool           // the clock is time.Now: timers may announce traps
-	keptClocks atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
-	armTimers  atomic.Int64   // pending timers of announceTrap (maxArmTimers)
-	bans       limit.Bans     // nil when neither traps nor ban_after is set
-	bansActive func() bool    // whether any ban may be held
-	ownBans    io.Closer      // the shared ban list New built; Close closes it
-	banAfter   *denialCounter // nil: off
-	report     *report.Recorder
+	cfg         Config
+	now         func() time.Time
+	clientIP    func(*http.Request) string
+	sites       *sites.Cache
+	classes     *classifier
+	limits      limit.Limiter
+	obs         Observer
+	log         *zap.Logger // decision lines, sampled
+	deny        ResponseFunc
+	throttle    ResponseFunc
+	client      *http.Client
+	byGroup     bool
+	allowUnrch  bool
+	verifier    *identity.Verifier // nil when verification is off
+	ownVerify   bool               // New built verifier; Close closes it
+	ownLimits   io.Closer          // the store limiter New built; Close closes it
+	denySpoof   bool
+	starOnDNS   bool
+	acceptSig   bool           // verify.web_bot_auth.accept_signature
+	warnedNG    atomic.Bool    // warnNotGlobal has logged
+	warnedProxy atomic.Bool    // warnUntrustedProxy has logged
+	traps       *trapSet       // nil: none
+	trapLink    string         // the path per-client trap links extend; "" with trap_links static
+	trapKey     []byte         // the key of trap link tokens
+	trapClocks  TrapClockStore // nil: the clocks live in memory only
+	realClock   bool           // the clock is time.Now: timers may announce traps
+	keptClocks  atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
+	armTimers   atomic.Int64   // pending timers of announceTrap (maxArmTimers)
+	bans        limit.Bans     // nil when neither traps nor ban_after is set
+	bansActive  func() bool    // whether any ban may be held
+	ownBans     io.Closer      // the shared ban list New built; Close closes it
+	banAfter    *denialCounter // nil: off
+	report      *report.Recorder
 
 	bufs  sync.Pool // *respBuf for response bodies and decoded views
 	slabs sync.Pool // *headerSlab for the header values of answers
@@ -326,6 +327,18 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	unproven := false // judged by "*" as well as by its group
 	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
 		ver = e.verify(ctx, claims, req, tr)
+		if ver.Verdict == identity.Spoofed && viaUntrustedProxy(req) {
+			// The address checked is a proxy's, not the client's: it
+			// proves nothing either way.
+			ver.Verdict = identity.Unverifiable
+			if tr != nil && tr.verify != nil {
+				tr.verify.Verdict = ver.Verdict
+				tr.verify.Steps = append(tr.verify.Steps, "the request carries a forwarding header but its address is the connection's: "+
+					"a proxy that is not trusted, whose address proves nothing (unverifiable, not spoofed)")
+			} else {
+				e.warnUntrustedProxy(req)
+			}
+		}
 		v.Verification, v.Operator, v.Method = ver.Verdict, ver.Operator, ver.Method
 		switch {
 		case ver.Verdict == identity.Spoofed && e.denySpoof:
@@ -421,11 +434,12 @@ func (e *Enforcer) banned(ctx context.Context, req *Request, tr *trace, v *Verdi
 func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdict, agent policy.Agent, also *policy.Robots, target string, ver identity.Result) {
 	d := agent.Decide(target)
 	var star policy.Agent
-	group := v.Group // the claimed group: the budget's key
+	group := v.Group  // the claimed group: the budget's key
+	starOnly := false // "*" refused what the claimed group allows
 	if also != nil {
 		star = also.Agent("")
 		if d = policy.Both(d, star.Decide(target)); !d.Allowed && d.Group != v.Group {
-			v.Group = d.Group // "*"'s rule decided
+			v.Group, starOnly = d.Group, true // "*"'s rule decided
 		}
 	}
 	if tr != nil {
@@ -438,7 +452,12 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 	}
 	if !d.Allowed {
 		v.Action, v.Reason, v.Rule = Deny, ReasonDisallowed, d.Rule
-		e.countDenial(ctx, req, ver, tr)
+		if !starOnly {
+			// A crawler whose claim could not be verified (feeds not
+			// loaded, DNS busy) is refused what "*" disallows, but its
+			// own rules allow it: no ban_after strike for that.
+			e.countDenial(ctx, req, ver, tr)
+		}
 		return
 	}
 	if path, query := policy.SplitTarget(target); policy.NeedsDecodedView(path) {
@@ -570,6 +589,42 @@ func (e *Enforcer) clientKey(req *Request) limit.Client {
 // verify checks the claims of a request (and its Web Bot Auth signature);
 // with tr, it records the steps for Explain (and a request without a
 // client address is not looked up).
+// forwardingHeaders are the headers a proxy or CDN writes the client's
+// address into.
+var forwardingHeaders = [...]string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "Cf-Connecting-Ip", "True-Client-Ip", "Fastly-Client-Ip"}
+
+// viaUntrustedProxy reports whether req came through a proxy that was not
+// trusted: it carries a forwarding header, yet its client address is the
+// connection's own. A crawler claim that fails verification there was
+// checked against the proxy's address; it is judged as unverifiable (its
+// group and "*" together), not refused as spoofed. A client that adds such
+// a header itself gains nothing by it: never more than "*".
+func viaUntrustedProxy(req *Request) bool {
+	if req.header == nil || req.peer == "" {
+		return false
+	}
+	found := false
+	for _, h := range forwardingHeaders {
+		if _, ok := req.header[h]; ok {
+			found = true
+			break
+		}
+	}
+	return found && limit.ParseAddr(req.ClientIP) == limit.ParseAddr(req.peer)
+}
+
+// warnUntrustedProxy logs, once per Enforcer, that crawler claims came
+// through a proxy that is not trusted.
+func (e *Enforcer) warnUntrustedProxy(req *Request) {
+	if e.warnedProxy.Load() || !e.warnedProxy.CompareAndSwap(false, true) {
+		return
+	}
+	e.log.Warn("robots_guard: a crawler claim came through a proxy or CDN that is not trusted (the request carries a forwarding header, but its address is the connection's): "+
+		"claims are checked against the proxy's address and can never be verified, so they are judged by their group and \"*\" together instead of refused. "+
+		"Trust the proxy's addresses (Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked",
+		zap.String("peer", req.peer), zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
+}
+
 // warnNotGlobal logs, once per Enforcer, that a crawler claim came from an
 // address that is not globally reachable: such claims can never be
 // verified, which behind a proxy usually means that the proxy's address is

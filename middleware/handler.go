@@ -91,6 +91,7 @@ func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP str
 	}
 	req.Host, req.Port, req.Method = r.Host, LocalPort(r), r.Method
 	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
+	req.header, req.peer = r.Header, r.RemoteAddr
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")

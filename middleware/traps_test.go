@@ -194,6 +194,25 @@ func TestBanAfter(t *testing.T) {
 	if v := at(e, bot, "/page", "203.0.113.2:1"); v.Reason != ReasonBanned {
 		t.Fatalf("3 denials in a minute: %v", v.Reason)
 	}
+	// A Googlebot whose claim cannot be verified (its address is not
+	// globally reachable here) is refused /private/, which only "*"
+	// disallows, but its own group allows it: no strikes for that.
+	for range 5 {
+		if v := at(e, uaGoogle, "/private/a", "203.0.113.3:1"); v.Action != Deny || v.Group != "*" {
+			t.Fatalf("an unverified Googlebot on a path only * disallows: %v %q", v.Action, v.Group)
+		}
+		clk.Add(time.Second)
+	}
+	if v := at(e, uaGoogle, "/page", "203.0.113.3:1"); v.Reason == ReasonBanned {
+		t.Fatal("an unverified crawler was banned for paths its own group allows")
+	}
+	// Its own group's Disallow counts as usual.
+	for range 3 {
+		at(e, uaGoogle, "/no-robots/x", "203.0.113.4:1")
+	}
+	if v := at(e, uaGoogle, "/page", "203.0.113.4:1"); v.Reason != ReasonBanned {
+		t.Fatalf("3 denials by its own group: %v", v.Reason)
+	}
 }
 
 // dry_run logs bans without enforcing them.

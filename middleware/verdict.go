@@ -52,6 +52,9 @@ type Request struct {
 	// own. With trap_links static such a fetch never bans.
 	SecPurpose string
 
+	header http.Header // the request's header (RequestOf), read only in rare cases
+	peer   string      // the connection's remote address (RequestOf)
+
 	key     limit.Client // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
 	keyDone bool
 	at      int64 // the clock when the decision first read it, Unix ns (Enforcer.clock); 0 before

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -435,5 +436,56 @@ func TestVerifyOffConfig(t *testing.T) {
 	}
 	if c2, err := c.WithDefaults(); err != nil || !reflect.DeepEqual(c2.Verify, c.Verify) {
 		t.Fatalf("defaults twice: %+v %v", c2.Verify, err)
+	}
+}
+
+// TestVerifyBehindUntrustedProxy: a claim that fails verification on a
+// request that carries a forwarding header whose proxy is not trusted (the
+// client address is the connection's) was checked against the proxy's
+// address: it is judged by its group and "*" together, with one warning,
+// not refused as spoofed. A request without such a header is refused.
+func TestVerifyBehindUntrustedProxy(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	clk := testclock.New()
+	e := newVerifying(t, verifyConfig(t, "", ""), WithLogger(zap.New(core)), WithClock(clk.Now))
+	h := e.Handler(site(verifyRobots))
+	get := func(path string, headers ...string) *httptest.ResponseRecorder {
+		clk.Add(3 * time.Second) // Googlebot's Crawl-delay is 2 s
+		req := httptest.NewRequest("GET", "http://example.com"+path, nil)
+		req.RequestURI = path
+		req.RemoteAddr = spoofIP
+		req.Header.Set("User-Agent", uaGoogle)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := get("/public"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "does not come from an address that google publishes") {
+		t.Fatalf("a direct spoofer: %d %q", rec.Code, rec.Body)
+	}
+	for _, hdr := range []string{"X-Forwarded-For", "Forwarded", "CF-Connecting-IP"} {
+		if rec := get("/public", hdr, "66.249.64.5"); rec.Code != 200 {
+			t.Errorf("through an untrusted proxy (%s), a path both groups allow: %d %q", hdr, rec.Code, rec.Body)
+		}
+		if rec := get("/private/x", hdr, "66.249.64.5"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "for *") {
+			t.Errorf("through an untrusted proxy (%s), a path * disallows: %d %q", hdr, rec.Code, rec.Body)
+		}
+		if rec := get("/nogoogle/x", hdr, "66.249.64.5"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "for Googlebot") {
+			t.Errorf("through an untrusted proxy (%s), its own group's Disallow: %d %q", hdr, rec.Code, rec.Body)
+		}
+	}
+	if n := logs.FilterMessageSnippet("proxy or CDN that is not trusted").Len(); n != 1 {
+		t.Fatalf("%d warnings about the untrusted proxy, want 1", n)
+	}
+	// A client address that came from the header (a trusted proxy) is
+	// checked as it is: a spoofed one is refused.
+	req := httptest.NewRequest("GET", "http://example.com/public", nil)
+	req.RequestURI, req.RemoteAddr = "/public", "127.0.0.1:9"
+	req.Header.Set("User-Agent", uaGoogle)
+	req.Header.Set("X-Forwarded-For", "11.0.113.9")
+	if v := e.DecideHTTP(req, nil, "11.0.113.9", site(verifyRobots)); v.Reason != ReasonSpoofed {
+		t.Fatalf("a spoofer behind a trusted proxy: %v", v.Reason)
 	}
 }

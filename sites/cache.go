@@ -219,9 +219,10 @@ type Config struct {
 	// eighth of it, so a flood of Host names from one network cannot
 	// spend everyone's; Named sites spend none of it.
 	NewSitesPerSecond float64
-	// Named lists the host names the configuration serves ("example.com",
-	// or "*.example.com" for one label under it): their first fetch is
-	// never postponed by NewSitesPerSecond.
+	// Named lists the host names the configuration serves ("example.com"):
+	// their first fetch is never postponed by NewSitesPerSecond. Wildcard
+	// names ("*.example.com") are left out: they cover any number of
+	// hosts, which a flood of random subdomains would use.
 	Named []string
 	// Now is the clock; nil for the real one, with which a timer marks a
 	// site due for a refresh, so that requests need not read the clock.

@@ -94,15 +94,13 @@ func clientPrefix(client string) (netip.Prefix, bool) {
 	return p, err == nil
 }
 
-// names is a set of host names, exact or "*.suffix" (one label under it,
-// as Caddy's host matcher reads a wildcard).
-type names struct {
-	exact    map[string]struct{}
-	wildcard []string // ".example.com"
-}
+// names is a set of exact host names. A wildcard ("*.example.com") is not
+// kept: it covers any number of names, and exempting them would let a
+// flood of random subdomains spend fetches without bound.
+type names map[string]struct{}
 
-// makeNames compiles host names, lower-cased, without a trailing dot or
-// a port.
+// makeNames compiles host names, lower-cased, without a trailing dot or a
+// port; wildcards and placeholders are left out.
 func makeNames(list []string) names {
 	var n names
 	for _, h := range list {
@@ -110,31 +108,19 @@ func makeNames(list []string) names {
 		if name, _ := SplitHost(h); name != "" {
 			h = name
 		}
-		switch {
-		case h == "" || h == "*":
-		case strings.HasPrefix(h, "*."):
-			n.wildcard = append(n.wildcard, h[1:])
-		case strings.Contains(h, "*"):
-			// Other placeholders of Caddy's host matcher are not names.
-		default:
-			if n.exact == nil {
-				n.exact = make(map[string]struct{})
-			}
-			n.exact[h] = struct{}{}
+		if h == "" || strings.ContainsAny(h, "*{") {
+			continue
 		}
+		if n == nil {
+			n = make(names)
+		}
+		n[h] = struct{}{}
 	}
 	return n
 }
 
 // has reports whether host (canonical: lower-case, no port) is named.
 func (n names) has(host string) bool {
-	if _, ok := n.exact[strings.TrimSuffix(host, ".")]; ok {
-		return true
-	}
-	for _, w := range n.wildcard {
-		if len(host) > len(w) && strings.HasSuffix(host, w) && !strings.Contains(host[:len(host)-len(w)], ".") {
-			return true
-		}
-	}
-	return false
+	_, ok := n[strings.TrimSuffix(host, ".")]
+	return ok
 }
