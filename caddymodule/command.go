@@ -40,9 +40,12 @@ exact semantics robots_guard enforces. The robots.txt comes from --file or
 token or a whole User-Agent header. With --ip, the crawler operator the
 header names is verified for that client address the way "verify" does
 (the operator's IP-range feeds are fetched, reverse DNS is looked up), and
-the verdict and how it was reached are printed first; a spoofed claim is
-judged as robots_guard would (--on-spoofed deny: every path disallowed;
-star: the "*" group). Exit status: 0 when every path is allowed, 1 when
+the verdict and how it was reached are printed first; a claim that is not
+verified is judged as robots_guard would: a spoofed one with --on-spoofed
+deny has every path disallowed, and any other (unverifiable, or spoofed
+with star) is judged by its group and "*" together (on_dns_error header is
+not modelled). Without --ip the header is believed. Exit status: 0 when
+every path is allowed, 1 when
 some path is disallowed, 2 on a usage or fetch error.
 
 "caddy robots lint" prints the diagnostics of a robots.txt file or URL:

@@ -452,7 +452,7 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		res.Verdict, res.NotGlobal = Unverifiable, true
 		return res
 	}
-	if v.cfg.OnDemand {
+	if v.cfg.OnDemand && !v.cfg.NoBackground {
 		for _, f := range op.feeds {
 			if !f.started.Load() {
 				v.start(f)
@@ -593,7 +593,7 @@ type FeedStatus struct {
 func (v *Verifier) Feeds() []FeedStatus {
 	out := make([]FeedStatus, 0, len(v.feeds))
 	for _, f := range v.feeds {
-		s := FeedStatus{Source: f.src, Idle: !f.started.Load()}
+		s := FeedStatus{Source: f.src, Idle: !f.started.Load() && f.data.Load() == nil}
 		for _, op := range f.ops {
 			s.Operators = append(s.Operators, op.Name)
 		}

@@ -179,7 +179,9 @@ type Config struct {
 	// request whose User-Agent names a registered crawler operator's token
 	// (Googlebot, GPTBot, ...) is checked against the operator's published
 	// IP ranges and reverse-DNS domains (package identity), so that no
-	// header earns more than the "*" group unless its address proves it.
+	// header that names a registered operator earns more than the "*"
+	// group unless its address proves it (a name no operator registers is
+	// judged by its group, as ever).
 	// nil: on, with the built-in operators and every default, feeds
 	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
 	// off, and every header is believed.
