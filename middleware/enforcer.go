@@ -336,7 +336,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 				tr.verify.Steps = append(tr.verify.Steps, "the request carries a forwarding header but its address is the connection's: "+
 					"a proxy that is not trusted, whose address proves nothing (unverifiable, not spoofed)")
 			} else {
-				e.warnUntrustedProxy(req)
+				e.warnUnverifiable(&e.warnedProxy, msgUntrustedProxy, req)
 			}
 		}
 		v.Verification, v.Operator, v.Method = ver.Verdict, ver.Operator, ver.Method
@@ -354,7 +354,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 			// as proof only with on_dns_error "header".
 			unproven = !ver.DNSFailed || e.starOnDNS
 			if ver.NotGlobal {
-				e.warnNotGlobal(req)
+				e.warnUnverifiable(&e.warnedNG, msgNotGlobal, req)
 			}
 		}
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
@@ -613,31 +613,25 @@ func viaUntrustedProxy(req *Request) bool {
 	return found && limit.ParseAddr(req.ClientIP) == limit.ParseAddr(req.peer)
 }
 
-// warnUntrustedProxy logs, once per Enforcer, that crawler claims came
-// through a proxy that is not trusted.
-func (e *Enforcer) warnUntrustedProxy(req *Request) {
-	if e.warnedProxy.Load() || !e.warnedProxy.CompareAndSwap(false, true) {
-		return
-	}
-	e.log.Warn("robots_guard: a crawler claim came through a proxy or CDN that is not trusted (the request carries a forwarding header, but its address is the connection's): "+
-		"claims are checked against the proxy's address and can never be verified, so they are judged by their group and \"*\" together instead of refused. "+
-		"Trust the proxy's addresses (Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked",
-		zap.String("peer", req.peer), zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
-}
+// Why a crawler claim can never be verified, said once per Enforcer (each
+// such request is counted with verification "unverifiable").
+const (
+	msgUntrustedProxy = "robots_guard: a crawler claim came through a proxy or CDN that is not trusted (the request carries a forwarding header, but its address is the connection's): " +
+		"claims are checked against the proxy's address and can never be verified, so they are judged by their group and \"*\" together instead of refused. " +
+		"Trust the proxy's addresses (Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked"
+	msgNotGlobal = "robots_guard: a crawler claim came from an address that is not globally reachable; " +
+		"such claims are judged by their group and \"*\" together, never verified. Behind a proxy, trust the proxy's address " +
+		"(Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked"
+)
 
-// warnNotGlobal logs, once per Enforcer, that a crawler claim came from an
-// address that is not globally reachable: such claims can never be
-// verified, which behind a proxy usually means that the proxy's address is
-// not trusted (each such request is counted with verification
-// "unverifiable").
-func (e *Enforcer) warnNotGlobal(req *Request) {
-	if e.warnedNG.Load() || !e.warnedNG.CompareAndSwap(false, true) {
+// warnUnverifiable logs msg, once per flag, with the request's addresses
+// and User-Agent.
+func (e *Enforcer) warnUnverifiable(flag *atomic.Bool, msg string, req *Request) {
+	if flag.Load() || !flag.CompareAndSwap(false, true) {
 		return
 	}
-	e.log.Warn("robots_guard: a crawler claim came from an address that is not globally reachable; "+
-		"such claims are judged by their group and \"*\" together, never verified. Behind a proxy, trust the proxy's address "+
-		"(Caddy: trusted_proxies with trusted_proxies_strict) so that the client's own address is checked",
-		zap.String("client", req.ClientIP), zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
+	e.log.Warn(msg, zap.String("client", req.ClientIP), zap.String("peer", req.peer),
+		zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
 }
 
 func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Request, tr *trace) identity.Result {

@@ -22,8 +22,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,19 +51,11 @@ func main() {
 }
 
 func run(n, maxBans, floodConc, browsers int, baseDur time.Duration) error {
-	tmp, err := os.MkdirTemp("", "robotsguard-banflood-")
+	tmp, bin, upstream, cleanup, err := caddyrun.Setup("banflood", robotsTxt, "<!doctype html><title>page</title><p>A page.</p>\n")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := caddyrun.Build(tmp)
-	if err != nil {
-		return err
-	}
-	upstream, err := caddyrun.Upstream(robotsTxt, "<!doctype html><title>page</title><p>A page.</p>\n")
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	port := caddyrun.FreePort()
 	caddyfile := fmt.Sprintf(`{
 	admin off
@@ -88,20 +78,11 @@ http://127.0.0.1:%d {
 	reverse_proxy %s
 }
 `, tmp, port, maxBans, upstream)
-	cfg := filepath.Join(tmp, "Caddyfile")
-	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+	pid, stopCaddy, err := caddyrun.Start(bin, tmp, caddyfile, "", 0)
+	if err != nil {
 		return err
 	}
-	caddy := exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
-	caddy.Env = append(os.Environ(), "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp)
-	caddy.Stderr = io.Discard
-	if err := caddy.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		caddy.Process.Kill()
-		caddy.Wait()
-	}()
+	defer stopCaddy()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, DisableCompression: true}, Timeout: 10 * time.Second}
 	site := fmt.Sprintf("http://127.0.0.1:%d", port)
 	get := func(path, from string) (int, string, error) {
@@ -131,7 +112,7 @@ http://127.0.0.1:%d {
 	if code, body, err := get("/no-robots/", scraper); err != nil || code != 403 || !strings.Contains(body, "banned until") {
 		return fmt.Errorf("the scraper was not banned: %d %q %v", code, body, err)
 	}
-	rss0 := rss(caddy.Process.Pid)
+	rss0 := rss(pid)
 
 	// Browser latency, measured while stop is open.
 	measure := func(stop <-chan struct{}) []time.Duration {
@@ -202,7 +183,7 @@ http://127.0.0.1:%d {
 	took, errs = flood(func(int) string { return "/no-robots/" }, n)
 	close(stop)
 	<-done
-	rss1 := rss(caddy.Process.Pid)
+	rss1 := rss(pid)
 	code, body, err := get("/page", scraper)
 	fmt.Printf("flood: %d trap hits from distinct addresses in %v (%.0f/s, %d errors)\n", n, took.Round(time.Millisecond), float64(n)/took.Seconds(), errs)
 	q := func(l []time.Duration, p float64) time.Duration {

@@ -14,16 +14,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,38 +69,15 @@ func header(size int, keyid string) http.Header {
 }
 
 func run(dur time.Duration, rounds, conc, caddyCPU int) error {
-	if runtime.GOOS != "linux" {
-		return errors.New("needs Linux (/proc and taskset)")
-	}
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		return errors.New("taskset not found (Debian package util-linux)")
-	}
-	if runtime.NumCPU() < 2 {
-		return errors.New("needs at least 2 cores: Caddy on one, the load on another")
-	}
-	var others []string
-	for i := 0; i < runtime.NumCPU(); i++ {
-		if i != caddyCPU {
-			others = append(others, strconv.Itoa(i))
-		}
-	}
-	if out, err := exec.Command(taskset, "-a", "-p", "-c", strings.Join(others, ","), strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
-		return fmt.Errorf("pin the load generator: %v: %s", err, out)
-	}
-	tmp, err := os.MkdirTemp("", "robotsguard-signedload-")
+	taskset, others, err := caddyrun.PinAway(caddyCPU)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := caddyrun.Build(tmp)
+	tmp, bin, upstream, cleanup, err := caddyrun.Setup("signedload", robotsTxt, page)
 	if err != nil {
 		return err
 	}
-	upstream, err := caddyrun.Upstream(robotsTxt, page)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	keyFile := filepath.Join(tmp, "acme.jwk")
 	if err := os.WriteFile(keyFile, testkeys.PublicJWK, 0o644); err != nil {
 		return err
@@ -135,20 +107,11 @@ http://127.0.0.1:%[2]d {
 	reverse_proxy %[4]s
 }
 `, tmp, port, keyFile, upstream)
-	cfg := filepath.Join(tmp, "Caddyfile")
-	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+	pid, stop, err := caddyrun.Start(bin, tmp, caddyfile, taskset, caddyCPU)
+	if err != nil {
 		return err
 	}
-	caddy := exec.Command(taskset, "-c", strconv.Itoa(caddyCPU), bin, "run", "--config", cfg, "--adapter", "caddyfile")
-	caddy.Env = append(os.Environ(), "XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "GOMAXPROCS=1")
-	caddy.Stderr = io.Discard
-	if err := caddy.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		caddy.Process.Kill()
-		caddy.Wait()
-	}()
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true}, Timeout: 10 * time.Second}
 	if err := caddyrun.WaitUp(client, port); err != nil {
 		return err
@@ -170,17 +133,17 @@ http://127.0.0.1:%[2]d {
 		caddyrun.Load(client, url, p.h, conc, time.Second) // warm up
 	}
 	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients, %d rounds × %s per phase\n",
-		caddy.Process.Pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
+		pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
 	reqs := make([]int64, len(phases))
 	cpu := make([]time.Duration, len(phases))
 	for r := range rounds {
 		for i, p := range phases {
-			before, err := caddyrun.CPUTime(caddy.Process.Pid)
+			before, err := caddyrun.CPUTime(pid)
 			if err != nil {
 				return err
 			}
 			n, bad := caddyrun.Load(client, url, p.h, conc, dur)
-			after, err := caddyrun.CPUTime(caddy.Process.Pid)
+			after, err := caddyrun.CPUTime(pid)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ package caddyrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,4 +131,73 @@ func WaitUp(client *http.Client, port int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("caddy did not answer on port %d within 20s", port)
+}
+
+// PinAway pins this process (every thread) to every core but caddyCPU, so
+// that a Caddy pinned there has its core to itself; it returns the path of
+// taskset and the cores taken. It needs Linux, taskset and two cores.
+func PinAway(caddyCPU int) (taskset string, others []string, err error) {
+	if runtime.GOOS != "linux" {
+		return "", nil, errors.New("needs Linux (/proc and taskset)")
+	}
+	if taskset, err = exec.LookPath("taskset"); err != nil {
+		return "", nil, errors.New("taskset not found (Debian package util-linux)")
+	}
+	if runtime.NumCPU() < 2 {
+		return "", nil, errors.New("needs at least 2 cores: Caddy on one, the load on another")
+	}
+	for i := 0; i < runtime.NumCPU(); i++ {
+		if i != caddyCPU {
+			others = append(others, strconv.Itoa(i))
+		}
+	}
+	if out, err := exec.Command(taskset, "-a", "-p", "-c", strings.Join(others, ","), strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("pin the load generator: %v: %s", err, out)
+	}
+	return taskset, others, nil
+}
+
+// Start writes caddyfile into dir and runs the Caddy binary bin on it,
+// with its config and data under dir; with taskset, pinned to core cpu
+// with GOMAXPROCS=1. stop kills it and waits.
+func Start(bin, dir, caddyfile, taskset string, cpu int) (pid int, stop func(), err error) {
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+		return 0, nil, err
+	}
+	args := []string{bin, "run", "--config", cfg, "--adapter", "caddyfile"}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	if taskset != "" {
+		args = append([]string{taskset, "-c", strconv.Itoa(cpu)}, args...)
+		env = append(env, "GOMAXPROCS=1")
+	}
+	caddy := exec.Command(args[0], args[1:]...)
+	caddy.Env = env
+	caddy.Stderr = io.Discard
+	if err := caddy.Start(); err != nil {
+		return 0, nil, err
+	}
+	return caddy.Process.Pid, func() {
+		caddy.Process.Kill()
+		caddy.Wait()
+	}, nil
+}
+
+// Setup makes a temporary directory (removed by cleanup), builds
+// ../cmd/caddy into it and starts an upstream that serves robots and page
+// (see Upstream).
+func Setup(name, robots, page string) (dir, bin, upstream string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", "robotsguard-"+name+"-")
+	if err != nil {
+		return "", "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if bin, err = Build(dir); err == nil {
+		upstream, err = Upstream(robots, page)
+	}
+	if err != nil {
+		cleanup()
+		return "", "", "", nil, err
+	}
+	return dir, bin, upstream, cleanup, nil
 }
