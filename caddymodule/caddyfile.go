@@ -146,6 +146,8 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			g.OnUnreachable, err = one()
 		case "crawl_delay_key":
 			g.CrawlDelayKey, err = one()
+		case "crawl_delay_scope":
+			g.CrawlDelayScope, err = one()
 		case "crawl_delay_tolerance":
 			var v string
 			if v, err = one(); err == nil {

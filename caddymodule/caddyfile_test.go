@@ -34,6 +34,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		{"flags", "robots_guard {\n empty_user_agent_is_bot\n http_tools_are_bots\n dry_run\n}", `{"empty_user_agent_is_bot":true,"http_tools_are_bots":true,"dry_run":true}`},
 		{"bare verify", "robots_guard {\n verify\n}", `{"verify":{}}`},
 		{"verify off", "robots_guard {\n verify off\n}", `{"verify":{"off":true}}`},
+		{"crawl_delay_scope", "robots_guard {\n crawl_delay_scope block\n}", `{"crawl_delay_scope":"block"}`},
 		{"site_names", "robots_guard {\n site_names example.com *.example.org\n}", `{"site_names":["example.com","*.example.org"]}`},
 		{"fetch_feeds", "robots_guard {\n verify {\n fetch_feeds on_demand\n }\n}", `{"verify":{"fetch_feeds":"on_demand"}}`},
 		{"store", "robots_guard {\n store redis redis://127.0.0.1:6379\n}", `{"store":{"redis":"redis://127.0.0.1:6379"}}`},
@@ -139,6 +140,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"verify argument", "robots_guard {\n verify on\n}", `verify: want a block or "off", got "on"`},
 		{"verify off block", "robots_guard {\n verify off {\n on_spoofed star\n }\n}", `verify off: takes no block`},
 		{"verify fetch_feeds", "robots_guard {\n verify {\n fetch_feeds lazy\n }\n}", `verify: fetch_feeds: must be "at_start" or "on_demand", got "lazy"`},
+		{"crawl_delay_scope", "robots_guard {\n crawl_delay_scope host\n}", `crawl_delay_scope: must be "site" or "block", got "host"`},
 		{"verify unknown", "robots_guard {\n verify {\n on_spoof deny\n }\n}", `verify: unknown subdirective "on_spoof"`},
 		{"verify on_spoofed", "robots_guard {\n verify {\n on_spoofed block\n }\n}", `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
 		{"verify refresh", "robots_guard {\n verify {\n refresh 10m\n }\n}", `verify: refresh: must be at least 1h`},
@@ -199,6 +201,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		max_sites 8
 		new_sites_per_second 11
 		site_names example.com
+		crawl_delay_scope block
 		max_robots_bytes 64MiB
 		bots XyBot
 		empty_user_agent_is_bot

@@ -48,10 +48,12 @@ const (
 	TrapLinksStatic = "static"
 )
 
-// Values of Config.CrawlDelayKey.
+// Values of Config.CrawlDelayKey and Config.CrawlDelayScope.
 const (
-	KeyIP    = "ip"
-	KeyGroup = "group"
+	KeyIP      = "ip"
+	KeyGroup   = "group"
+	ScopeSite  = "site"
+	ScopeBlock = "block"
 )
 
 // Config is the serialisable configuration of an Enforcer. Its JSON form is
@@ -95,6 +97,15 @@ type Config struct {
 	// and group only, for setups that verify crawlers' addresses, so that one
 	// crawler spread over many addresses shares one budget.
 	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
+
+	// CrawlDelayScope says what one Crawl-delay clock covers besides the
+	// group and the client: "site" (the default) one clock per site (scheme,
+	// host and port), as robots.txt is per site; "block" one clock for every
+	// host this configuration serves, for a catch-all server that answers
+	// any Host with the same content, where a bot that rotates Host names
+	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
+	// each name. Blocks with the same configuration share their clocks.
+	CrawlDelayScope string `json:"crawl_delay_scope,omitempty"`
 
 	// CrawlDelayTolerance is the fraction of a Crawl-delay by which a bot's
 	// request may come early and still pass, so that network jitter never
@@ -377,6 +388,9 @@ func (c *Config) fetchDefaults() error {
 func (c *Config) limitDefaults() error {
 	errf := configErr
 	if err := either(&c.CrawlDelayKey, KeyIP, KeyGroup, errf, "crawl_delay_key"); err != nil {
+		return err
+	}
+	if err := either(&c.CrawlDelayScope, ScopeSite, ScopeBlock, errf, "crawl_delay_scope"); err != nil {
 		return err
 	}
 	switch t := c.CrawlDelayTolerance; {

@@ -2,6 +2,9 @@ package middleware
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/netip"
@@ -48,6 +51,7 @@ type Enforcer struct {
 	throttle    ResponseFunc
 	client      *http.Client
 	byGroup     bool
+	blockScope  string // crawl_delay_scope block: the site part of every limiter key
 	allowUnrch  bool
 	verifier    *identity.Verifier // nil when verification is off
 	ownVerify   bool               // New built verifier; Close closes it
@@ -108,6 +112,13 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	}
 	if cfg.TrapLinks == TrapLinksClient {
 		e.trapLink = linkTrap(cfg.Traps)
+	}
+	if cfg.CrawlDelayScope == ScopeBlock {
+		// One name for the block's clocks, the same on every instance of
+		// a fleet that runs this configuration.
+		b, _ := json.Marshal(cfg)
+		sum := sha256.Sum256(b)
+		e.blockScope = "block:" + hex.EncodeToString(sum[:8])
 	}
 	defer func() {
 		if err != nil {
@@ -555,6 +566,9 @@ func vouched(r identity.Result) bool { return r.Verdict == identity.Verified && 
 // clients keep per-address budgets, so nobody can spend a verified
 // crawler's).
 func (e *Enforcer) limitKey(site, group string, req *Request, ver identity.Result) limit.Key {
+	if e.blockScope != "" {
+		site = e.blockScope // crawl_delay_scope block: one clock whatever the Host
+	}
 	k := limit.Key{Site: site, Group: group}
 	switch {
 	case e.byGroup && e.verifier == nil:

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -398,3 +399,30 @@ func TestCustomResponders(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCrawlDelayScope: behind a catch-all block, a bot that rotates Host
+// names gets a fresh clock with each name by default (robots.txt is per
+// site); with crawl_delay_scope block, one clock covers every name.
+func TestCrawlDelayScope(t *testing.T) {
+	for _, c := range []struct {
+		scope    string
+		admitted int
+	}{{ScopeSite, 50}, {ScopeBlock, 1}} {
+		clk := testclock.New()
+		e := mustNew(t, Config{CrawlDelayScope: c.scope}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
+		admitted := 0
+		for i := range 50 {
+			v := e.Decide(context.Background(), Request{Host: fmt.Sprintf("m%d.example", i), Target: "/page", UserAgent: "SlowBot/1.0", ClientIP: "198.51.100.7"})
+			if v.Action == Allow {
+				admitted++
+			}
+			clk.Add(100 * time.Millisecond)
+		}
+		if admitted != c.admitted {
+			t.Errorf("crawl_delay_scope %s: %d of 50 admitted in 5 s across 50 Host names, want %d", c.scope, admitted, c.admitted)
+		}
+	}
+	if _, err := New(Config{CrawlDelayScope: "host"}); err == nil || !strings.Contains(err.Error(), "crawl_delay_scope") {
+		t.Fatalf("a bad scope: %v", err)
+	}
+}
