@@ -130,6 +130,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"ban_for over ban_max", "robots_guard {\n ban_for 48h\n}", `ban_for: must be at most ban_max (24h0m0s), got 48h0m0s`},
 		{"store without redis", "robots_guard {\n store memory\n}", `store: want "store redis <redis:// or rediss:// URL>"`},
 		{"store bad URL", "robots_guard {\n store redis http://:secret@x:1\n}", `robots_guard: store: redis: http://:xxxxx@x:1`},
+		{"store without a scheme", "robots_guard {\n store redis 127.0.0.1:21079\n}", `127.0.0.1:21079: no scheme: write it as redis://127.0.0.1:21079`},
+		{"store without a scheme, password", "robots_guard {\n store redis :secret@127.0.0.1:6379\n}", `no scheme: write it as redis://:xxxxx@127.0.0.1:6379`},
 		{"store unknown", "robots_guard {\n store redis redis://x:1 {\n prefix a\n }\n}", `store: unknown subdirective "prefix"`},
 		{"store on_store_error", "robots_guard {\n store redis redis://x:1 {\n on_store_error maybe\n }\n}", `store: on_store_error: must be "allow" or "deny"`},
 		{"store timeout", "robots_guard {\n store redis redis://x:1 {\n timeout 1m\n }\n}", `store: timeout: must be between 0 and 5s`},

@@ -124,6 +124,15 @@ func scrub(s, u string) string {
 // CheckRedisURL checks the form of a store URL: redis:// or rediss:// with
 // a host. Its error never contains the password.
 func CheckRedisURL(u string) error {
+	if !strings.Contains(u, "://") {
+		r := u // without the password, as RedactURL does for URLs
+		if at := strings.LastIndexByte(u, '@'); at >= 0 {
+			if c := strings.IndexByte(u[:at], ':'); c >= 0 {
+				r = u[:c+1] + "xxxxx" + u[at:]
+			}
+		}
+		return fmt.Errorf("%s: no scheme: write it as redis://%s (rediss:// for TLS; redis://[:password@]host:port[/db])", r, r)
+	}
 	if _, err := url.Parse(u); err != nil {
 		// url.Parse quotes pieces of the URL, a password's included.
 		return fmt.Errorf("%s: not a valid URL (percent-encode special characters of the password)", RedactURL(u))

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -532,6 +535,20 @@ func checkRobotsTxt(v string) error {
 	return nil
 }
 
+// looksLikeHost reports whether s, the first segment of a relative path,
+// is rather a host: an IP address, localhost, or a name with a dot between
+// two labels (not "." or "..").
+func looksLikeHost(s string) bool {
+	if _, err := netip.ParseAddr(s); err == nil || s == "localhost" {
+		return true
+	}
+	if name, _, err := net.SplitHostPort(s); err == nil {
+		s = name
+	}
+	i := strings.IndexByte(s, '.')
+	return i > 0 && i < len(s)-1 && !strings.ContainsAny(s, " \\")
+}
+
 // CheckRobotsTxtFile checks that a Config.RobotsTxt that is a file path names
 // a readable regular file; URLs and the empty value pass. New calls it, so
 // that a misspelt path fails at startup with a message naming robots_txt
@@ -548,6 +565,9 @@ func CheckRobotsTxtFile(v string) error {
 	}
 	f, err := os.Open(v)
 	if err != nil {
+		if first, _, ok := strings.Cut(v, "/"); ok && errors.Is(err, fs.ErrNotExist) && looksLikeHost(first) {
+			hint = fmt.Sprintf("%q looks like a host and a path: for a URL write %q; %s", v, "http://"+v, hint)
+		}
 		return fmt.Errorf("robots_guard: robots_txt: %w (%s)", err, hint)
 	}
 	defer f.Close()

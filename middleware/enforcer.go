@@ -456,7 +456,7 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 	if tr != nil {
 		tr.d, tr.decided, tr.alsoStar = d, true, also != nil
 	}
-	v.CrawlDelay = d.CrawlDelay
+	v.CrawlDelay, v.CrawlDelayLine = d.CrawlDelay, d.CrawlDelayLine
 	if d.Exempt {
 		v.Reason = ReasonRobotsTxt
 		return
@@ -691,8 +691,11 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 	}
 	if ce := e.log.Check(zapcore.InfoLevel, msg); ce != nil {
 		line := 0
-		if v.Rule != nil {
+		switch {
+		case v.Rule != nil:
 			line = v.Rule.Line
+		case v.Reason == ReasonCrawlDelay:
+			line = v.CrawlDelayLine // the Crawl-delay that throttled it
 		}
 		ce.Write(
 			zap.String("site", v.Site),

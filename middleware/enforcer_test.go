@@ -275,6 +275,8 @@ func TestRobotsTxtValueErrors(t *testing.T) {
 		{filepath.Join(dir, "none"), "robots_guard: robots_txt: open " + filepath.Join(dir, "none") + ": no such file or directory (give the path of a readable robots.txt"},
 		{dir, "robots_guard: robots_txt: " + dir + ": not a regular file"},
 		{"robots-missing.txt", "a relative path is read from the working directory"},
+		{"127.0.0.1/robots.txt", `"127.0.0.1/robots.txt" looks like a host and a path: for a URL write "http://127.0.0.1/robots.txt"`},
+		{"example.com/robots.txt", `for a URL write "http://example.com/robots.txt"`},
 		{"localhost:8081/robots.txt", `robots_guard: robots_txt: "localhost:8081/robots.txt" looks like a host and port without a scheme; write "http://localhost:8081/robots.txt"`},
 		{"127.0.0.1:8081", `write "http://127.0.0.1:8081"`},
 		{"[::1]:8081/robots.txt", `write "http://[::1]:8081/robots.txt"`},
@@ -424,5 +426,26 @@ func TestCrawlDelayScope(t *testing.T) {
 	}
 	if _, err := New(Config{CrawlDelayScope: "host"}); err == nil || !strings.Contains(err.Error(), "crawl_delay_scope") {
 		t.Fatalf("a bad scope: %v", err)
+	}
+}
+
+// TestThrottleLineNamesCrawlDelay: a throttled request's log line names the
+// Crawl-delay line that throttled it (rule_line), and explain says it too.
+func TestThrottleLineNamesCrawlDelay(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	robots := "User-agent: *\nDisallow: /private/\n\nUser-agent: SlowBot\nDisallow: /x/\nCrawl-delay: 30\n"
+	e := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte(robots))), WithLogger(zap.New(core)))
+	req := Request{Host: "example.com", Target: "/page", UserAgent: "SlowBot/1.0", ClientIP: "198.51.100.7"}
+	e.Decide(context.Background(), req)
+	if v := e.Decide(context.Background(), req); v.Action != Throttle || v.CrawlDelayLine != 6 {
+		t.Fatalf("second request: %v, Crawl-delay line %d, want throttle, 6", v.Action, v.CrawlDelayLine)
+	}
+	l := logs.FilterMessage("robots_guard: throttled").All()
+	if len(l) == 0 || l[0].ContextMap()["rule_line"] != int64(6) {
+		t.Fatalf("throttle lines %v", l)
+	}
+	x, err := e.Explain(context.Background(), req)
+	if err != nil || x.CrawlDelayLine != 6 {
+		t.Fatalf("explain: %+v %v", x, err)
 	}
 }

@@ -156,6 +156,8 @@ type Explanation struct {
 	// throttled client would be told (only with a client address).
 	CrawlDelay Duration `json:"crawl_delay,omitempty"`
 	RetryAfter Duration `json:"retry_after,omitempty"`
+	// CrawlDelayLine is the robots.txt line of the Crawl-delay.
+	CrawlDelayLine int `json:"crawl_delay_line,omitempty"`
 	// RobotsTxt describes the copy the verdict comes from.
 	RobotsTxt *SiteStatus `json:"robots_txt,omitempty"`
 	// Verification says whether the crawler the User-Agent names is who
@@ -213,7 +215,7 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	x := Explanation{
 		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
 		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group,
-		CrawlDelay: Duration(v.CrawlDelay),
+		CrawlDelay: Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
 	}
 	if v.Enforced() {
 		x.Status = v.StatusCode()

@@ -195,6 +195,9 @@ type Verdict struct {
 	Rule *policy.Rule
 	// CrawlDelay is the Crawl-delay of the applied group, 0 when none.
 	CrawlDelay time.Duration
+	// CrawlDelayLine is the robots.txt line of that Crawl-delay, 0 when
+	// none; a Throttle verdict's log line names it.
+	CrawlDelayLine int
 	// RetryAfter is the real remaining wait of a Throttle verdict.
 	RetryAfter time.Duration
 	// Operator is the claimed operator Verification is about ("" for none).

@@ -37,3 +37,27 @@ func TestBoth(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlDelayLine: a decision names the line of the Crawl-delay that
+// applies (the largest of merged groups), so that a throttled request can
+// be told which line throttled it; Both keeps the line of the longer delay.
+func TestCrawlDelayLine(t *testing.T) {
+	r := Parse([]byte("User-agent: a\nCrawl-delay: 2\n\nUser-agent: a\nCrawl-delay: 7\nDisallow: /x\n\nUser-agent: b\nUser-agent: c\nCrawl-delay: 3\nCrawl-delay: 1\n\nUser-agent: *\nCrawl-delay: 4\n"))
+	for _, c := range []struct {
+		ua    string
+		delay time.Duration
+		line  int
+	}{
+		{"a", 7 * time.Second, 5}, {"b", 3 * time.Second, 10}, {"c", 3 * time.Second, 10}, {"z", 4 * time.Second, 14},
+	} {
+		if d := r.Agent(c.ua).Decide("/p"); d.CrawlDelay != c.delay || d.CrawlDelayLine != c.line {
+			t.Errorf("%s: delay %v line %d, want %v line %d", c.ua, d.CrawlDelay, d.CrawlDelayLine, c.delay, c.line)
+		}
+	}
+	if d := Both(r.Agent("b").Decide("/p"), r.Agent("").Decide("/p")); d.CrawlDelay != 4*time.Second || d.CrawlDelayLine != 14 {
+		t.Errorf("Both: %v line %d, want 4s line 14", d.CrawlDelay, d.CrawlDelayLine)
+	}
+	if d := Parse([]byte("User-agent: a\nDisallow: /x\n")).Agent("a").Decide("/p"); d.CrawlDelayLine != 0 {
+		t.Errorf("no Crawl-delay: line %d", d.CrawlDelayLine)
+	}
+}

@@ -58,7 +58,7 @@ func (a Agent) Decide(target string) Decision {
 		return d
 	}
 	d.Group = r.merged[a.group].name
-	d.CrawlDelay = r.merged[a.group].delay
+	d.CrawlDelay, d.CrawlDelayLine = r.merged[a.group].delay, r.merged[a.group].delayLine
 	sc := r.scratch.Get().(*scratch)
 	var pathLen int
 	sc.target, pathLen = canonicalTarget(sc.target, target)
@@ -71,14 +71,16 @@ func (a Agent) Decide(target string) Decision {
 	if !a.multi {
 		r.match(r.merged[a.group].set, sc, &res)
 	} else {
-		var delay = d.CrawlDelay
+		delay, line := d.CrawlDelay, d.CrawlDelayLine
 		r.tokens.scanTokens(a.ua, func(g int32, n int) {
 			if n == a.n {
 				r.match(r.merged[g].set, sc, &res)
-				delay = max(delay, r.merged[g].delay)
+				if m := &r.merged[g]; m.delay > delay {
+					delay, line = m.delay, m.delayLine
+				}
 			}
 		})
-		d.CrawlDelay = delay
+		d.CrawlDelay, d.CrawlDelayLine = delay, line
 	}
 	r.scratch.Put(sc)
 	r.verdict(&res, &d)
@@ -95,11 +97,14 @@ func Both(d, also Decision) Decision {
 	if d.Exempt || also.Exempt {
 		return d
 	}
-	if d.Allowed && !also.Allowed {
-		also.CrawlDelay = max(d.CrawlDelay, also.CrawlDelay)
-		return also
+	longer := d
+	if also.CrawlDelay > d.CrawlDelay {
+		longer = also
 	}
-	d.CrawlDelay = max(d.CrawlDelay, also.CrawlDelay)
+	if d.Allowed && !also.Allowed {
+		d = also
+	}
+	d.CrawlDelay, d.CrawlDelayLine = longer.CrawlDelay, longer.CrawlDelayLine
 	return d
 }
 

@@ -355,6 +355,7 @@ func (p *parser) userAgent(n int, value string) {
 	}
 	g.agents = append(g.agents, tok)
 	g.delays = append(g.delays, 0)
+	g.delayLines = append(g.delayLines, 0)
 	if tok == "" {
 		return
 	}
@@ -403,7 +404,9 @@ func (p *parser) crawlDelay(n int, value string) {
 	// SEMANTICS.md §8: the delay belongs to the nearest run of user-agent
 	// lines above it, not to user-agent lines that join the group later.
 	for i := p.runStart; i < len(g.delays); i++ {
-		g.delays[i] = max(g.delays[i], d)
+		if d > g.delays[i] || g.delayLines[i] == 0 {
+			g.delays[i], g.delayLines[i] = max(g.delays[i], d), n
+		}
 	}
 	if !p.ruleSeen && p.delayLine == 0 {
 		p.delayLine = n
@@ -434,8 +437,8 @@ func (r *Robots) compile() {
 		for _, fg := range m.fgs {
 			g := &r.groups[fg]
 			for ai, a := range g.agents {
-				if strings.EqualFold(a, m.lower) {
-					m.delay = max(m.delay, g.delays[ai])
+				if strings.EqualFold(a, m.lower) && g.delayLines[ai] != 0 && (g.delays[ai] > m.delay || m.delayLine == 0) {
+					m.delay, m.delayLine = g.delays[ai], g.delayLines[ai]
 				}
 			}
 		}

@@ -34,6 +34,7 @@ type Robots struct {
 type fileGroup struct {
 	agents         []string
 	delays         []time.Duration // per agent: the Crawl-delay of its run (SEMANTICS.md §8)
+	delayLines     []int           // per agent: the line of that Crawl-delay, 0 for none
 	line           int
 	ruleLo, ruleHi int32
 	delay          time.Duration // largest Crawl-delay given inside the group
@@ -47,6 +48,8 @@ type mergedGroup struct {
 	fgs   []int32 // file groups, in file order
 	set   int32   // index into Robots.sets
 	delay time.Duration
+	// delayLine is the line of the Crawl-delay that gives delay, 0 for none.
+	delayLine int
 }
 
 // ruleSet is the compiled union of the rules of some file groups. Merged

@@ -116,6 +116,9 @@ type Decision struct {
 	// CrawlDelay is the Crawl-delay of the applied group (the largest value
 	// when merged groups disagree); 0 when there is none.
 	CrawlDelay time.Duration
+	// CrawlDelayLine is the line of the Crawl-delay that gives CrawlDelay,
+	// 0 when there is none: a throttled request can name it.
+	CrawlDelayLine int
 	// Exempt reports that the target's path is /robots.txt, which is always
 	// allowed (RFC 9309 §2.2.2), whatever the rules say.
 	Exempt bool
