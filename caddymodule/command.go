@@ -36,7 +36,8 @@ func init() {
 fetch it under a robots.txt, the group that applies, the deciding line and
 the Crawl-delay: the job of Google's retired robots.txt tester, with the
 exact semantics robots_guard enforces. The robots.txt comes from --file or
---url (standard input when neither is given). --ua takes a bare product
+--url (standard input when neither is given); an HTML page given as
+robots.txt is warned about, as lint does. --ua takes a bare product
 token or a whole User-Agent header. With --ip, the crawler operator the
 header names is verified for that client address the way "verify" does
 (the operator's IP-range feeds are fetched, reverse DNS is looked up), and
@@ -201,6 +202,14 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		return exitError, err
 	}
 	r := policy.Parse(body)
+	if r.HTML() {
+		// As lint says it: such a file binds no bot, whatever it holds.
+		for _, d := range r.Lint() {
+			if d.Code == "html-page" {
+				fmt.Fprintf(out, "# warning: line %d: %s\n", d.Line, d.Message)
+			}
+		}
+	}
 	agent := r.Agent(ua)
 	spoofed, unproven := "", false
 	if vo.ip != "" {

@@ -66,6 +66,8 @@ func TestRobotsTest(t *testing.T) {
 			want: []string{"/blog/", "DISALLOWED", "GPTBot", "line 2: Disallow: /"}},
 		{name: "crawl-delay shown", ua: "SlowBot", file: file, paths: []string{"/blog/", "/private/x"}, code: 1,
 			want: []string{"/blog/", "allowed", "SlowBot", "5s", "/private/x", "DISALLOWED", "line 6: Disallow: /private/", "5s"}},
+		{name: "an HTML page", ua: "GPTBot", stdin: "<!doctype html><html><head><title>Shop</title></head><body>Disallow: /</body></html>", paths: []string{"/x"}, code: 0,
+			want: []string{"# warning: line 1: this is an HTML page, not a robots.txt", "/x", "allowed"}},
 		{name: "robots.txt exempt", ua: "GPTBot", file: file, paths: []string{"/robots.txt"}, code: 0,
 			want: []string{"/robots.txt", "allowed", "/robots.txt is always allowed"}},
 		{name: "url", ua: "GPTBot", url: srv.URL + "/robots.txt", paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},

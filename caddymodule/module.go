@@ -246,9 +246,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		// the same block): robots.txt may have been edited.
 		g.state.enforcer.Invalidate("")
 	}
-	if loaded || adopted > 0 {
-		go refreshWhenActive(ctx, g.state.enforcer)
-	}
+	go refreshWhenActive(ctx, g.state.enforcer, loaded || adopted > 0)
 	if reg := ctx.GetMetricsRegistry(); reg != nil {
 		if err := registerMetrics(reg); err != nil {
 			return fmt.Errorf("robots_guard: metrics: %w", err)
@@ -335,15 +333,17 @@ func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config
 	return sv.v, nil
 }
 
-// refreshWhenActive fetches every robots.txt that e holds again as soon as
-// the configuration being provisioned (ctx) runs, through its servers: a
-// reload applies robots.txt edits right away, not at the next refresh.
+// refreshWhenActive, as soon as the configuration being provisioned (ctx)
+// runs, fetches through its servers the robots.txt of every site written
+// in it that e does not hold yet (Prefetch), and with revalidate every copy
+// e holds again: a reload applies robots.txt edits right away, not at the
+// next refresh.
 // Until the fetch of a site ends, its last good copy stays in force, and a
 // bot request that comes meanwhile waits for it (Invalidate), at most the
 // fetch timeout. The configuration runs when its http app (registered in
 // ctx before the handlers are provisioned) is the active one; it gives up
 // when the configuration is unloaded first.
-func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer) {
+func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer, revalidate bool) {
 	mine, err := ctx.AppIfConfigured("http")
 	if err != nil || ctx.Done() == nil {
 		return // not inside a configuration Caddy loads (a test's context)
@@ -360,7 +360,15 @@ func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer) {
 		case <-tick.C:
 		}
 	}
-	e.Revalidate(ctx, serverFor)
+	if revalidate {
+		e.Revalidate(ctx, serverFor)
+	}
+	// The sites written in the configuration are fetched now, not at the
+	// first bot: an unreachable, HTML or empty robots.txt is logged (WARN)
+	// before any bot finds it, and /robots_guard/sites lists them.
+	if app, ok := mine.(*caddyhttp.App); ok {
+		e.Prefetch(ctx, servedSites(app, e), serverFor)
+	}
 }
 
 // Validate checks the configuration; Provision has already applied the

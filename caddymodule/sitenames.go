@@ -2,11 +2,14 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/robotsguard/robotsguard/middleware"
 )
 
 // maxSiteNames bounds the names collected from the configuration.
@@ -84,4 +87,86 @@ func appendNames(names, hosts []string) []string {
 		}
 	}
 	return names
+}
+
+// servedSites returns the sites, as URLs ("https://example.com",
+// "http://127.0.0.1:8080"), whose requests reach a robots_guard handler
+// of e in the running http app: the exact host names of the routes
+// (subroutes included) that lead to such a handler, on each listen port of
+// their server, https when the server has TLS connection policies. Routes
+// without a host name (a catch-all) give none: their hosts are not known
+// before a request names one.
+func servedSites(app *caddyhttp.App, e *middleware.Enforcer) []string {
+	var out []string
+	for _, srv := range app.Servers {
+		scheme := "http"
+		if len(srv.TLSConnPolicies) > 0 {
+			scheme = "https"
+		}
+		var ports []uint
+		for _, l := range srv.Listen {
+			na, err := caddy.ParseNetworkAddress(l)
+			if err != nil || na.IsUnixNetwork() || na.EndPort-na.StartPort > 16 {
+				continue
+			}
+			for p := na.StartPort; p <= na.EndPort; p++ {
+				ports = append(ports, p)
+			}
+		}
+		for _, host := range guardedHosts(srv.Routes, nil, e, 0) {
+			for _, p := range ports {
+				hp := net.JoinHostPort(host, strconv.FormatUint(uint64(p), 10))
+				if scheme == "http" && p == 80 || scheme == "https" && p == 443 {
+					hp = host
+					if strings.Contains(host, ":") {
+						hp = "[" + host + "]"
+					}
+				}
+				out = append(out, scheme+"://"+hp)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// guardedHosts returns the exact host names of routes that lead to a
+// robots_guard handler of e; hosts are those of the enclosing routes.
+func guardedHosts(routes caddyhttp.RouteList, hosts []string, e *middleware.Enforcer, depth int) []string {
+	var out []string
+	if depth > 8 {
+		return nil
+	}
+	for _, r := range routes {
+		own := hosts
+		var named []string
+		for _, set := range r.MatcherSets {
+			for _, m := range set {
+				switch m := m.(type) {
+				case caddyhttp.MatchHost:
+					named = appendNames(named, m)
+				case *caddyhttp.MatchHost:
+					named = appendNames(named, *m)
+				}
+			}
+		}
+		if len(named) > 0 {
+			own = named
+		}
+		for _, h := range r.Handlers {
+			switch h := h.(type) {
+			case *RobotsGuard:
+				if h.state != nil && h.state.enforcer == e {
+					for _, n := range own {
+						if !strings.ContainsAny(n, "*") {
+							out = append(out, n)
+						}
+					}
+				}
+			case *caddyhttp.Subroute:
+				out = append(out, guardedHosts(h.Routes, own, e, depth+1)...)
+			}
+		}
+	}
+	return out
 }

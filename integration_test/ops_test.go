@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -342,4 +343,92 @@ func TestTwoGuardsOneRequest(t *testing.T) {
 `, port, up.addr()))
 	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "first request through two guards", 200, "page")
 	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "second request", 429, "Crawl-delay")
+}
+
+// TestProblemsBeforeTheFirstBot: as soon as a configuration runs, the
+// robots.txt of every site written in it is fetched, so an unreachable, an
+// HTML and an empty robots.txt are each logged (WARN) within 2 s, before
+// any request, and /robots_guard/sites lists every site.
+func TestProblemsBeforeTheFirstBot(t *testing.T) {
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<!doctype html><html><body>Welcome</body></html>")
+	}))
+	defer html.Close()
+	empty := newUpstream(t, "")
+	closed := freePort(t)
+	pHTML, pEmpty, pClosed, pOK := freePort(t), freePort(t), freePort(t), freePort(t)
+	ok := newUpstream(t, "User-agent: *\nDisallow: /private/\n")
+	logFile := filepath.Join(t.TempDir(), "caddy.log")
+	start := time.Now()
+	load(t, "log {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}", fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard {
+		robots_txt http://127.0.0.1:%d/robots.txt
+	}
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+}
+`, pHTML, strings.TrimPrefix(html.URL, "http://"), pEmpty, empty.addr(), pClosed, closed, ok.addr(), pOK, ok.addr()))
+	want := map[string]string{
+		"robots.txt is an HTML page":           fmt.Sprintf("http://127.0.0.1:%d", pHTML),
+		"an empty robots.txt":                  fmt.Sprintf("http://127.0.0.1:%d", pEmpty),
+		"robots_guard: robots.txt unreachable": fmt.Sprintf("http://127.0.0.1:%d", pClosed),
+	}
+	for {
+		logs, _ := os.ReadFile(logFile)
+		found := 0
+		for msg, site := range want {
+			for line := range strings.Lines(string(logs)) {
+				if strings.Contains(line, msg) && strings.Contains(line, `"level":"warn"`) && strings.Contains(line, `"site":"`+site+`"`) {
+					found++
+					break
+				}
+			}
+		}
+		if found == len(want) {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("after 2 s, not every warning is logged (want %v):\n%s", want, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("all three warnings logged %v after the load began, before any request", time.Since(start).Round(time.Millisecond))
+	// Sites of earlier configurations (earlier tests) that no server
+	// serves any more are not fetched again at the load.
+	if logs, _ := os.ReadFile(logFile); strings.Contains(string(logs), "no origin handler") {
+		t.Errorf("a reload fetched sites no server serves:\n%s", logs)
+	}
+	wantSites := map[int]string{pHTML: "html", pEmpty: "ok", pClosed: "unreachable", pOK: "ok"}
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var list []map[string]any
+		adminJSON(t, "GET", "/robots_guard/sites", &list)
+		seen := map[string]string{}
+		for _, s := range list {
+			seen[s["site"].(string)], _ = s["outcome"].(string)
+		}
+		bad := ""
+		for site, outcome := range wantSites {
+			if got := seen[fmt.Sprintf("http://127.0.0.1:%d", site)]; got != outcome {
+				bad += fmt.Sprintf("port %d: outcome %q, want %q; ", site, got, outcome)
+			}
+		}
+		if bad == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/robots_guard/sites, before any request: %s(%v)", bad, list)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/robotsguard/robotsguard/sites"
@@ -104,7 +106,36 @@ func (e *Enforcer) Refresh(ctx context.Context, site string, origin func(site st
 func (e *Enforcer) Revalidate(ctx context.Context, origin func(site string) http.Handler) []SiteStatus {
 	var ents []*sites.Site
 	for _, ent := range e.sites.Sites() {
-		if e.sites.Stale(ent) {
+		if !e.sites.Stale(ent) {
+			continue
+		}
+		if e.cfg.RobotsTxt == "" && origin != nil && origin(ent.Name()) == nil {
+			// No server serves the site any more (a reload removed
+			// it): nothing to fetch it through, and no request will
+			// come for it. It stays marked, and is fetched if one does.
+			continue
+		}
+		ents = append(ents, ent)
+	}
+	return e.fetchNow(ctx, ents, origin)
+}
+
+// Prefetch fetches now the robots.txt of each site (a URL such as
+// "https://example.com" or "http://127.0.0.1:8080") that e does not hold
+// yet, and returns their status: the Caddy module calls it as soon as a
+// configuration runs, for the sites written in it, so that an unreachable,
+// HTML or empty robots.txt is logged (WARN) before any bot comes, and every
+// configured site shows in Sites from the start. Values that are not
+// http(s) URLs with a host are skipped.
+func (e *Enforcer) Prefetch(ctx context.Context, siteURLs []string, origin func(site string) http.Handler) []SiteStatus {
+	var ents []*sites.Site
+	for _, s := range siteURLs {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			continue
+		}
+		port, _ := strconv.Atoi(u.Port())
+		if ent := e.sites.Entry(sites.MakeKey(u.Scheme, u.Host, port)); ent.State() == nil {
 			ents = append(ents, ent)
 		}
 	}

@@ -177,6 +177,11 @@ func (c *Cache) reportState(e *Site, st *State) {
 		}
 		c.logChange(e, "unavailable:"+strconv.Itoa(st.Status), zapcore.InfoLevel,
 			"robots_guard: no robots.txt; every bot may fetch everything (RFC 9309 §2.3.1.3)", f...)
+	case st.Outcome == OK && st.Size == 0:
+		// What a misrouted fetch often gets: Caddy answers a Host no
+		// site matches with an empty 200.
+		c.logChange(e, "empty", zapcore.WarnLevel, "robots_guard: an empty robots.txt: every bot may fetch everything; is the upstream's site address right?",
+			site, zap.Int("status", st.Status))
 	case !st.Robots.Restricts():
 		c.logChange(e, "no_rules", zapcore.InfoLevel, "robots_guard: robots.txt has no Disallow and no Crawl-delay; every bot may fetch everything",
 			site, zap.Int("bytes", st.Size))
