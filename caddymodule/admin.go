@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -272,18 +274,27 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return apiError(http.StatusBadRequest, "explain: site %q: %v", site, err)
 	}
-	all := enforcers()
-	if len(all) == 0 {
+	if len(enforcers()) == 0 {
 		return apiError(http.StatusNotFound, "no robots_guard handler is loaded")
 	}
-	e := all[0]
-	for _, c := range all { // prefer the handler that already serves the site
-		if slices.ContainsFunc(c.Sites(), func(s middleware.SiteStatus) bool { return s.Site == u.Scheme+"://"+u.Host }) {
-			e = c
-			break
-		}
+	// The handler a request for the site would reach: the server that
+	// listens on its port, then its routes as they match the request.
+	srv, _ := serverFor(u.Scheme + "://" + u.Host).(*caddyhttp.Server)
+	if srv == nil {
+		return apiError(http.StatusNotFound, "explain: no server of the running configuration listens on the port of %s://%s", u.Scheme, u.Host)
 	}
-	x, err := e.Explain(r.Context(), middleware.Request{
+	probe, _ := http.NewRequest(http.MethodGet, u.Scheme+"://"+u.Host+path, nil)
+	probe.Header.Set("User-Agent", q.Get("ua"))
+	probe.RemoteAddr = net.JoinHostPort("127.0.0.1", "0")
+	if ip := q.Get("ip"); ip != "" {
+		probe.RemoteAddr = net.JoinHostPort(strings.Trim(ip, "[]"), "0")
+	}
+	probe = caddyhttp.PrepareRequest(probe, caddy.NewReplacer(), httptest.NewRecorder(), srv)
+	g := guardFor(srv.Routes, probe, 0)
+	if g == nil || g.state == nil {
+		return apiError(http.StatusNotFound, "explain: a request for %s://%s%s reaches no robots_guard handler (no route of the server that listens on that port leads to one)", u.Scheme, u.Host, path)
+	}
+	x, err := g.state.enforcer.Explain(r.Context(), middleware.Request{
 		Scheme:    u.Scheme,
 		Host:      u.Host,
 		Target:    path,
@@ -295,6 +306,36 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 		return apiError(http.StatusBadRequest, "explain: %v", err)
 	}
 	return writeJSON(w, x)
+}
+
+// guardFor returns the robots_guard handler that req reaches through
+// routes, as the server would run them: in order, every route whose
+// matchers match, into subroutes, until a terminal route; nil for none.
+func guardFor(routes caddyhttp.RouteList, req *http.Request, depth int) *RobotsGuard {
+	if depth > 8 {
+		return nil
+	}
+	for _, rt := range routes {
+		if len(rt.MatcherSets) > 0 {
+			if ok, err := rt.MatcherSets.AnyMatchWithError(req); err != nil || !ok {
+				continue
+			}
+		}
+		for _, h := range rt.Handlers {
+			switch h := h.(type) {
+			case *RobotsGuard:
+				return h
+			case *caddyhttp.Subroute:
+				if g := guardFor(h.Routes, req, depth+1); g != nil {
+					return g
+				}
+			}
+		}
+		if rt.Terminal {
+			return nil
+		}
+	}
+	return nil
 }
 
 // siteURL reads a site parameter: "host[:port]" or "scheme://host[:port]".

@@ -432,3 +432,80 @@ http://127.0.0.1:%d {
 		}
 	}
 }
+
+// TestExplainAnswersAsTheRequestWouldBe: with three robots_guard blocks on
+// three ports (one in dry run, one that allows the path), explain answers
+// each site with its own block's verdict, as a real request gets it; a
+// port no server listens on and a host no route leads to a guard for are
+// errors, and leave no cache entry behind.
+func TestExplainAnswersAsTheRequestWouldBe(t *testing.T) {
+	up := newUpstream(t, "User-agent: BadBot\nDisallow: /\n")
+	other := newUpstream(t, "User-agent: *\nAllow: /\n")
+	pEnforced, pDry, pOther, pNamed := freePort(t), freePort(t), freePort(t), freePort(t)
+	tc := load(t, "", fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard {
+		dry_run
+	}
+	reverse_proxy %s
+}
+http://127.0.0.1:%d {
+	robots_guard {
+		refresh 2m
+	}
+	reverse_proxy %s
+}
+http://named.test:%d {
+	robots_guard
+	reverse_proxy %s
+}
+`, pEnforced, up.addr(), pDry, up.addr(), pOther, other.addr(), pNamed, up.addr()))
+	explain := func(site string) (int, map[string]any) {
+		t.Helper()
+		code, b := adminDo(t, "GET", "/robots_guard/explain?site="+site+"&ua=BadBot/1.0&path=/index.html")
+		var x map[string]any
+		json.Unmarshal(b, &x)
+		return code, x
+	}
+	for _, c := range []struct {
+		port   int
+		action string
+		real   int
+	}{{pEnforced, "deny", 403}, {pDry, "dry_run_deny", 200}, {pOther, "allow", 200}} {
+		site := fmt.Sprintf("127.0.0.1:%d", c.port)
+		// Asked twice, before and after a real request: the same answer.
+		for range 2 {
+			if code, x := explain(site); code != 200 || x["action"] != c.action {
+				t.Errorf("explain %s: %d %v, want %s", site, code, x, c.action)
+			}
+		}
+		get(t, tc, c.port, "/index.html", "BadBot/1.0").check(t, "a real request to "+site, c.real, "")
+		if code, x := explain(site); code != 200 || x["action"] != c.action {
+			t.Errorf("explain %s after a request: %d %v, want %s", site, code, x, c.action)
+		}
+	}
+	before := countSites(t)
+	closed := freePort(t)
+	if code, _ := adminDo(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=BadBot&path=/", closed)); code != http.StatusNotFound {
+		t.Errorf("explain for a port no server listens on: %d, want 404", code)
+	}
+	if code, _ := adminDo(t, "GET", fmt.Sprintf("/robots_guard/explain?site=unknown.test:%d&ua=BadBot&path=/", pNamed)); code != http.StatusNotFound {
+		t.Errorf("explain for a host no route of that port leads to a guard for: %d, want 404", code)
+	}
+	if code, x := explain(fmt.Sprintf("named.test:%d", pNamed)); code != 200 || x["action"] != "deny" {
+		t.Errorf("explain for the named site: %d %v", code, x)
+	}
+	if after := countSites(t); after != before {
+		t.Errorf("%d cached sites before the explains, %d after: an explain made a cache entry (the named site was fetched at the load)", before, after)
+	}
+}
+
+// countSites is the number of sites /robots_guard/sites lists.
+func countSites(t *testing.T) int {
+	var list []map[string]any
+	adminJSON(t, "GET", "/robots_guard/sites", &list)
+	return len(list)
+}
