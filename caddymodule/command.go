@@ -53,13 +53,15 @@ some path is disallowed, 2 on a usage or fetch error.
 ignored or misspelt lines, rules before any user-agent, patterns that never
 match, Crawl-delay lines that glue groups together, and rule pairs that
 longest-match parsers (RFC 9309, Google) and first-match parsers read
-differently. With --trap, it also says whether each trap path is
+differently, each an error, a warning or (shown with --all) info, in a
+category (syntax, rules, compat, file) that --only and --ignore take, as
+they take codes. With --trap, it also says whether each trap path is
 disallowed for every group, "*" included, as robots_guard requires before
 it bans anyone for fetching it (for trap_grace without a break); with
 --address, each site's trap state in a running Caddy: armed, waiting until
-when, or not armed and who may fetch it. Exit status: 0 when there is no
-warning (and every trap is disallowed for every group), 1 when there are
-warnings (or a trap is not), 2 on a usage or fetch error.
+when, or not armed and who may fetch it. Exit status: 1 when an error is
+shown (with --strict, a warning too) or a trap is not disallowed for every
+group, 2 on a usage or fetch error, else 0.
 
 "caddy robots report" prints the violations report of a running Caddy
 (from its admin API, --address, default localhost:2019): per site, the top
@@ -100,13 +102,19 @@ the last hour and day, and the lines that denied whom.
 			test.Flags().String("authority", "", "with --header: the host[:port] the signed request was sent to (default: --url's host)")
 			test.Flags().Bool("allow-private-directories", false, "with --header: fetch key directories from private addresses too")
 			lint := &cobra.Command{
-				Use:   "lint [--trap <path>]... [--address <admin>] <file|URL>",
+				Use:   "lint [--only <category|code>,...] [--ignore <category|code>,...] [--all] [--strict] [--trap <path>]... [--address <admin>] <file|URL>",
 				Short: "Lints a robots.txt",
 				Args:  usageArgs(cobra.ExactArgs(1)),
 				RunE: func(c *cobra.Command, args []string) error {
 					traps, _ := c.Flags().GetStringArray("trap")
 					addr, _ := c.Flags().GetString("address")
-					code, err := runLint(os.Stdout, args[0], traps...)
+					var o lintOpts
+					o.traps = traps
+					o.only, _ = c.Flags().GetStringSlice("only")
+					o.ignore, _ = c.Flags().GetStringSlice("ignore")
+					o.all, _ = c.Flags().GetBool("all")
+					o.strict, _ = c.Flags().GetBool("strict")
+					code, err := runLint(os.Stdout, args[0], o)
 					if err == nil && addr != "" && len(traps) > 0 {
 						var c2 int
 						if c2, err = runTrapStates(os.Stdout, addr, traps); c2 > code {
@@ -118,6 +126,10 @@ the last hour and day, and the lines that denied whom.
 				},
 			}
 			lint.Flags().StringArray("trap", nil, "a trap path pattern to check (repeatable)")
+			lint.Flags().StringSlice("only", nil, "show only these categories (syntax, rules, compat, file) or codes (comma-separated or repeated)")
+			lint.Flags().StringSlice("ignore", nil, "hide these categories or codes")
+			lint.Flags().Bool("all", false, "show info findings too (match-order, harmless agent cuts, ...)")
+			lint.Flags().Bool("strict", false, "exit 1 on warnings too, not only on errors")
 			lint.Flags().String("address", "", "with --trap: also print each trap's state in the running Caddy whose admin API is here (e.g. localhost:2019)")
 			report := &cobra.Command{
 				Use:   "report [--address <admin address>]",
@@ -372,12 +384,56 @@ func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, erro
 	return x.Result, nil
 }
 
-// runLint is "caddy robots lint"; it returns the exit code.
-func runLint(out io.Writer, src string, traps ...string) (int, error) {
-	for _, t := range traps {
+// lintOpts are the options of "caddy robots lint".
+type lintOpts struct {
+	traps        []string
+	only, ignore []string // categories or codes
+	all          bool     // show info findings too
+	strict       bool     // warnings fail too
+}
+
+// shows reports whether a diagnostic passes the options' filters.
+func (o lintOpts) shows(d policy.Diagnostic) bool {
+	match := func(list []string) bool {
+		return slices.ContainsFunc(list, func(v string) bool { return v == d.Code || v == d.Category() })
+	}
+	switch {
+	case len(o.only) > 0 && !match(o.only), match(o.ignore):
+		return false
+	case d.Severity == policy.Info:
+		return o.all || len(o.only) > 0 && match(o.only)
+	}
+	return true
+}
+
+// lintNames are the categories and codes --only and --ignore take.
+var lintNames = []string{policy.CategorySyntax, policy.CategoryRules, policy.CategoryCompat, policy.CategoryFile}
+
+// checkLintNames refuses a value of --only or --ignore that names no
+// category and no code.
+func checkLintNames(flag string, vals []string) error {
+	for _, v := range vals {
+		if !slices.Contains(lintNames, v) && !policy.IsLintCode(v) {
+			return fmt.Errorf("%s: %q is neither a category (%s) nor a diagnostic code", flag, v, strings.Join(lintNames, ", "))
+		}
+	}
+	return nil
+}
+
+// runLint is "caddy robots lint"; it returns the exit code: 1 when a
+// finding shown is an error (or, with strict, a warning), or a trap is not
+// armed.
+func runLint(out io.Writer, src string, o lintOpts) (int, error) {
+	for _, t := range o.traps {
 		if err := middleware.CheckTrap(t); err != nil {
 			return exitError, fmt.Errorf("--trap: %w", err)
 		}
+	}
+	if err := checkLintNames("--only", o.only); err != nil {
+		return exitError, err
+	}
+	if err := checkLintNames("--ignore", o.ignore); err != nil {
+		return exitError, err
 	}
 	var body []byte
 	var err error
@@ -390,18 +446,31 @@ func runLint(out io.Writer, src string, traps ...string) (int, error) {
 		return exitError, err
 	}
 	code := exitOK
-	diags := policy.Parse(body).Lint()
-	for _, d := range diags {
+	r := policy.Parse(body)
+	counts := map[policy.Severity]int{}
+	hidden := 0
+	for _, d := range r.Lint() {
+		if !o.shows(d) {
+			hidden++
+			continue
+		}
 		fmt.Fprintln(out, d)
-		if d.Severity == policy.Warning {
+		counts[d.Severity]++
+		if d.Severity == policy.Error || o.strict && d.Severity == policy.Warning {
 			code = exitFinding
 		}
 	}
-	if len(diags) == 0 {
+	switch shown := counts[policy.Error] + counts[policy.Warning] + counts[policy.Info]; {
+	case shown == 0 && hidden == 0:
 		fmt.Fprintln(out, "no findings")
+	default:
+		fmt.Fprintf(out, "%d errors, %d warnings, %d info", counts[policy.Error], counts[policy.Warning], counts[policy.Info])
+		if hidden > 0 {
+			fmt.Fprintf(out, "; %d more not shown (info: --all; or --only/--ignore)", hidden)
+		}
+		fmt.Fprintln(out)
 	}
-	r := policy.Parse(body)
-	for _, t := range traps {
+	for _, t := range o.traps {
 		if ok, by := middleware.TrapArmed(r, t); ok {
 			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
 		} else {

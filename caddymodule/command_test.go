@@ -110,17 +110,24 @@ func TestRobotsLint(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range []struct {
 		name, src string
+		o         lintOpts
 		code      int
 		want      []string
 	}{
-		{"clean", clean, 0, []string{"no findings"}},
-		{"warnings", warn, 1, []string{"line 1", "rule-before-user-agent", "line 3", "accepted-typo", "match-order"}},
-		{"url", srv.URL + "/robots.txt", 1, []string{"line 2", "bad-crawl-delay"}},
-		{"missing", filepath.Join(t.TempDir(), "nope"), 2, nil},
+		{"clean", clean, lintOpts{}, 0, []string{"no findings"}},
+		{"an error", warn, lintOpts{}, 1, []string{"line 1: error:", "rule-before-user-agent", "line 3: warning:", "accepted-typo", "1 errors, 1 warnings, 0 info; 1 more not shown"}},
+		{"all", warn, lintOpts{all: true}, 1, []string{"line 1", "rule-before-user-agent", "line 3", "accepted-typo", "match-order", "1 errors, 1 warnings, 1 info"}},
+		{"only a category", warn, lintOpts{only: []string{"syntax"}}, 0, []string{"accepted-typo", "0 errors, 1 warnings"}},
+		{"ignore a code", warn, lintOpts{ignore: []string{"rule-before-user-agent"}}, 0, []string{"accepted-typo"}},
+		{"strict", warn, lintOpts{ignore: []string{"rules"}, strict: true}, 1, []string{"accepted-typo"}},
+		{"only info by code", warn, lintOpts{only: []string{"match-order"}}, 0, []string{"match-order", "0 errors, 0 warnings, 1 info"}},
+		{"url", srv.URL + "/robots.txt", lintOpts{}, 1, []string{"line 2", "bad-crawl-delay"}},
+		{"missing", filepath.Join(t.TempDir(), "nope"), lintOpts{}, 2, nil},
+		{"bad category", clean, lintOpts{only: []string{"style"}}, 2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			code, err := runLint(&out, tc.src)
+			code, err := runLint(&out, tc.src, tc.o)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d (err %v)\n%s", code, tc.code, err, out.String())
 			}
@@ -201,16 +208,16 @@ func TestRobotsLintTraps(t *testing.T) {
 	file := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: Googlebot\nDisallow: /private/\n")
 	armed := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n")
 	var out bytes.Buffer
-	code, err := runLint(&out, file, "/no-robots/")
+	code, err := runLint(&out, file, lintOpts{traps: []string{"/no-robots/"}})
 	if code != 1 || err != nil || !strings.Contains(out.String(), "trap /no-robots/: NOT armed: allowed for Googlebot") {
 		t.Fatalf("%d %v\n%s", code, err, out.String())
 	}
 	out.Reset()
-	code, err = runLint(&out, armed, "/no-robots/", "/no-robots/*.html")
+	code, err = runLint(&out, armed, lintOpts{traps: []string{"/no-robots/", "/no-robots/*.html"}})
 	if code != 0 || err != nil || strings.Count(out.String(), ": disallowed for every group") != 2 {
 		t.Fatalf("%d %v\n%s", code, err, out.String())
 	}
-	if code, err := runLint(&out, armed, "no-robots"); code != 2 || err == nil {
+	if code, err := runLint(&out, armed, lintOpts{traps: []string{"no-robots"}}); code != 2 || err == nil {
 		t.Fatalf("a bad trap: %d %v", code, err)
 	}
 }
@@ -305,4 +312,37 @@ func TestRobotsLintTrapStates(t *testing.T) {
 	if code != exitFinding || err != nil || strings.Contains(out.String(), "/other/") {
 		t.Fatalf("%d %v\n%s", code, err, out.String())
 	}
+}
+
+// TestLintRealFiles: with the default options, "caddy robots lint" on the
+// project's 30 real robots.txt files fails (exit 1) only on the files with
+// a real error, and shows only what an operator should act on.
+func TestLintRealFiles(t *testing.T) {
+	files, err := filepath.Glob("../testdata/robots/*.txt")
+	if err != nil || len(files) != 30 {
+		t.Fatalf("%d files (%v)", len(files), err)
+	}
+	failing := map[string]bool{"venture-gr.txt": true, "xuexi-cn.txt": true} // rules before any user-agent; content past the size cap
+	shown, hidden := 0, 0
+	for _, f := range files {
+		var out bytes.Buffer
+		code, err := runLint(&out, f, lintOpts{})
+		if err != nil || code != map[bool]int{false: 0, true: 1}[failing[filepath.Base(f)]] {
+			t.Errorf("%s: exit %d (%v)\n%s", filepath.Base(f), code, err, out.String())
+		}
+		for line := range strings.Lines(out.String()) {
+			if strings.HasPrefix(line, "line ") {
+				shown++
+			}
+		}
+		var all bytes.Buffer
+		runLint(&all, f, lintOpts{all: true})
+		for line := range strings.Lines(all.String()) {
+			if strings.HasPrefix(line, "line ") {
+				hidden++
+			}
+		}
+	}
+	hidden -= shown
+	t.Logf("30 real files: %d findings shown by default, %d more with --all", shown, hidden)
 }

@@ -142,7 +142,7 @@ func checkParsed(t *testing.T, body []byte) {
 		if d.Line < 0 || d.Line > nLines {
 			t.Fatalf("diagnostic %s: line outside 0..%d", d, nLines)
 		}
-		if d.Code == "" || d.Message == "" || (d.Severity != policy.Info && d.Severity != policy.Warning) {
+		if d.Code == "" || d.Message == "" || (d.Severity != policy.Info && d.Severity != policy.Warning && d.Severity != policy.Error) {
 			t.Fatalf("malformed diagnostic %#v", d)
 		}
 	}

@@ -97,7 +97,7 @@ groups:
 			verb := map[bool]string{true: "allows", false: "blocks"}
 			out = append(out, Diagnostic{
 				Line:     d.Rule.Line,
-				Severity: Warning,
+				Severity: Info,
 				Code:     "match-order",
 				Message: fmt.Sprintf("for %q the longest match (RFC 9309, Google) is %q (line %d), which %s it; "+
 					"first-match parsers (1996 draft) apply %q (line %d) and %s it",
@@ -107,7 +107,7 @@ groups:
 	}
 	if extra > 0 {
 		out = append(out, Diagnostic{
-			Line: r.groups[m.fgs[0]].line, Severity: Warning, Code: "match-order",
+			Line: r.groups[m.fgs[0]].line, Severity: Info, Code: "match-order",
 			Message: fmt.Sprintf("%d more rule pairs of the group of %q read differently under first-match parsers", extra, m.name),
 		})
 	}

@@ -191,7 +191,7 @@ func Parse(body []byte) *Robots {
 	p := &parser{r: r, cur: -1, byToken: make(map[string]int32)}
 	if LooksLikeHTML(body) {
 		r.html = true
-		p.diag(1, Warning, "html-page", "this is an HTML page, not a robots.txt: the server answered /robots.txt with a web page "+
+		p.diag(1, Error, "html-page", "this is an HTML page, not a robots.txt: the server answered /robots.txt with a web page "+
 			"(a single-page app or a catch-all route does this); its lines are skipped and no rule applies")
 	}
 	p.run()
@@ -217,7 +217,7 @@ func (p *parser) run() {
 		start = i + 1
 	}
 	if p.r.trunc {
-		p.diag(line, Warning, "size-cap", "the file is "+strconv.Itoa(p.r.size)+" bytes; everything after the first "+
+		p.diag(line, Error, "size-cap", "the file is "+strconv.Itoa(p.r.size)+" bytes; everything after the first "+
 			strconv.Itoa(MaxBodySize)+" bytes (from this line on) is ignored")
 	}
 	if p.cur >= 0 {
@@ -325,7 +325,14 @@ func (p *parser) userAgent(n int, value string) {
 	case !global && tok == "":
 		p.diag(n, Warning, "agent-empty", "user-agent \""+value+"\" has no product token (letters, digits, '_' and '-') and never matches")
 	case !global && tok != value:
-		p.diag(n, Warning, "agent-truncated", "user-agent \""+value+"\" is cut to \""+tok+"\": only letters, digits, '_' and '-' form a token")
+		// A version or punctuation cut off ("Googlebot/2.1") changes
+		// nothing; a cut that leaves a word many headers carry
+		// ("https://bot.example" read as "https") binds other bots.
+		sev := Info
+		if genericToken(tok) {
+			sev = Warning
+		}
+		p.diag(n, sev, "agent-truncated", "user-agent \""+value+"\" is cut to \""+tok+"\": only letters, digits, '_' and '-' form a token")
 	}
 	if p.cur < 0 || p.ruleSeen {
 		if p.cur >= 0 {
@@ -378,7 +385,7 @@ func (p *parser) userAgent(n int, value string) {
 // rule handles an Allow or Disallow line.
 func (p *parser) rule(n int, kind RuleKind, value string) {
 	if p.cur < 0 {
-		p.diag(n, Warning, "rule-before-user-agent", kind.String()+" line comes before any user-agent line and is ignored")
+		p.diag(n, Error, "rule-before-user-agent", kind.String()+" line comes before any user-agent line and is ignored")
 		return
 	}
 	p.ruleSeen = true
@@ -391,12 +398,12 @@ func (p *parser) rule(n int, kind RuleKind, value string) {
 // crawlDelay handles a Crawl-delay line (SEMANTICS.md §8).
 func (p *parser) crawlDelay(n int, value string) {
 	if p.cur < 0 {
-		p.diag(n, Warning, "rule-before-user-agent", "Crawl-delay line comes before any user-agent line and is ignored")
+		p.diag(n, Error, "rule-before-user-agent", "Crawl-delay line comes before any user-agent line and is ignored")
 		return
 	}
 	d, ok := parseDelay(value)
 	if !ok {
-		p.diag(n, Warning, "bad-crawl-delay", "Crawl-delay \""+value+"\" is not a non-negative number of seconds and is ignored")
+		p.diag(n, Error, "bad-crawl-delay", "Crawl-delay \""+value+"\" is not a non-negative number of seconds and is ignored")
 		return
 	}
 	g := &p.r.groups[p.cur]
@@ -495,4 +502,26 @@ func (r *Robots) addImplied() map[int32]int32 {
 		r.rules = append(r.rules, Rule{Kind: Allow, Pattern: p, Line: rule.Line, Priority: normalizedLen(p), Implied: true})
 	}
 	return implied
+}
+
+// genericTokens are words that many User-Agent headers carry: a group
+// named by one of them binds far more than its author meant.
+var genericTokens = map[string]bool{
+	"http": true, "https": true, "www": true, "mozilla": true, "compatible": true, "applewebkit": true,
+	"khtml": true, "gecko": true, "chrome": true, "safari": true, "bot": true, "crawler": true,
+	"spider": true, "robot": true, "google": true, "mail": true, "web": true, "search": true,
+}
+
+// genericToken reports whether a user-agent token, cut from a longer
+// value, is a generic word or a number.
+func genericToken(tok string) bool {
+	if genericTokens[strings.ToLower(tok)] {
+		return true
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < '0' || tok[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -163,15 +163,21 @@ const (
 	// Warning marks a line that is ignored, misread by some crawlers, or not
 	// what its author probably meant.
 	Warning
+	// Error marks a file that does not say to bots what its author meant:
+	// an HTML page, content past the size cap, rules or a Crawl-delay that
+	// are ignored.
+	Error
 )
 
-// String returns "info" or "warning".
+// String returns "info", "warning" or "error".
 func (s Severity) String() string {
 	switch s {
 	case Info:
 		return "info"
 	case Warning:
 		return "warning"
+	case Error:
+		return "error"
 	}
 	return "severity(" + strconv.Itoa(int(s)) + ")"
 }
@@ -187,6 +193,45 @@ type Diagnostic struct {
 	Code string
 	// Message explains the finding in one sentence.
 	Message string
+}
+
+// Categories of diagnostics (Diagnostic.Category).
+const (
+	// CategorySyntax: lines that are misspelt, unknown or unreadable.
+	CategorySyntax = "syntax"
+	// CategoryRules: rules and groups that do not do what they seem to.
+	CategoryRules = "rules"
+	// CategoryCompat: what older or other parsers read differently.
+	CategoryCompat = "compat"
+	// CategoryFile: the file as a whole (an HTML page, its size).
+	CategoryFile = "file"
+)
+
+// categories maps each code to its category.
+var categories = map[string]string{
+	"unknown-directive": CategorySyntax, "accepted-typo": CategorySyntax, "key-prefix": CategorySyntax,
+	"missing-colon": CategorySyntax, "unparsable-line": CategorySyntax, "ignored-directive": CategorySyntax,
+	"line-too-long": CategorySyntax, "bom-mid-file": CategorySyntax, "agent-empty": CategorySyntax,
+	"rule-before-user-agent": CategoryRules, "bad-crawl-delay": CategoryRules, "crawl-delay-joins-group": CategoryRules,
+	"never-matches": CategoryRules, "blank-line-in-group": CategoryRules, "agent-truncated": CategoryRules,
+	"match-order": CategoryCompat,
+	"html-page":   CategoryFile, "size-cap": CategoryFile,
+}
+
+// IsLintCode reports whether code is the code of a diagnostic Lint may
+// return, e.g. "unknown-directive".
+func IsLintCode(code string) bool {
+	_, ok := categories[code]
+	return ok
+}
+
+// Category returns the diagnostic's category: "syntax", "rules", "compat"
+// or "file" (CategorySyntax, ...), for choosing what to show.
+func (d Diagnostic) Category() string {
+	if c, ok := categories[d.Code]; ok {
+		return c
+	}
+	return CategorySyntax
 }
 
 // String formats the diagnostic as "line 12: warning: message [code]".
