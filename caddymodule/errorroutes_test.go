@@ -30,7 +30,7 @@ func freePort(t *testing.T) int {
 // TestErrorRoutesThroughCaddy pins the behaviour of Caddy that
 // errorRouteTakes depends on, through a Caddy server run in the test
 // (caddy.Load, with the admin endpoint off so that it can run beside the
-// integration tests' Caddy on localhost:2999): which handle_errors routes
+// integration tests' Caddy): which handle_errors routes
 // answer a stopped request, and that Caddy answers an error no route takes
 // with the status alone.
 func TestErrorRoutesThroughCaddy(t *testing.T) {

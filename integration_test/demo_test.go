@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,15 +61,14 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the cmd/caddy binary")
 	}
-	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:8081", "127.0.0.1:2019"} {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Skipf("the demo needs %s, which is in use: %v", addr, err)
-		}
-		l.Close()
-	}
+	// The demo's ports come from the environment (Caddyfile.example's
+	// {$DEMO_PORT:8080} ...): free ones, so that the test runs beside a
+	// demo or another Caddy on the usual ports.
+	port, upstreamPort, adminPortDemo := freePort(t), freePort(t), freePort(t)
+	site := fmt.Sprintf("http://localhost:%d", port)
 	bin := buildCaddy(t)
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir())
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(),
+		fmt.Sprintf("DEMO_PORT=%d", port), fmt.Sprintf("DEMO_UPSTREAM_PORT=%d", upstreamPort), fmt.Sprintf("DEMO_ADMIN_PORT=%d", adminPortDemo))
 	ctx, cancel := context.WithCancel(context.Background())
 	caddy := exec.CommandContext(ctx, bin, "run", "--config", "Caddyfile.example")
 	caddy.Dir, caddy.Env = "..", env
@@ -88,18 +87,18 @@ func TestDemo(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := client.Get("http://localhost:8080/")
+		resp, err := client.Get(site + "/")
 		if err == nil {
 			resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the demo did not answer on localhost:8080 within 30 s: %v", err)
+			t.Fatalf("the demo did not answer on %s within 30 s: %v", site, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	do := func(ua, path string) answer {
-		req, _ := http.NewRequest(http.MethodGet, "http://localhost:8080"+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, site+path, nil)
 		req.Header.Set("User-Agent", ua)
 		resp, err := client.Do(req)
 		if err != nil {

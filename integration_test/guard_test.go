@@ -1,5 +1,5 @@
 // Package integration_test runs robots_guard in a real Caddy (in-process,
-// through caddytest, with the admin API on localhost:2999) in front of real
+// through caddytest, with the admin API on a free localhost port) in front of real
 // upstream servers, and runs the cmd/caddy binary with Caddyfile.example.
 // Everything listens on loopback only.
 package integration_test
@@ -88,18 +88,36 @@ func load(t *testing.T, globals, sites string) *caddytest.Tester {
 // reload with the same storage.
 func loadWithStorage(t *testing.T, dir, globals, sites string) *caddytest.Tester {
 	t.Helper()
-	tc := caddytest.NewTester(t)
+	tc := newTester(t)
 	tc.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
+	admin localhost:%d
 	persist_config off
 	storage file_system %s
 	%s
 }
-%s`, filepath.ToSlash(dir), globals, sites), "caddyfile")
+%s`, adminPort, filepath.ToSlash(dir), globals, sites), "caddyfile")
 	if t.Failed() {
 		t.FailNow()
 	}
 	return tc
+}
+
+// adminPort is the admin API port of the in-process Caddy the tests
+// load configurations into: a free one, chosen once per test process, so
+// that the tests run beside another Caddy (or another test run) on the
+// usual ports (2019, caddytest's 2999).
+var adminPort = func() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return caddytest.Default.AdminPort
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}()
+
+// newTester is caddytest.NewTester with adminPort.
+func newTester(t *testing.T) *caddytest.Tester {
+	return caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})
 }
 
 type answer struct {

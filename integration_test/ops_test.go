@@ -8,16 +8,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // adminURL is the admin endpoint of caddytest's in-process Caddy.
-const adminURL = "http://localhost:2999"
+var adminURL = fmt.Sprintf("http://localhost:%d", adminPort)
 
 func adminDo(t *testing.T, method, path string) (int, []byte) {
 	t.Helper()
@@ -277,8 +276,8 @@ func TestForcedReloadOfSameConfig(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n")
 	port := freePort(t)
 	storage := t.TempDir()
-	cfg := fmt.Sprintf("{\n\tadmin localhost:2999\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", storage, port, up.addr())
-	tc := caddytest.NewTester(t)
+	cfg := fmt.Sprintf("{\n\tadmin localhost:%d\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", adminPort, storage, port, up.addr())
+	tc := newTester(t)
 	tc.InitServer(cfg, "caddyfile")
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
 	up.set(200, "User-agent: GPTBot\nDisallow: /new/\n")
@@ -485,6 +484,18 @@ http://named.test:%d {
 		get(t, tc, c.port, "/index.html", "BadBot/1.0").check(t, "a real request to "+site, c.real, "")
 		if code, x := explain(site); code != 200 || x["action"] != c.action {
 			t.Errorf("explain %s after a request: %d %v, want %s", site, code, x, c.action)
+		}
+	}
+	// The named site is fetched at the load, in the background: wait for it.
+	named := fmt.Sprintf("http://named.test:%d", pNamed)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var list []map[string]any
+		adminJSON(t, "GET", "/robots_guard/sites", &list)
+		if slices.ContainsFunc(list, func(s map[string]any) bool { return s["site"] == named }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not fetched at the load: %v", named, list)
 		}
 	}
 	before := countSites(t)
