@@ -29,8 +29,8 @@ const maxGroupLabels = 50
 // (Caddy makes a new one per load), so counts survive reloads.
 var (
 	requestsTotal = &decisionCollector{desc: prometheus.NewDesc("caddy_robots_guard_requests_total",
-		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group and crawler verification verdict (none, verified, spoofed, unverifiable).",
-		[]string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
+		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group, crawler verification verdict (none, verified, spoofed, unverifiable) and site (a site address of the configuration, _other for any other host, empty for exempt requests).",
+		[]string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
 	fetchesTotal = counterVec("robots_fetches_total",
 		"robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
 		"outcome")
@@ -156,6 +156,7 @@ type counterKey struct {
 	reason       middleware.Reason
 	verification identity.Verdict
 	group        string
+	site         string // Verdict.SiteLabel
 }
 
 // decisionCollector is requests_total: one counter per label tuple, kept in
@@ -187,11 +188,13 @@ const fastTuples = 1 << 9
 const maxFastGroups = 256
 
 // tupleCounters are the counters of one (action, dry run, reason,
-// verification) tuple, by group name, read without locks.
+// verification) tuple, by site label and group name, read without locks.
 type tupleCounters struct {
-	none   *cellCounter // group ""; nil until the first request
-	groups map[string]*cellCounter
+	groups map[labelKey]*cellCounter
 }
+
+// labelKey is the site label and group of a counter within a tuple.
+type labelKey struct{ site, group string }
 
 // fastIndex packs the small fields of v, or reports that one is out of
 // the index's range.
@@ -209,7 +212,7 @@ func fastIndex(v *middleware.Verdict) (int, bool) {
 const counterCells = 8
 
 type cellCounter struct {
-	labels [4]string
+	labels [5]string
 	cells  [counterCells]struct {
 		n atomic.Uint64
 		_ [56]byte // one cache line each
@@ -234,17 +237,13 @@ func (c *decisionCollector) inc(v middleware.Verdict) {
 	var cc *cellCounter
 	if fastOK {
 		if t := c.fast[idx].Load(); t != nil {
-			if v.Group == "" {
-				cc = t.none
-			} else {
-				cc = t.groups[v.Group]
-			}
+			cc = t.groups[labelKey{v.SiteLabel, v.Group}]
 		}
 	}
 	if cc == nil {
 		cc = c.slow(v)
 		if fastOK {
-			c.remember(idx, v.Group, cc)
+			c.remember(idx, labelKey{v.SiteLabel, v.Group}, cc)
 		}
 	}
 	c.add(cc)
@@ -252,21 +251,21 @@ func (c *decisionCollector) inc(v middleware.Verdict) {
 
 // slow finds or makes the counter of v's tuple in the sync.Map.
 func (c *decisionCollector) slow(v middleware.Verdict) *cellCounter {
-	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group}
+	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group, v.SiteLabel}
 	cc, ok := c.counters.Load(k)
 	if !ok {
 		g := groupLabel(v.Group)
 		if g != v.Group && v.Group != "" {
 			k.group = g // "_other": one tuple for every group over the cap
 		}
-		cc, _ = c.counters.LoadOrStore(k, &cellCounter{labels: [4]string{v.ActionName(), v.Reason.String(), g, v.Verification.String()}})
+		cc, _ = c.counters.LoadOrStore(k, &cellCounter{labels: [5]string{v.ActionName(), v.Reason.String(), g, v.Verification.String(), v.SiteLabel}})
 	}
 	return cc.(*cellCounter)
 }
 
-// remember adds a group's counter to the fast index (a new copy of the
-// tuple's entry).
-func (c *decisionCollector) remember(idx int, group string, cc *cellCounter) {
+// remember adds a (site, group) counter to the fast index (a new copy of
+// the tuple's entry).
+func (c *decisionCollector) remember(idx int, key labelKey, cc *cellCounter) {
 	c.fastMu.Lock()
 	defer c.fastMu.Unlock()
 	if cc.retired {
@@ -277,19 +276,15 @@ func (c *decisionCollector) remember(idx int, group string, cc *cellCounter) {
 	if old != nil {
 		*t = *old
 	}
-	if group == "" {
-		t.none = cc
-	} else {
-		if len(t.groups) >= maxFastGroups {
-			return
-		}
-		m := make(map[string]*cellCounter, len(t.groups)+1)
-		for g, x := range t.groups {
-			m[g] = x
-		}
-		m[strings.Clone(group)] = cc
-		t.groups = m
+	if len(t.groups) >= maxFastGroups {
+		return
 	}
+	m := make(map[labelKey]*cellCounter, len(t.groups)+1)
+	for k, x := range t.groups {
+		m[k] = x
+	}
+	m[labelKey{strings.Clone(key.site), strings.Clone(key.group)}] = cc
+	t.groups = m
 	c.fast[idx].Store(t)
 }
 
@@ -305,14 +300,14 @@ func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc 
 
 // Collect implements prometheus.Collector: the sum of each tuple's cells.
 func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
-	sums := map[[4]string]uint64{}
+	sums := map[[5]string]uint64{}
 	c.counters.Range(func(_, v any) bool {
 		cc := v.(*cellCounter)
 		sums[cc.labels] += cc.total() // "_other" tuples of several groups add up
 		return true
 	})
 	for l, n := range sums {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), l[0], l[1], l[2], l[3])
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), l[0], l[1], l[2], l[3], l[4])
 	}
 }
 

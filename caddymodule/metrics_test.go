@@ -78,12 +78,12 @@ func TestRequestsTotal(t *testing.T) {
 // maxFastGroups groups and counts the others all the same.
 func TestRequestsTotalFastIndex(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
-	sum := func() map[[4]string]uint64 {
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
+	sum := func() map[[5]string]uint64 {
 		ch := make(chan prometheus.Metric, 1000)
 		c.Collect(ch)
 		close(ch)
-		out := map[[4]string]uint64{}
+		out := map[[5]string]uint64{}
 		c.counters.Range(func(_, v any) bool {
 			cc := v.(*cellCounter)
 			for i := range cc.cells {
@@ -99,6 +99,8 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*"},
 		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", DryRun: true},
 		{Action: middleware.Allow, Reason: middleware.Reason(200), Group: "odd"}, // out of range: the sync.Map alone
+		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", SiteLabel: "http://a.example"},
+		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", SiteLabel: "http://b.example", DryRun: true},
 	}
 	for i := range 100 {
 		for j, v := range vs {
@@ -108,12 +110,14 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 		}
 	}
 	got := sum()
-	want := map[[4]string]uint64{
-		{"allow", "not_bot", "_none", "none"}:       100,
-		{"deny", "disallowed", "GPTBot", "none"}:    50,
-		{"deny", "disallowed", "*", "none"}:         34,
-		{"dry_run_deny", "disallowed", "*", "none"}: 25,
-		{"allow", "reason(200)", "odd", "none"}:     20,
+	want := map[[5]string]uint64{
+		{"allow", "not_bot", "_none", "none", ""}:                       100,
+		{"deny", "disallowed", "GPTBot", "none", ""}:                    50,
+		{"deny", "disallowed", "*", "none", ""}:                         34,
+		{"dry_run_deny", "disallowed", "*", "none", ""}:                 25,
+		{"allow", "reason(200)", "odd", "none", ""}:                     20,
+		{"deny", "disallowed", "*", "none", "http://a.example"}:         17,
+		{"dry_run_deny", "disallowed", "*", "none", "http://b.example"}: 15,
 	}
 	for k, n := range want {
 		if got[k] != n {
@@ -146,7 +150,7 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 // (a second handler of the config) changes nothing.
 func TestGroupLabelsRetire(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
 	deny := func(group string, n int) {
 		for range n {
 			c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: group})
@@ -226,7 +230,7 @@ func TestGroupLabelsRetire(t *testing.T) {
 // back.
 func TestGroupLabelsRetireConcurrently(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification"}, nil), stripes: stripe.New(counterCells)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
 	total := func(group string) uint64 {
 		var n uint64
 		c.counters.Range(func(k, v any) bool {

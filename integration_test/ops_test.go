@@ -520,3 +520,47 @@ func countSites(t *testing.T) int {
 	adminJSON(t, "GET", "/robots_guard/sites", &list)
 	return len(list)
 }
+
+// TestMetricsPerSite: requests_total has a site label, so an enforced
+// block and a dry-run block are told apart; a host the configuration does
+// not name counts as _other.
+func TestMetricsPerSite(t *testing.T) {
+	up := newUpstream(t, "User-agent: BadBot\nDisallow: /\n")
+	port := freePort(t)
+	tc := load(t, "", fmt.Sprintf("http://enforced.test:%[1]d {\n\trobots_guard\n\treverse_proxy %[2]s\n}\nhttp://dry.test:%[1]d {\n\trobots_guard {\n\t\tdry_run\n\t}\n\treverse_proxy %[2]s\n}\nhttp://:%[1]d {\n\trobots_guard\n\treverse_proxy %[2]s\n}\n", port, up.addr()))
+	send := func(host string) int {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/x", port), nil)
+		req.Host = host
+		req.Header.Set("User-Agent", "BadBot/1.0")
+		resp, err := tc.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		host string
+		code int
+	}{{"enforced.test", 403}, {"dry.test", 200}, {"random.test", 403}} {
+		if got := send(c.host); got != c.code {
+			t.Errorf("%s: %d, want %d", c.host, got, c.code)
+		}
+	}
+	_, b := adminDo(t, "GET", "/metrics")
+	for _, want := range []string{
+		fmt.Sprintf(`action="deny",group="BadBot",reason="disallowed",site="http://enforced.test:%d"`, port),
+		fmt.Sprintf(`action="dry_run_deny",group="BadBot",reason="disallowed",site="http://dry.test:%d"`, port),
+		`action="deny",group="BadBot",reason="disallowed",site="_other"`,
+	} {
+		found := false
+		for line := range strings.Lines(string(b)) {
+			if strings.HasPrefix(line, "caddy_robots_guard_requests_total{") && strings.Contains(line, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no requests_total series with %s", want)
+		}
+	}
+}

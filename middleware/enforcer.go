@@ -332,7 +332,10 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
-	v := Verdict{Site: ent.Name(), DryRun: e.cfg.DryRun}
+	v := Verdict{Site: ent.Name(), SiteLabel: OtherSites, DryRun: e.cfg.DryRun}
+	if ent.Named() {
+		v.SiteLabel = v.Site
+	}
 	agent, groupClaims := info.agent(st.Robots, ua, e.verifier)
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
@@ -626,6 +629,10 @@ func viaUntrustedProxy(req *Request) bool {
 	}
 	return found && limit.ParseAddr(req.ClientIP) == limit.ParseAddr(req.peer)
 }
+
+// OtherSites is Verdict.SiteLabel for a site the configuration does not
+// name.
+const OtherSites = "_other"
 
 // Why a crawler claim can never be verified, said once per Enforcer (each
 // such request is counted with verification "unverifiable").

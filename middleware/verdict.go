@@ -186,6 +186,11 @@ type Verdict struct {
 	// Site is the scheme and host whose robots.txt applied, e.g.
 	// "https://example.com"; empty for exempt requests.
 	Site string
+	// SiteLabel is Site when the configuration names the site's host
+	// (Config.SiteNames: the Caddy module's site addresses), "_other" for
+	// any other site, "" with no site: a label of bounded values for
+	// metrics, which tells the blocks of a server apart.
+	SiteLabel string
 	// Group is the user-agent token of the applied group as written in
 	// robots.txt, "*" for the global group, "" when none applies.
 	Group string

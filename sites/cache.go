@@ -62,6 +62,7 @@ type originRef struct{ h http.Handler }
 // longer refreshed).
 type Site struct {
 	key        Key
+	named      bool // the host is in Config.Named
 	site       string // "https://example.com"
 	siteURL    *url.URL
 	state      atomic.Pointer[State]
@@ -96,6 +97,10 @@ type attachment struct{ v any }
 // Name returns the site's name: scheme and host, the port when it is not
 // the scheme's default ("https://example.com:8443").
 func (e *Site) Name() string { return e.site }
+
+// Named reports whether the site's host is one of Config.Named: a site
+// the configuration is written for, which metrics may name.
+func (e *Site) Named() bool { return e.named }
 
 // Key returns the site's cache key.
 func (e *Site) Key() Key { return e.key }
@@ -331,7 +336,7 @@ func (c *Cache) entryFor(k Key, host string, port int) *Site {
 	if k.https {
 		scheme = "https"
 	}
-	e := &Site{key: k, site: scheme + "://" + k.HostPort(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}}
+	e := &Site{key: k, site: scheme + "://" + k.HostPort(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}, named: c.named.has(k.host)}
 	if c.lru.add(k, e) {
 		e.protected.Store(true)
 	}
