@@ -62,7 +62,7 @@ type originRef struct{ h http.Handler }
 // longer refreshed).
 type Site struct {
 	key        Key
-	named      bool // the host is in Config.Named
+	named      bool   // the host is in Config.Named
 	site       string // "https://example.com"
 	siteURL    *url.URL
 	state      atomic.Pointer[State]
