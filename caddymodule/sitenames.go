@@ -44,16 +44,7 @@ func routeNames(names []string, routes caddyhttp.RouteList, depth int) []string 
 		return names
 	}
 	for _, r := range routes {
-		for _, set := range r.MatcherSets {
-			for _, m := range set {
-				switch m := m.(type) {
-				case caddyhttp.MatchHost:
-					names = appendNames(names, m)
-				case *caddyhttp.MatchHost:
-					names = appendNames(names, *m)
-				}
-			}
-		}
+		names = loadedHostNames(names, r.MatcherSets)
 		for _, set := range r.MatcherSetsRaw {
 			var hosts []string
 			if json.Unmarshal(set["host"], &hosts) == nil {
@@ -72,6 +63,22 @@ func routeNames(names []string, routes caddyhttp.RouteList, depth int) []string 
 			}
 			if json.Unmarshal(raw, &sr) == nil && sr.Handler == "subroute" {
 				names = routeNames(names, sr.Routes, depth+1)
+			}
+		}
+	}
+	return names
+}
+
+// loadedHostNames appends the names of the host matchers of loaded
+// matcher sets.
+func loadedHostNames(names []string, sets caddyhttp.MatcherSets) []string {
+	for _, set := range sets {
+		for _, m := range set {
+			switch m := m.(type) {
+			case caddyhttp.MatchHost:
+				names = appendNames(names, m)
+			case *caddyhttp.MatchHost:
+				names = appendNames(names, *m)
 			}
 		}
 	}
@@ -139,18 +146,7 @@ func guardedHosts(routes caddyhttp.RouteList, hosts []string, e *middleware.Enfo
 	}
 	for _, r := range routes {
 		own := hosts
-		var named []string
-		for _, set := range r.MatcherSets {
-			for _, m := range set {
-				switch m := m.(type) {
-				case caddyhttp.MatchHost:
-					named = appendNames(named, m)
-				case *caddyhttp.MatchHost:
-					named = appendNames(named, *m)
-				}
-			}
-		}
-		if len(named) > 0 {
+		if named := loadedHostNames(nil, r.MatcherSets); len(named) > 0 {
 			own = named
 		}
 		for _, h := range r.Handlers {
