@@ -75,35 +75,42 @@ func TestAdaptRejectsBadValues(t *testing.T) {
 	}
 }
 
-// TestREADMECaddyfiles adapts every complete Caddyfile of the README (the
-// ```caddyfile blocks without <placeholders>), so that what users copy
-// works. The snippet "(guard)" block and the global-options block are
-// complete Caddyfiles too.
+// TestREADMECaddyfiles adapts every complete Caddyfile of the README and
+// of the pages in docs/ (the ```caddyfile blocks without <placeholders>),
+// so that what users copy works. The snippet "(guard)" block and the
+// global-options block are complete Caddyfiles too.
 func TestREADMECaddyfiles(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	pages, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := strings.Split(string(readme), "```caddyfile\n")[1:]
 	n := 0
-	for i, b := range blocks {
-		body, _, ok := strings.Cut(b, "\n```")
-		if !ok {
-			t.Fatalf("block %d is not closed", i)
-		}
-		if strings.Contains(body, "<matcher>") || strings.HasPrefix(body, "robots_guard") {
-			continue // the syntax reference
-		}
-		n++
-		_, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(body+"\n"), map[string]any{"filename": "README.md"})
+	for _, file := range append([]string{"../README.md"}, pages...) {
+		text, err := os.ReadFile(file)
 		if err != nil {
-			t.Errorf("README Caddyfile %d:\n%s\nadapt: %v", i, body, err)
+			t.Fatal(err)
 		}
-		for _, w := range warnings {
-			t.Errorf("README Caddyfile %d: adapt warning: line %d: %s", i, w.Line, w.Message)
+		name := strings.TrimPrefix(file, "../")
+		blocks := strings.Split(string(text), "```caddyfile\n")[1:]
+		for i, b := range blocks {
+			body, _, ok := strings.Cut(b, "\n```")
+			if !ok {
+				t.Fatalf("%s: block %d is not closed", name, i)
+			}
+			if strings.Contains(body, "<matcher>") || strings.HasPrefix(body, "robots_guard") {
+				continue // the syntax reference
+			}
+			n++
+			_, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(body+"\n"), map[string]any{"filename": name})
+			if err != nil {
+				t.Errorf("%s Caddyfile %d:\n%s\nadapt: %v", name, i, body, err)
+			}
+			for _, w := range warnings {
+				t.Errorf("%s Caddyfile %d: adapt warning: line %d: %s", name, i, w.Line, w.Message)
+			}
 		}
 	}
-	if n < 5 {
-		t.Fatalf("only %d Caddyfiles found in the README", n)
+	if n < 7 {
+		t.Fatalf("only %d Caddyfiles found in the README and docs/", n)
 	}
 }
