@@ -128,7 +128,7 @@ func TestDemo(t *testing.T) {
 	os.WriteFile(badFile, []byte("http://127.0.0.1:1 {\n\trobots_guard {\n\t\trobots_txt /nonexistent/robots.txt\n\t}\n\trespond ok\n}\n"), 0o644)
 	os.WriteFile(badHostPort, []byte("http://127.0.0.1:1 {\n\trobots_guard {\n\t\trobots_txt localhost:8081/robots.txt\n\t}\n\trespond ok\n}\n"), 0o644)
 
-	// caddy robots test / lint, as in the README.
+	// caddy robots test / lint, as in docs/admin-api.md.
 	for _, c := range []struct {
 		args []string
 		code int

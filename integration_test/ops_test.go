@@ -215,7 +215,7 @@ func TestHTMLRobotsTxt(t *testing.T) {
 
 // TestAccessLog: the self-fetch shows in Caddy's access log as a request
 // for /robots.txt from 127.0.0.1, and log_append puts the decision into
-// the bot's access log line, as the README shows.
+// the bot's access log line, as docs/configuration.md shows.
 func TestAccessLog(t *testing.T) {
 	up := newUpstream(t, siteRobots)
 	port := freePort(t)

@@ -180,7 +180,7 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 }
 
 // trapLinkSite is a site whose page renders the client's own trap link
-// with Caddy's templates, as the README shows.
+// with Caddy's templates, as docs/traps.md shows.
 func trapLinkSite(port int, extra string) string {
 	if !strings.Contains(extra, "trap_grace") {
 		extra += "\n\t\ttrap_grace 0"

@@ -346,7 +346,7 @@ func BenchmarkRedisAllow(b *testing.B) {
 }
 
 // TestRedisKeyBytes measures the server memory of one key (for sizing:
-// README, "Running a fleet"), with a typical site and group, and checks
+// docs/fleets.md), with a typical site and group, and checks
 // that the longest Host a request may carry (253 bytes) and a long group
 // token cost the same (within 10%): long parts are hashed.
 func TestRedisKeyBytes(t *testing.T) {

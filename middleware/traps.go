@@ -526,7 +526,7 @@ func (e *Enforcer) trapToken(client limit.Client, day int64) string {
 // client): the first plain trap path followed by a token that only this
 // client (its address prefix) can present, valid today and tomorrow. Put
 // it in the pages that robots.txt lets crawlers read, in a link no person
-// follows (see the README); "" when there is no trap or trap_links is
+// follows (see docs/traps.md); "" when there is no trap or trap_links is
 // static, and the bare trap path when r's client address does not parse.
 func (e *Enforcer) TrapLink(r *http.Request) string { return e.TrapLinkFor(e.clientIP(r)) }
 
