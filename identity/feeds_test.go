@@ -430,8 +430,9 @@ func TestFeedsOnDemand(t *testing.T) {
 	if r := verify(v, "AcmeBot", "127.0.0.1"); r.Verdict != Unverifiable {
 		t.Fatalf("a loopback claim: %v", r.Verdict)
 	}
-	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Unverifiable {
-		t.Fatalf("the first claim, feed not loaded yet: %v", r.Verdict)
+	// The first claim starts the fetch; it may load before the check runs.
+	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Unverifiable && r.Verdict != Verified {
+		t.Fatalf("the first claim: %v", r.Verdict)
 	}
 	waitFeeds(t, v, 1)
 	if r := verify(v, "AcmeBot", "11.0.2.9"); r.Verdict != Verified {
