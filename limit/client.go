@@ -21,7 +21,12 @@ func (c Client) IsZero() bool { return c == Client{} }
 // (IPv4) or v6bits (IPv6). Input that does not parse gives the zero
 // Client, so such clients share one key. It does not allocate.
 func ClientOf(s string, v4bits, v6bits int) Client {
-	a := ParseAddr(s)
+	return ClientOfAddr(ParseAddr(s), v4bits, v6bits)
+}
+
+// ClientOfAddr is ClientOf for an address already parsed (ParseAddr):
+// the zero Addr gives the zero Client.
+func ClientOfAddr(a netip.Addr, v4bits, v6bits int) Client {
 	if !a.IsValid() {
 		return Client{}
 	}

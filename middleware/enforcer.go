@@ -598,9 +598,18 @@ func (e *Enforcer) clock(req *Request) int64 {
 // parse).
 func (e *Enforcer) clientKey(req *Request) limit.Client {
 	if !req.keyDone {
-		req.key, req.keyDone = limit.ClientOf(req.ClientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
+		req.key, req.keyDone = limit.ClientOfAddr(clientAddr(req), e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
 	}
 	return req.key
+}
+
+// clientAddr is req.ClientIP parsed, once per request: verification and
+// the limiter, ban and report keys all use it.
+func clientAddr(req *Request) netip.Addr {
+	if !req.addrDone {
+		req.addr, req.addrDone = limit.ParseAddr(req.ClientIP), true
+	}
+	return req.addr
 }
 
 // verify checks the claims of a request (and its Web Bot Auth signature);
@@ -627,7 +636,7 @@ func viaUntrustedProxy(req *Request) bool {
 			break
 		}
 	}
-	return found && limit.ParseAddr(req.ClientIP) == limit.ParseAddr(req.peer)
+	return found && clientAddr(req) == limit.ParseAddr(req.peer)
 }
 
 // OtherSites is Verdict.SiteLabel for a site the configuration does not
@@ -661,7 +670,7 @@ func (e *Enforcer) verify(ctx context.Context, claims identity.Claims, req *Requ
 	}
 	var addr netip.Addr
 	if tr == nil || !tr.noIP {
-		addr = limit.ParseAddr(req.ClientIP)
+		addr = clientAddr(req)
 	}
 	if tr != nil {
 		x := e.verifier.ExplainRequest(ctx, claims, addr, req.Signed)

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -55,9 +56,11 @@ type Request struct {
 	header http.Header // the request's header (RequestOf), read only in rare cases
 	peer   string      // the connection's remote address (RequestOf)
 
-	key     limit.Client // ClientIP as a limiter key, once parsed (Enforcer.clientKey)
-	keyDone bool
-	at      int64 // the clock when the decision first read it, Unix ns (Enforcer.clock); 0 before
+	addr     netip.Addr // ClientIP parsed, once (Enforcer.clientAddr)
+	addrDone bool
+	key      limit.Client // ClientIP as a limiter key, once made (Enforcer.clientKey)
+	keyDone  bool
+	at       int64 // the clock when the decision first read it, Unix ns (Enforcer.clock); 0 before
 	// Signed holds what a Web Bot Auth signature covers when the request
 	// carries one and VerifyConfig.WebBotAuth is on (see SignedRequest);
 	// nil otherwise.
