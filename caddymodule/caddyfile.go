@@ -34,7 +34,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    fetch_timeout <duration>
 //	    on_unreachable disallow|allow
 //	    crawl_delay_key ip|group
-//	    crawl_delay_tolerance <fraction, e.g. 0.25 or 25%>
+//	    crawl_delay_tolerance <delays, e.g. 2.5, 0.25 or 25%>
 //	    ipv4_prefix <bits>
 //	    ipv6_prefix <bits>
 //	    max_keys <n>
@@ -153,7 +153,7 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if v, err = one(); err == nil {
 				f, perr := parseFraction(v)
 				if perr != nil {
-					return d.Errf("%s: %q is not a fraction such as 0.25 or 25%%", name, v)
+					return d.Errf("%s: %q is not a number of Crawl-delays such as 2.5, 0.25 or 25%%", name, v)
 				}
 				g.CrawlDelayTolerance = &f
 			}

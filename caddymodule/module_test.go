@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
@@ -101,16 +103,23 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 			t.Errorf("%s %s: rule placeholder %q, want %q", tc.ua, tc.target, got, tc.rule)
 		}
 	}
-	// Crawl-delay 5s: the second request is throttled with Retry-After 4
-	// (3.75s: the delay less its 1.25s tolerance, rounded up).
-	if w := serve(g, "SlowBot/1", "/a"); w.Code != 200 {
-		t.Fatalf("first SlowBot request: %d", w.Code)
+	// Crawl-delay 5s: three requests at once pass (the tolerance of 2.5
+	// delays), the fourth is throttled with Retry-After 3 (3 × 5s less the
+	// 12.5s tolerance, rounded up).
+	for i := range burst {
+		if w := serve(g, "SlowBot/1", "/a"); w.Code != 200 {
+			t.Fatalf("SlowBot request %d: %d", i+1, w.Code)
+		}
 	}
 	w := serve(g, "SlowBot/1", "/a")
-	if w.Code != 429 || w.Header().Get("Retry-After") != "4" || w.Header().Get("X-Test-Action") != "throttle" {
-		t.Errorf("second SlowBot request: %d Retry-After %q action %q", w.Code, w.Header().Get("Retry-After"), w.Header().Get("X-Test-Action"))
+	if w.Code != 429 || w.Header().Get("Retry-After") != "3" || w.Header().Get("X-Test-Action") != "throttle" {
+		t.Errorf("SlowBot request after the burst: %d Retry-After %q action %q", w.Code, w.Header().Get("Retry-After"), w.Header().Get("X-Test-Action"))
 	}
 }
+
+// burst is how many requests of one bot the default tolerance
+// (limit.DefaultTolerance delays) admits at once.
+var burst = 1 + int(math.Floor(limit.DefaultTolerance))
 
 // TestStateSurvivesReprovision: a second module with the same
 // configuration (a config reload) shares the Enforcer, so the Crawl-delay
@@ -118,8 +127,10 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 func TestStateSurvivesReprovision(t *testing.T) {
 	file := writeRobots(t, testRobots)
 	a := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
-	if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
-		t.Fatalf("first request: %d", w.Code)
+	for i := range burst {
+		if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
+			t.Fatalf("request %d: %d", i+1, w.Code)
+		}
 	}
 	b := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
 	a.Cleanup() // the old config goes away after the new one is provisioned

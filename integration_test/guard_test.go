@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	_ "github.com/robotsguard/robotsguard/caddymodule"
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 const (
@@ -155,6 +157,20 @@ func get(t *testing.T, tc *caddytest.Tester, port int, path, ua string, headers 
 	return answer{resp.StatusCode, string(b), resp.Header}
 }
 
+// burst is how many requests of one bot the default crawl_delay_tolerance
+// (limit.DefaultTolerance, 2.5 delays) admits at once; the next one within
+// the Crawl-delay is answered 429.
+var burst = 1 + int(math.Floor(limit.DefaultTolerance))
+
+// spend sends burst requests at once, as get does, and fails unless each
+// is answered 200.
+func spend(t *testing.T, tc *caddytest.Tester, port int, path, ua string, headers ...string) {
+	t.Helper()
+	for i := range burst {
+		get(t, tc, port, path, ua, headers...).check(t, fmt.Sprintf("%s %s, request %d of the burst of %d", ua, path, i+1, burst), 200, "")
+	}
+}
+
 // closedUnanswered reports whether err is a connection closed before any
 // answer: EOF or a reset.
 func closedUnanswered(err error) bool {
@@ -207,9 +223,11 @@ func TestCrawlDelay(t *testing.T) {
 	up := newUpstream(t, "User-agent: SlowBot\nCrawl-delay: 1\nDisallow: /private/\n")
 	port := freePort(t)
 	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, up.addr()))
-	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "first", 200, "page /a")
+	// Crawl-delay 1 s, tolerance 2.5 delays: three requests at once pass,
+	// the fourth waits 3 s - 2.5 s (Retry-After 1).
+	spend(t, tc, port, "/a", "SlowBot/1.0")
 	a := get(t, tc, port, "/b", "SlowBot/1.0")
-	a.check(t, "second, at once", 429, "Crawl-delay of robots.txt for SlowBot exceeded")
+	a.check(t, "after the burst, at once", 429, "Crawl-delay of robots.txt for SlowBot exceeded")
 	if got := a.header.Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After %q, want 1", got)
 	}
@@ -217,6 +235,7 @@ func TestCrawlDelay(t *testing.T) {
 	get(t, tc, port, "/private/x", "SlowBot/1.0").check(t, "disallowed path", 403, "Disallowed")
 	time.Sleep(1100 * time.Millisecond)
 	get(t, tc, port, "/c", "SlowBot/1.0").check(t, "after the wait", 200, "page /c")
+	get(t, tc, port, "/d", "SlowBot/1.0").check(t, "at once after one admitted at the wait's end", 429, "Crawl-delay")
 	// Browsers are never throttled.
 	for i := 0; i < 3; i++ {
 		get(t, tc, port, "/c", browserUA).check(t, "browser", 200, "page /c")
@@ -276,7 +295,7 @@ func TestReloadKeepsCrawlDelayClock(t *testing.T) {
 	port, other := freePort(t), freePort(t)
 	site := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, up.addr())
 	tc := load(t, "", site)
-	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "first", 200, "page")
+	spend(t, tc, port, "/a", "SlowBot/1.0")
 	// A reload that leaves the robots_guard block alone keeps its state.
 	tc = load(t, "", site+fmt.Sprintf("http://127.0.0.1:%d {\n\trespond \"other site\"\n}\n", other))
 	get(t, tc, other, "/", browserUA).check(t, "the new site is live", 200, "other site")
@@ -292,8 +311,8 @@ func TestTrustedProxiesKeyTheRightClient(t *testing.T) {
 	port := freePort(t)
 	tc := load(t, "servers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\tclient_ip_headers X-Forwarded-For\n\t}",
 		fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard\n\treverse_proxy %s\n}\n", port, up.addr()))
-	get(t, tc, port, "/a", "SlowBot/1.0", "X-Forwarded-For", "203.0.113.7").check(t, "client A, first", 200, "page")
-	get(t, tc, port, "/a", "SlowBot/1.0", "X-Forwarded-For", "203.0.113.7").check(t, "client A, again", 429, "Crawl-delay")
+	spend(t, tc, port, "/a", "SlowBot/1.0", "X-Forwarded-For", "203.0.113.7")
+	get(t, tc, port, "/a", "SlowBot/1.0", "X-Forwarded-For", "203.0.113.7").check(t, "client A, after its burst", 429, "Crawl-delay")
 	get(t, tc, port, "/a", "SlowBot/1.0", "X-Forwarded-For", "198.51.100.9").check(t, "client B behind the same proxy", 200, "page")
 }
 
@@ -316,7 +335,7 @@ func TestHandleErrorsRestyles(t *testing.T) {
 }
 `, port, up.addr()))
 	get(t, tc, port, "/blog/post", gptbotUA).check(t, "GPTBot", 403, "custom 403 for GPTBot (deny, 2: Disallow: /)")
-	get(t, tc, port, "/x", "SlowBot/1.0").check(t, "SlowBot first", 200, "page")
+	spend(t, tc, port, "/x", "SlowBot/1.0")
 	a := get(t, tc, port, "/x", "SlowBot/1.0")
 	a.check(t, "SlowBot throttled", 429, "custom 429 for SlowBot (throttle")
 	if a.header.Get("Retry-After") == "" {

@@ -53,7 +53,7 @@ func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
 	}
 	tc := load(t, "", site(""))
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
-	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "SlowBot first", 200, "page")
+	spend(t, tc, port, "/a", "SlowBot/1.0")
 
 	up.set(200, "User-agent: GPTBot\nDisallow: /new/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
 	get(t, tc, port, "/new/x", gptbotUA).check(t, "before the reload the copy is in force", 200, "page")
@@ -103,10 +103,10 @@ func TestAdminAPI(t *testing.T) {
 	if x["action"] != "allow" || x["crawl_delay"] != "20s" {
 		t.Fatalf("explain SlowBot before a request: %v", x)
 	}
-	get(t, tc, port, "/x", "SlowBot/1.0").check(t, "SlowBot after explain", 200, "page")
+	spend(t, tc, port, "/x", "SlowBot/1.0")
 	adminJSON(t, "GET", q, &x)
 	if x["action"] != "throttle" || x["status"] != 429.0 {
-		t.Fatalf("explain SlowBot after a request: %v", x)
+		t.Fatalf("explain SlowBot after a burst of requests: %v", x)
 	}
 	// A site not cached yet is fetched through the server that serves it.
 	adminJSON(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=GPTBot&path=/private/", other), &x)
@@ -181,7 +181,7 @@ http://127.0.0.1:%d {
 	if a.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("restyled 403: Cache-Control %q", a.header.Get("Cache-Control"))
 	}
-	get(t, tc, styled, "/x", "SlowBot/1.0").check(t, "SlowBot first", 200, "page")
+	spend(t, tc, styled, "/x", "SlowBot/1.0")
 	a = get(t, tc, styled, "/x", "SlowBot/1.0")
 	a.check(t, "restyled 429", 429, "<h1>429</h1>")
 	if a.header.Get("Cache-Control") != "no-store" || a.header.Get("Retry-After") == "" {
@@ -340,8 +340,8 @@ func TestTwoGuardsOneRequest(t *testing.T) {
 	}
 }
 `, port, up.addr()))
-	get(t, tc, port, "/a", "SlowBot/1.0").check(t, "first request through two guards", 200, "page")
-	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "second request", 429, "Crawl-delay")
+	spend(t, tc, port, "/a", "SlowBot/1.0") // each spends one request, not two
+	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "the request after the burst", 429, "Crawl-delay")
 }
 
 // TestProblemsBeforeTheFirstBot: as soon as a configuration runs, the

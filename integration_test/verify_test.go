@@ -125,7 +125,10 @@ func TestVerifyThroughCaddy(t *testing.T) {
 		if v := a.header.Get("X-Verification"); v != "verified" {
 			t.Errorf("placeholder: %q", v)
 		}
-		get(t, tc, port, "/b", googlebotUA, xff("66.249.66.1")...).check(t, "verified by rDNS, same budget, at once", 429, "Crawl-delay")
+		for range burst - 1 {
+			get(t, tc, port, "/b", googlebotUA, xff("66.249.66.1")...).check(t, "verified by rDNS, within the burst", 200, "page /b")
+		}
+		get(t, tc, port, "/b", googlebotUA, xff("66.249.66.1")...).check(t, "verified by rDNS, same budget, after the burst", 429, "Crawl-delay")
 		for i := range 30 {
 			ans := get(t, tc, port, "/c", googlebotUA, xff(fmt.Sprintf("11.0.113.%d", 100+i))...)
 			if ans.status == 429 {

@@ -15,22 +15,24 @@ func TestTolerance(t *testing.T) {
 		f     float64
 		want  time.Duration
 	}{
-		{time.Second, DefaultTolerance, 250 * time.Millisecond},
-		{10 * time.Second, DefaultTolerance, 2500 * time.Millisecond},
-		{60 * time.Second, DefaultTolerance, MaxSlack},
-		{200 * time.Millisecond, DefaultTolerance, 100 * time.Millisecond}, // floor capped at d/2
-		{2 * time.Second, 0.1, MinSlack},                                   // floor
+		{time.Second, DefaultTolerance, 2500 * time.Millisecond},
+		{10 * time.Second, DefaultTolerance, 25 * time.Second},
+		{60 * time.Second, DefaultTolerance, 150 * time.Second},
+		{200 * time.Millisecond, DefaultTolerance, 500 * time.Millisecond},
+		{time.Second, 2, 2 * time.Second},
+		{100 * time.Millisecond, 0.25, 50 * time.Millisecond}, // floor capped at d/2
+		{2 * time.Second, 0.1, MinSlack},                      // floor
+		{time.Second, 0.25, MinSlack},
+		{10 * time.Second, 0.25, 2500 * time.Millisecond},
 		{2 * time.Second, 0.5, time.Second},
+		{time.Second, MaxTolerance, 4 * time.Second},
 		{time.Second, 0, 0},
 		{0, DefaultTolerance, 0},
-		{time.Duration(1<<63 - 1), MaxTolerance, MaxSlack},
+		{time.Duration(1<<63 - 1), MaxTolerance, 1 << 62}, // capped, no overflow
 	}
 	for _, c := range tests {
 		if got := Tolerance(c.delay, c.f); got != c.want {
 			t.Errorf("Tolerance(%v, %g) = %v, want %v", c.delay, c.f, got, c.want)
-		}
-		if got := Tolerance(c.delay, c.f); c.delay > 0 && got >= c.delay {
-			t.Errorf("Tolerance(%v, %g) = %v is not below the delay", c.delay, c.f, got)
 		}
 	}
 }
@@ -73,12 +75,17 @@ func TestJitteryCompliantCrawler(t *testing.T) {
 }
 
 // TestAdmittedAtMostOnePerDelay: whatever the arrivals, over any interval
-// of length T at most ⌈T/d⌉+1 requests pass.
+// of length T at most ⌈T/d⌉ + 1 + ⌊τ/d⌋ requests pass: ⌈T/d⌉ + 3 with the
+// default tolerance of two delays, ⌈T/d⌉ + 1 with a tolerance under one.
 func TestAdmittedAtMostOnePerDelay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
-	for round := range 200 {
+	for round := range 300 {
 		delay := time.Duration(1+rng.Int64N(20)) * 100 * time.Millisecond
-		f := []float64{0, 0.1, DefaultTolerance, MaxTolerance}[round%4]
+		f := []float64{0, 0.1, 0.5, 1, DefaultTolerance, MaxTolerance}[round%6]
+		extra := int64(Tolerance(delay, f) / delay) // ⌊τ/d⌋
+		if f == DefaultTolerance && extra != 2 {
+			t.Fatalf("delay %v: the default tolerance is %d delays, want 2", delay, extra)
+		}
 		var times []int64
 		now := int64(1e15)
 		for range 300 {
@@ -89,9 +96,9 @@ func TestAdmittedAtMostOnePerDelay(t *testing.T) {
 		for i := range adm {
 			for j := i; j < len(adm); j++ {
 				span := adm[j] - adm[i]
-				limit := (span+int64(delay)-1)/int64(delay) + 1
+				limit := (span+int64(delay)-1)/int64(delay) + 1 + extra
 				if span == 0 {
-					limit = 1
+					limit = 1 + extra
 				}
 				if int64(j-i+1) > limit {
 					t.Fatalf("delay %v f %g: %d admitted within %v (limit %d)", delay, f, j-i+1, time.Duration(span), limit)
@@ -102,7 +109,8 @@ func TestAdmittedAtMostOnePerDelay(t *testing.T) {
 }
 
 // TestTwiceTooFast: a crawler sending every delay/2, with jitter, is still
-// admitted about once per delay (strict GCRA gave one in three).
+// admitted about once per delay, plus the burst of the tolerance (strict
+// GCRA gave one in three).
 func TestTwiceTooFast(t *testing.T) {
 	const n = 2000 // 1000 delays
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -111,8 +119,8 @@ func TestTwiceTooFast(t *testing.T) {
 		times = append(times, 1e15+int64(i)*sec/2+rng.Int64N(20e6)-10e6)
 	}
 	got := len(run(NewMemory(100, DefaultTolerance), time.Second, times))
-	if got < 990 || got > 1001 {
-		t.Errorf("every delay/2 for 1000 delays: %d admitted, want about 1000", got)
+	if got < 990 || got > 1003 {
+		t.Errorf("every delay/2 for 1000 delays: %d admitted, want about 1000 (at most 1003)", got)
 	}
 	strict := len(run(NewMemory(100, 0), time.Second, times))
 	t.Logf("admitted of %d sent every delay/2 over 1000 delays: %d with tolerance, %d strict", n, got, strict)
@@ -164,9 +172,15 @@ func TestPeekSpendsNothing(t *testing.T) {
 	if l.Len() != 0 {
 		t.Fatalf("Peek stored %d keys", l.Len())
 	}
-	l.Allow(bg, k, 1e15, time.Second)
-	if ok, wait := l.Peek(bg, k, 1e15, time.Second); ok || wait != 750*time.Millisecond {
-		t.Fatalf("Peek after Allow = %v, %v; want false, 750ms", ok, wait)
+	for range 3 { // the burst of the default tolerance: 1 + two delays
+		if ok, _ := l.Allow(bg, k, 1e15, time.Second); !ok {
+			t.Fatal("Allow refused within the burst")
+		}
+	}
+	for range 2 {
+		if ok, wait := l.Peek(bg, k, 1e15, time.Second); ok || wait != 500*time.Millisecond {
+			t.Fatalf("Peek after three Allows = %v, %v; want false, 500ms", ok, wait)
+		}
 	}
 }
 
@@ -278,4 +292,74 @@ func TestChurnKeepsMapSmall(t *testing.T) {
 		t.Errorf("heap grew %.1f MB", grew)
 	}
 	runtime.KeepAlive(l)
+}
+
+// crawlerSpacing is how real crawlers space their requests around a
+// Crawl-delay d: Scrapy's RANDOMIZE_DOWNLOAD_DELAY and wget --random-wait
+// draw each interval uniformly from 0.5–1.5 × d; colly with Delay 0.9 d and
+// RandomDelay 0.2 d, and a loop with ±10 % per interval, from 0.9–1.1 × d.
+var crawlerSpacing = []struct {
+	name   string
+	lo, hi float64
+}{
+	{"Scrapy, wget --random-wait (0.5–1.5 × d)", 0.5, 1.5},
+	{"colly, ±10 % per interval (0.9–1.1 × d)", 0.9, 1.1},
+}
+
+// simulate runs n requests of a crawler whose intervals are uniform in
+// lo–hi × d through a limiter with tolerance f and returns how many were
+// refused. A refused request is lost (wget and colly do not retry a 429);
+// the crawler goes on at its next interval.
+func simulate(rng *rand.Rand, f float64, d time.Duration, lo, hi float64, n int) int {
+	l := NewMemory(16, f)
+	k := Key{Site: "s", Group: "g"}
+	now, refused := int64(1e15), 0
+	for range n {
+		if ok, _ := l.Allow(bg, k, now, d); !ok {
+			refused++
+		}
+		now += int64((lo + (hi-lo)*rng.Float64()) * float64(d))
+	}
+	return refused
+}
+
+// TestRandomisedCrawlers: crawlers whose mean spacing is the Crawl-delay
+// but that randomise each interval, as real ones do, are refused rarely
+// with the default tolerance of 2.5 delays. Over 10,000 requests: Scrapy's
+// 0.5–1.5 × spacing at most 3 %, ±10 % at most 0.5 %. Over 1,000 runs of
+// 300 requests: a ±10 % crawler loses nothing in at least 97 % of them,
+// and a Scrapy-like one loses at most 3 % of its requests in at least
+// 90 %. The log holds the whole table (docs/performance.md quotes it).
+func TestRandomisedCrawlers(t *testing.T) {
+	const n = 10000
+	d := time.Second
+	for _, c := range crawlerSpacing {
+		for _, f := range []float64{0.25, 1, 2, DefaultTolerance, 2.9, 3, MaxTolerance} {
+			refused := simulate(rand.New(rand.NewPCG(11, uint64(f*100))), f, d, c.lo, c.hi, n)
+			t.Logf("%-42s tolerance %4g delays: %5d of %d refused (%.2f %%)", c.name, f, refused, n, 100*float64(refused)/n)
+			if f != DefaultTolerance {
+				continue
+			}
+			if limit := map[float64]float64{0.5: 0.03, 0.9: 0.005}[c.lo]; float64(refused) > limit*n {
+				t.Errorf("%s: %d of %d refused with the default tolerance, want at most %g %%", c.name, refused, n, 100*limit)
+			}
+		}
+	}
+	const runs = 1000
+	for _, f := range []float64{2, DefaultTolerance, 2.9} {
+		lost, over := 0, 0
+		rng := rand.New(rand.NewPCG(13, 17))
+		for range runs {
+			if simulate(rng, f, d, 0.9, 1.1, 300) > 0 {
+				lost++
+			}
+			if simulate(rng, f, d, 0.5, 1.5, 300) > 9 {
+				over++
+			}
+		}
+		t.Logf("tolerance %g delays, %d runs of 300 requests: ±10 %% refused at least once in %d; Scrapy-like refused more than 3 %% (9) in %d", f, runs, lost, over)
+		if f == DefaultTolerance && (lost > runs*3/100 || over > runs/10) {
+			t.Errorf("default tolerance, %d runs of 300: a ±10 %% crawler refused in %d (want at most 3 %%), a Scrapy-like one more than 3 %% in %d (want at most 10 %%)", runs, lost, over)
+		}
+	}
 }

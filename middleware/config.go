@@ -110,13 +110,16 @@ type Config struct {
 	// each name. Blocks with the same configuration share their clocks.
 	CrawlDelayScope string `json:"crawl_delay_scope,omitempty"`
 
-	// CrawlDelayTolerance is the fraction of a Crawl-delay by which a bot's
-	// request may come early and still pass, so that network jitter never
-	// turns a compliant crawler's request into a 429: with delay d, the
-	// tolerance is this fraction of d, at least 250ms and at most 5s, and
-	// never more than d/2 (see package limit). The long-run rate stays one
-	// request per d: over any interval T at most ⌈T/d⌉+1 requests pass.
-	// Default 0.25 (nil); 0 asks for strict spacing; at most 0.5.
+	// CrawlDelayTolerance is how far ahead of its Crawl-delay a bot may run
+	// and still pass, counted in delays, so that a crawler that keeps the
+	// delay on average but randomises its spacing (Scrapy and wget
+	// --random-wait space requests 0.5–1.5 × the delay apart) or meets
+	// network jitter is not refused: with delay d the tolerance is this
+	// many d, and at least 250ms or d/2, whichever is smaller (see package
+	// limit). The long-run rate stays one request per d: over any interval
+	// T at most ⌈T/d⌉ + 1 + ⌊tolerance⌋ requests pass (⌈T/d⌉ + 3 by
+	// default), and a bot can send at most 1 + ⌊tolerance⌋ at once.
+	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
 	CrawlDelayTolerance *float64 `json:"crawl_delay_tolerance,omitempty"`
 
 	// IPv4Prefix is the prefix length that groups IPv4 clients in the
@@ -401,7 +404,7 @@ func (c *Config) limitDefaults() error {
 		f := limit.DefaultTolerance
 		c.CrawlDelayTolerance = &f
 	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
-		return errf("crawl_delay_tolerance", "must be a fraction of the delay between 0 and %g, got %g", limit.MaxTolerance, *t)
+		return errf("crawl_delay_tolerance", "must be a number of Crawl-delays between 0 and %g (such as 2.5, or 0.25 for a quarter of the delay), got %g", limit.MaxTolerance, *t)
 	}
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = DefaultIPv4Prefix

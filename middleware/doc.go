@@ -35,11 +35,12 @@
 // A disallowed path gets 403 whether the path is read as sent (RFC 9309) or
 // decoded (percent-decoding of every escape, dot-segments removed, repeated
 // slashes collapsed), so encoding tricks do not get past a rule. Crawl-delay
-// is enforced on allowed paths by package limit: GCRA with burst 1 and a
-// tolerance (Config.CrawlDelayTolerance) so that network jitter never
-// refuses a crawler that spaces its requests at the delay, while at most
-// ⌈T/delay⌉+1 requests pass in any interval T; Retry-After is the real
-// remaining wait rounded up to whole seconds, and a retry after it passes. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
+// is enforced on allowed paths by package limit: GCRA with a tolerance
+// counted in delays (Config.CrawlDelayTolerance, 2.5 by default) so that a
+// crawler that keeps the delay on average but randomises its spacing, as
+// real ones do, is rarely refused, while at most ⌈T/delay⌉+3 requests pass
+// in any interval T; Retry-After is the real remaining wait rounded up to
+// whole seconds, and a retry after it passes. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
 // IPv6 by default), or site and group (Config.CrawlDelayKey).
 //
 // # Memory and logging

@@ -118,10 +118,17 @@ func TestCrawlDelay(t *testing.T) {
 		t.Fatalf("first: %d", rec.Code)
 	}
 	clk.Add(3500 * time.Millisecond)
+	// Crawl-delay 10s, tolerance 2.5 delays (25s): the theoretical arrival
+	// time is 10s after the first; the second and third pass at 3.5s (20s
+	// and 30s less 25s are not after 3.5s), the fourth waits for 30s - 25s.
+	for i := range 2 {
+		if rec := do(h, uaBing, "/page"); rec.Code != 200 {
+			t.Fatalf("request %d at 3.5s: %d, want 200 (within the tolerance)", i+2, rec.Code)
+		}
+	}
 	rec := do(h, uaBing, "/page")
-	// Crawl-delay 10s, tolerance 2.5s: admitted again from 7.5s on.
-	if rec.Code != 429 || rec.Header().Get("Retry-After") != "4" {
-		t.Fatalf("second: %d Retry-After %q, want 429 and 4 (10s - 2.5s tolerance - 3.5s)", rec.Code, rec.Header().Get("Retry-After"))
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "2" {
+		t.Fatalf("fourth: %d Retry-After %q, want 429 and 2 (30s - 25s tolerance - 3.5s = 1.5s)", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	// A disallowed path answers 403 and spends nothing.
 	if rec := do(h, uaBing, "/a/b"); rec.Code != 403 {
@@ -131,22 +138,38 @@ func TestCrawlDelay(t *testing.T) {
 	if rec := doIP(h, uaBing, "/page", "198.51.100.7:1"); rec.Code != 200 {
 		t.Fatalf("other IP: %d", rec.Code)
 	}
-	if rec := doIP(h, uaBing, "/page", "[2001:db8::1]:1"); rec.Code != 200 {
-		t.Fatalf("v6 first: %d", rec.Code)
-	}
+	spend(t, h, uaBing, "/page", "[2001:db8::1]:1")
 	if rec := doIP(h, uaBing, "/page", "[2001:db8::ffff]:1"); rec.Code != 429 {
 		t.Fatalf("same /64: %d", rec.Code)
 	}
-	clk.Add(4 * time.Second)
+	clk.Add(2 * time.Second)
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("after the wait: %d", rec.Code)
 	}
 	// The throttle answer of Decide carries the real wait: admitted at
-	// 7.5s, whose theoretical arrival time max(10s, 7.5s) + 10s = 20s, less
-	// the 2.5s tolerance, is 10s away.
+	// 5.5s, the theoretical arrival time is 40s, less the 25s tolerance
+	// 9.5s away.
 	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/p", UserAgent: uaBing, ClientIP: "192.0.2.1", Origin: site(robotsTxt)})
-	if v.Action != Throttle || v.RetryAfter != 10*time.Second || v.RetryAfterSeconds() != 10 {
+	if v.Action != Throttle || v.RetryAfter != 9500*time.Millisecond || v.RetryAfterSeconds() != 10 {
 		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// TestStrictTolerance: crawl_delay_tolerance 0 keeps strict spacing, one
+// request per delay every time, as before the tolerance existed.
+func TestStrictTolerance(t *testing.T) {
+	clk := testclock.New()
+	h := mustNew(t, Config{CrawlDelayTolerance: ptr(0.0)}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
+		t.Fatalf("first: %d", rec.Code)
+	}
+	clk.Add(9 * time.Second)
+	if rec := do(h, uaBing, "/page"); rec.Code != 429 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("9 s later under Crawl-delay 10: %d Retry-After %q, want 429 and 1", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	clk.Add(time.Second)
+	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
+		t.Fatalf("10 s later: %d", rec.Code)
 	}
 }
 
@@ -155,7 +178,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	// With verification off, every header that names the group shares its
 	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
 	h := mustNew(t, Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Off: true}}, WithClock(clk.Now)).Handler(site(robotsTxt))
-	do(h, uaBing, "/p")
+	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)
 	}
@@ -169,8 +192,9 @@ func TestDryRunObserves(t *testing.T) {
 	h := mustNew(t, Config{DryRun: true}, WithObserver(obs), WithLogger(zap.New(core))).Handler(site(robotsTxt))
 	do(h, uaGPTBot, "/x")
 	do(h, uaChrome, "/x")
-	do(h, uaBing, "/page")
-	do(h, uaBing, "/page")
+	for range burst + 1 {
+		do(h, uaBing, "/page")
+	}
 	if got := obs.get("dry_run_deny/disallowed"); got != 1 {
 		t.Fatalf("dry_run_deny observed %d times, want 1; %v", got, obs.m)
 	}
@@ -352,7 +376,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{OnUnreachable: "maybe"}, "robots_guard: on_unreachable:"},
 		{Config{CrawlDelayKey: "ua"}, "robots_guard: crawl_delay_key:"},
 		{Config{IPv4Prefix: 33}, "robots_guard: ipv4_prefix:"},
-		{Config{CrawlDelayTolerance: ptr(0.75)}, "robots_guard: crawl_delay_tolerance: must be a fraction of the delay between 0 and 0.5, got 0.75"},
+		{Config{CrawlDelayTolerance: ptr(4.5)}, "robots_guard: crawl_delay_tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
 		{Config{CrawlDelayTolerance: ptr(-0.1)}, "robots_guard: crawl_delay_tolerance:"},
 		{Config{IPv6Prefix: -1}, "robots_guard: ipv6_prefix:"},
 		{Config{MaxKeys: -1}, "robots_guard: max_keys:"},
@@ -394,7 +418,7 @@ func TestCustomResponders(t *testing.T) {
 	if c := do(h, uaGPTBot, "/x").Code; c != 451 {
 		t.Fatalf("deny: %d", c)
 	}
-	do(h, uaBing, "/p")
+	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if c := do(h, uaBing, "/p").Code; c != 503 {
 		t.Fatalf("throttle: %d", c)
 	}
@@ -409,7 +433,7 @@ func TestCrawlDelayScope(t *testing.T) {
 	for _, c := range []struct {
 		scope    string
 		admitted int
-	}{{ScopeSite, 50}, {ScopeBlock, 1}} {
+	}{{ScopeSite, 50}, {ScopeBlock, burst}} {
 		clk := testclock.New()
 		e := mustNew(t, Config{CrawlDelayScope: c.scope}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
 		admitted := 0
@@ -436,9 +460,11 @@ func TestThrottleLineNamesCrawlDelay(t *testing.T) {
 	robots := "User-agent: *\nDisallow: /private/\n\nUser-agent: SlowBot\nDisallow: /x/\nCrawl-delay: 30\n"
 	e := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte(robots))), WithLogger(zap.New(core)))
 	req := Request{Host: "example.com", Target: "/page", UserAgent: "SlowBot/1.0", ClientIP: "198.51.100.7"}
-	e.Decide(context.Background(), req)
+	for range burst {
+		e.Decide(context.Background(), req)
+	}
 	if v := e.Decide(context.Background(), req); v.Action != Throttle || v.CrawlDelayLine != 6 {
-		t.Fatalf("second request: %v, Crawl-delay line %d, want throttle, 6", v.Action, v.CrawlDelayLine)
+		t.Fatalf("request after the burst: %v, Crawl-delay line %d, want throttle, 6", v.Action, v.CrawlDelayLine)
 	}
 	l := logs.FilterMessage("robots_guard: throttled").All()
 	if len(l) == 0 || l[0].ContextMap()["rule_line"] != int64(6) {

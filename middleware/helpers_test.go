@@ -3,12 +3,14 @@ package middleware
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -29,6 +31,22 @@ func mustNew(t testing.TB, cfg Config, opts ...Option) *Enforcer {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// burst is how many requests of one bot the default tolerance
+// (limit.DefaultTolerance, 2.5 delays) admits at once: the next one within
+// the Crawl-delay is throttled.
+var burst = 1 + int(math.Floor(limit.DefaultTolerance))
+
+// spend sends burst requests from addr at once and fails unless each is
+// answered 200: the bot's next request within the delay gets 429.
+func spend(t testing.TB, h http.Handler, ua, target, addr string) {
+	t.Helper()
+	for i := range burst {
+		if rec := doIP(h, ua, target, addr); rec.Code != 200 {
+			t.Fatalf("request %d of the burst of %d: %d", i+1, burst, rec.Code)
+		}
+	}
 }
 
 func do(h http.Handler, ua, target string) *httptest.ResponseRecorder {
