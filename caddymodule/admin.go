@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/robotsguard/robotsguard/dashboard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/report"
@@ -29,6 +30,7 @@ func init() {
 // AdminAPI is the admin.api.robots_guard module: endpoints on Caddy's admin
 // API for the robots_guard handlers of the running configuration.
 //
+//	GET  /robots_guard/                      the dashboard: an HTML page of all of it, with a tester
 //	GET  /robots_guard/sites                 the cached robots.txt of every site
 //	POST /robots_guard/refresh[?site=]       fetch robots.txt again now (all sites, or one)
 //	GET  /robots_guard/explain?site=&ua=&path=[&ip=]
@@ -57,6 +59,7 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the module's admin routes.
 func (a AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
+		{Pattern: "/robots_guard/", Handler: dashboardRoute(dashboard.Handler(caddyBackend{}, dashboard.Options{}))},
 		{Pattern: "/robots_guard/sites", Handler: caddy.AdminHandlerFunc(a.handleSites)},
 		{Pattern: "/robots_guard/refresh", Handler: caddy.AdminHandlerFunc(a.handleRefresh)},
 		{Pattern: "/robots_guard/explain", Handler: caddy.AdminHandlerFunc(a.handleExplain)},
@@ -66,6 +69,19 @@ func (a AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/robots_guard/bans/", Handler: caddy.AdminHandlerFunc(a.handleUnban)},
 		{Pattern: "/robots_guard/feeds/refresh", Handler: caddy.AdminHandlerFunc(a.handleFeedsRefresh)},
 	}
+}
+
+// dashboardRoute serves the operator's page (package dashboard) at
+// exactly /robots_guard/; other paths under it that no endpoint serves are
+// 404.
+func dashboardRoute(h http.Handler) caddy.AdminHandler {
+	return caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if r.URL.Path != "/robots_guard/" {
+			return apiError(http.StatusNotFound, "no such endpoint: %s (the dashboard is at /robots_guard/)", r.URL.Path)
+		}
+		h.ServeHTTP(w, r)
+		return nil
+	})
 }
 
 // adminRefreshTimeout bounds one refresh call of the admin API.
@@ -117,6 +133,12 @@ func (AdminAPI) handleReport(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
 	}
+	return writeJSON(w, mergedReport())
+}
+
+// mergedReport is the violations report of every loaded configuration
+// (sites served by several robots_guard blocks appear once per block).
+func mergedReport() report.Report {
 	out := report.Report{Sites: []report.SiteReport{}}
 	for i, e := range enforcers() {
 		rep := e.Report()
@@ -125,7 +147,7 @@ func (AdminAPI) handleReport(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Sites = append(out.Sites, rep.Sites...)
 	}
-	return writeJSON(w, out)
+	return out
 }
 
 // handleBans lists the bans in force (each shared ban list once).
@@ -274,27 +296,11 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return apiError(http.StatusBadRequest, "explain: site %q: %v", site, err)
 	}
-	if len(enforcers()) == 0 {
-		return apiError(http.StatusNotFound, "no robots_guard handler is loaded")
+	e, err := enforcerFor(u, path, q.Get("ua"), q.Get("ip"))
+	if err != nil {
+		return err
 	}
-	// The handler a request for the site would reach: the server that
-	// listens on its port, then its routes as they match the request.
-	srv, _ := serverFor(u.Scheme + "://" + u.Host).(*caddyhttp.Server)
-	if srv == nil {
-		return apiError(http.StatusNotFound, "explain: no server of the running configuration listens on the port of %s://%s", u.Scheme, u.Host)
-	}
-	probe, _ := http.NewRequest(http.MethodGet, u.Scheme+"://"+u.Host+path, nil)
-	probe.Header.Set("User-Agent", q.Get("ua"))
-	probe.RemoteAddr = net.JoinHostPort("127.0.0.1", "0")
-	if ip := q.Get("ip"); ip != "" {
-		probe.RemoteAddr = net.JoinHostPort(strings.Trim(ip, "[]"), "0")
-	}
-	probe = caddyhttp.PrepareRequest(probe, caddy.NewReplacer(), httptest.NewRecorder(), srv)
-	g := guardFor(srv.Routes, probe, 0)
-	if g == nil || g.state == nil {
-		return apiError(http.StatusNotFound, "explain: a request for %s://%s%s reaches no robots_guard handler (no route of the server that listens on that port leads to one)", u.Scheme, u.Host, path)
-	}
-	x, err := g.state.enforcer.Explain(r.Context(), middleware.Request{
+	x, err := e.Explain(r.Context(), middleware.Request{
 		Scheme:    u.Scheme,
 		Host:      u.Host,
 		Target:    path,
@@ -306,6 +312,35 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 		return apiError(http.StatusBadRequest, "explain: %v", err)
 	}
 	return writeJSON(w, x)
+}
+
+// enforcerFor returns the Enforcer of the robots_guard handler that a
+// request for path on the site u (with that User-Agent and client address)
+// reaches: the server that listens on its port, then its routes as they
+// match the request; or an API error (404) that says why there is none.
+func enforcerFor(u *url.URL, path, ua, ip string) (*middleware.Enforcer, error) {
+	if len(enforcers()) == 0 {
+		return nil, apiError(http.StatusNotFound, "no robots_guard handler is loaded")
+	}
+	srv, _ := serverFor(u.Scheme + "://" + u.Host).(*caddyhttp.Server)
+	if srv == nil {
+		return nil, apiError(http.StatusNotFound, "explain: no server of the running configuration listens on the port of %s://%s", u.Scheme, u.Host)
+	}
+	probe, err := http.NewRequest(http.MethodGet, u.Scheme+"://"+u.Host+path, nil)
+	if err != nil {
+		return nil, apiError(http.StatusBadRequest, "explain: %v", err)
+	}
+	probe.Header.Set("User-Agent", ua)
+	probe.RemoteAddr = net.JoinHostPort("127.0.0.1", "0")
+	if ip != "" {
+		probe.RemoteAddr = net.JoinHostPort(strings.Trim(ip, "[]"), "0")
+	}
+	probe = caddyhttp.PrepareRequest(probe, caddy.NewReplacer(), httptest.NewRecorder(), srv)
+	g := guardFor(srv.Routes, probe, 0)
+	if g == nil || g.state == nil {
+		return nil, apiError(http.StatusNotFound, "explain: a request for %s://%s%s reaches no robots_guard handler (no route of the server that listens on that port leads to one)", u.Scheme, u.Host, path)
+	}
+	return g.state.enforcer, nil
 }
 
 // guardFor returns the robots_guard handler that req reaches through

@@ -22,8 +22,9 @@ func TestImportArrows(t *testing.T) {
 		"sites":              {"policy"},
 		"identity":           {"policy"},
 		"report":             {"identity", "limit", "policy"},
-		"middleware":         {"identity", "internal/logsample", "limit", "policy", "report", "sites"},
-		"caddymodule":        {"identity", "internal/stripe", "limit", "middleware", "policy", "report", "sites"},
+		"dashboard":          {"identity", "report"},
+		"middleware":         {"dashboard", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
+		"caddymodule":        {"dashboard", "identity", "internal/stripe", "limit", "middleware", "policy", "report", "sites"},
 	}
 	for pkg, ok := range allowed {
 		p, err := build.Default.ImportDir(filepath.Join("..", filepath.FromSlash(pkg)), 0)

@@ -281,8 +281,8 @@ func (e *Enforcer) Decide(ctx context.Context, req Request) Verdict {
 // by pointer from here on.
 func (e *Enforcer) decideReq(ctx context.Context, req *Request) Verdict {
 	v := e.decide(ctx, req, nil)
-	if v.Action != Allow || e.obs != nil {
-		e.done(req, &v)
+	if v.Action != Allow || v.Bot || e.obs != nil {
+		e.done(req, &v) // a browser that passes is counted nowhere but the observer
 	}
 	return v
 }
@@ -691,6 +691,11 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 		e.obs.ObserveDecision(*v)
 	}
 	if v.Action == Allow {
+		if v.Bot && v.Site != "" {
+			// The site's traffic timeline (report.Traffic) counts the
+			// bots that pass, by verdict; browsers pass uncounted.
+			e.report.Record(report.Record{Site: v.Site, Verification: v.Verification, At: e.clock(req), Kind: report.Allowed})
+		}
 		return
 	}
 	if rec, ok := recordOf(v, e.clientKey(req), e.clock(req)); ok {

@@ -41,6 +41,12 @@ type SiteStatus struct {
 	// Checked is when the last fetch ended that kept the copy (304 Not
 	// Modified, or a failure that kept the last good copy) or replaced it.
 	Checked time.Time `json:"checked,omitzero"`
+	// NextRefresh is when the copy is next fetched again (conditionally),
+	// or sooner on a reload or a refresh call.
+	NextRefresh time.Time `json:"next_refresh,omitzero"`
+	// ETag is the copy's validator, sent on revalidation; empty when the
+	// origin gave none.
+	ETag string `json:"etag,omitempty"`
 	// Error says why the refresh that Refresh ran failed, if it did.
 	Error string `json:"error,omitempty"`
 	// Traps describes each trap (Config.Traps) with this copy.
@@ -49,10 +55,11 @@ type SiteStatus struct {
 
 // status describes ent's copy st.
 func (e *Enforcer) status(ent *sites.Site, st *sites.State) SiteStatus {
-	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked()}
+	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due()}
 	if st == nil {
 		return s
 	}
+	s.ETag = st.ETag
 	s.Outcome, s.Status, s.Unreachable = st.Outcome.String(), st.Status, st.Unreachable
 	s.Traps = e.trapStatus(ent, st)
 	s.Rules = !st.Unreachable && st.Robots.Restricts()

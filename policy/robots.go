@@ -117,6 +117,11 @@ func (r *Robots) Sitemaps() []string {
 // its tail was ignored.
 func (r *Robots) Truncated() bool { return r.trunc }
 
+// Text returns the part of the body that was parsed (after a byte order
+// mark; the first 500 KiB of a longer file), as fetched: line n of the file
+// is line n of Text, the numbering of rules and diagnostics.
+func (r *Robots) Text() string { return r.text }
+
 // HTML reports whether the body looks like an HTML document (see
 // LooksLikeHTML). Such a body is still parsed as RFC 9309 says, and usually
 // yields no rule; Lint reports it as "html-page".

@@ -117,6 +117,23 @@ type bucket struct {
 	start   int64 // Unix ns
 	len     int64 // ns
 	clients spaceSaving[reportKey]
+	// totals counts every record of the slice exactly, by kind and
+	// verdict: the site's traffic (Timeline), allowed bot requests too.
+	totals [kinds][verdicts]int64
+}
+
+// kinds and verdicts size bucket.totals: every Kind, and identity's four
+// verdicts.
+const (
+	kinds    = int(Allowed) + 1
+	verdicts = int(identity.Unverifiable) + 1
+)
+
+// count adds n records of kind and verdict to the bucket's totals.
+func (b *bucket) count(kind Kind, v identity.Verdict, n int64) {
+	if int(kind) < kinds && int(v) < verdicts {
+		b.totals[kind][v] += n
+	}
 }
 
 // lineKey is a robots.txt line: its number and pattern, so that an edited
@@ -167,6 +184,11 @@ func (sr *reportShard) fold(mb *bucket) {
 	}
 	for k, c := range mb.clients.m {
 		hb.clients.add(k, func(t *reportCounts) { t.merge(c) })
+	}
+	for k := range mb.totals {
+		for v, n := range mb.totals[k] {
+			hb.totals[k][v] += n
+		}
 	}
 }
 
@@ -219,9 +241,14 @@ const (
 	// TrapUnattributed is a request under a trap path without the
 	// requesting client's own link token: refused, nobody banned.
 	TrapUnattributed
+	// Allowed is a bot request that passed. It is counted in the site's
+	// Timeline only, not in the client rows: a Record of this kind needs
+	// no Client, Group or Rule.
+	Allowed
 )
 
-// Record is one stopped request, as the Recorder counts it.
+// Record is one stopped request (or, of kind Allowed, a bot request that
+// passed), as the Recorder counts it.
 type Record struct {
 	// Site is the site, scheme and host ("https://example.com").
 	Site string
@@ -348,7 +375,14 @@ func clientHash(c *limit.Client) uint64 {
 
 // add counts a record n times; the caller holds sh.mu.
 func (sh *reportShard) add(rec *reportRecord, n int64) {
-	if mb := sh.bucketFor(rec.at); mb != nil {
+	mb := sh.bucketFor(rec.at)
+	if mb != nil {
+		mb.count(rec.kind, rec.key.verification, n)
+	}
+	if rec.kind == Allowed {
+		return
+	}
+	if mb != nil {
 		mb.clients.add(rec.key, func(c *reportCounts) {
 			switch rec.kind {
 			case Denial:
@@ -398,6 +432,118 @@ type SiteReport struct {
 	// Lines lists the robots.txt lines that denied requests, the busiest
 	// first.
 	Lines []LineReport `json:"lines"`
+	// Traffic counts the site's bot requests, and the browsers' that a
+	// trap or a ban stopped, over time.
+	Traffic Traffic `json:"traffic"`
+}
+
+// Traffic is a site's requests over the last hour, in twelve five-minute
+// slices, and over the last day, in 24 hourly slices; oldest first, the
+// last slice the current one. Its counts are exact.
+type Traffic struct {
+	LastHour []Slice `json:"last_hour"`
+	LastDay  []Slice `json:"last_day"`
+}
+
+// Slice counts a site's requests in one slice of time by what happened to
+// them and the verification verdict of their claim to be a known crawler.
+type Slice struct {
+	// Start is when the slice starts.
+	Start time.Time `json:"start"`
+	// Allowed counts bot requests that passed (a dry run's included: they
+	// count where they would have been stopped).
+	Allowed ByVerification `json:"allowed"`
+	// Denied counts robots.txt denials and spoofed claims refused.
+	Denied ByVerification `json:"denied"`
+	// Throttled counts requests faster than the Crawl-delay.
+	Throttled ByVerification `json:"throttled"`
+	// Trapped counts requests for a trap path (with the client's own link
+	// token or without).
+	Trapped ByVerification `json:"trapped"`
+	// Banned counts requests refused by a ban.
+	Banned ByVerification `json:"banned"`
+}
+
+// Total returns the slice's requests.
+func (s Slice) Total() int64 {
+	return s.Allowed.Total() + s.Denied.Total() + s.Throttled.Total() + s.Trapped.Total() + s.Banned.Total()
+}
+
+// ByVerification splits a count by verification verdict.
+type ByVerification struct {
+	None         int64 `json:"none"`
+	Verified     int64 `json:"verified"`
+	Spoofed      int64 `json:"spoofed"`
+	Unverifiable int64 `json:"unverifiable"`
+}
+
+// Total returns the sum over the verdicts.
+func (b ByVerification) Total() int64 { return b.None + b.Verified + b.Spoofed + b.Unverifiable }
+
+// add adds the totals of a bucket to the slice.
+func (s *Slice) add(t *[kinds][verdicts]int64) {
+	for k := range t {
+		var to *ByVerification
+		switch Kind(k) {
+		case Allowed:
+			to = &s.Allowed
+		case Denial:
+			to = &s.Denied
+		case Throttle:
+			to = &s.Throttled
+		case Trap, TrapUnattributed:
+			to = &s.Trapped
+		case Banned:
+			to = &s.Banned
+		default:
+			continue
+		}
+		to.None += t[k][identity.None]
+		to.Verified += t[k][identity.Verified]
+		to.Spoofed += t[k][identity.Spoofed]
+		to.Unverifiable += t[k][identity.Unverifiable]
+	}
+}
+
+// traffic adds a shard's buckets to the slices of tr, whose slices start
+// at the five-minute and hourly boundaries before now.
+func (sh *reportShard) traffic(tr *Traffic, now int64) {
+	const five, hour = int64(5 * time.Minute), int64(time.Hour)
+	lastMinute, lastHour := now-now%five, now-now%hour
+	firstMinute := lastMinute - int64(len(tr.LastHour)-1)*five
+	firstHour := lastHour - int64(len(tr.LastDay)-1)*hour
+	for i := range sh.minutes {
+		b := &sh.minutes[i]
+		if b.start == 0 {
+			continue
+		}
+		if b.start >= firstMinute && b.start <= lastMinute {
+			tr.LastHour[(b.start-firstMinute)/five].add(&b.totals)
+		}
+		// A five-minute bucket not folded yet counts in its hour.
+		if hs := b.start - b.start%hour; hs >= firstHour && hs <= lastHour {
+			tr.LastDay[(hs-firstHour)/hour].add(&b.totals)
+		}
+	}
+	for i := range sh.hours {
+		b := &sh.hours[i]
+		if b.start != 0 && b.start >= firstHour && b.start <= lastHour {
+			tr.LastDay[(b.start-firstHour)/hour].add(&b.totals)
+		}
+	}
+}
+
+// newTraffic returns empty slices ending with those of now.
+func newTraffic(now int64) Traffic {
+	const five, hour = int64(5 * time.Minute), int64(time.Hour)
+	tr := Traffic{LastHour: make([]Slice, reportMinutes), LastDay: make([]Slice, reportHours)}
+	for i := range tr.LastHour {
+		tr.LastHour[i].Start = time.Unix(0, now-now%five-int64(reportMinutes-1-i)*five).UTC()
+	}
+	for i := range tr.LastDay {
+		tr.LastDay[i].Start = time.Unix(0, now-now%hour-int64(reportHours-1-i)*hour).UTC()
+	}
+	return tr
 }
 
 // ClientReport is one client's row: its address prefix, the group its
@@ -437,8 +583,8 @@ type WhomCount struct {
 
 // Report returns the violations report: per site (the 100 busiest), the
 // top clients by denials, throttles, trap hits and banned requests over the
-// last hour and day, and the lines that denied whom. Every record made
-// before the call is counted.
+// last hour and day, the lines that denied whom, and the site's traffic
+// over time. Every record made before the call is counted.
 func (r *Recorder) Report() Report {
 	r.drain()
 	now := r.now().UnixNano()
@@ -450,6 +596,7 @@ func (r *Recorder) Report() Report {
 		}
 		hour, day := map[reportKey]*reportCounts{}, map[reportKey]*reportCounts{}
 		lines := map[lineKey]*LineReport{}
+		traffic := newTraffic(now)
 		for i := range sr.shards {
 			sh := &sr.shards[i]
 			// The buckets' maps are summed under the lock: flushes
@@ -460,6 +607,7 @@ func (r *Recorder) Report() Report {
 			sum(hour, sh.minutes[:], now-int64(time.Hour))
 			sum(day, sh.hours[:], now-int64(24*time.Hour))
 			sum(day, sh.minutes[:], now-int64(24*time.Hour))
+			sh.traffic(&traffic, now)
 			for lk, ls := range sh.lines {
 				lr := lines[lk]
 				if lr == nil {
@@ -476,6 +624,7 @@ func (r *Recorder) Report() Report {
 		rep := SiteReport{Site: site,
 			LastHour: r.rows(hour),
 			LastDay:  r.rows(day),
+			Traffic:  traffic,
 		}
 		for _, lr := range lines {
 			slices.SortFunc(lr.Whom, func(a, b WhomCount) int {

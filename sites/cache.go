@@ -119,6 +119,15 @@ func (e *Site) Checked() time.Time {
 	return time.Time{}
 }
 
+// Due returns when the copy's next refresh is due (the zero time before the
+// first fetch ends).
+func (e *Site) Due() time.Time {
+	if d := e.due.Load(); d != 0 {
+		return time.Unix(0, d).UTC()
+	}
+	return time.Time{}
+}
+
 // Failed reports whether the last fetch found robots.txt unreachable.
 func (e *Site) Failed() bool { return e.failed.Load() }
 

@@ -1,0 +1,376 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/report"
+)
+
+// maxFileLines bounds the robots.txt lines a site page lists, so that a
+// huge file (up to 500 KiB are parsed) does not make a huge page; the
+// deciding line of a test is named in the verdict whatever its number.
+const maxFileLines = 1500
+
+// dash is the Handler.
+type dash struct {
+	b Backend
+	o Options
+}
+
+// view is what the template draws.
+type view struct {
+	Title    string
+	Now      time.Time
+	ReadOnly bool
+	Flash    string
+	Error    string
+	Since    time.Time
+	Sites    []siteRow
+	Bans     []Ban
+	Feeds    []identity.FeedStatus
+	Site     *sitePage
+	// Problems lists what an operator should look at first: sites whose
+	// robots.txt is not in force as written, feeds that fail.
+	Problems []string
+}
+
+// siteRow is a site in the overview.
+type siteRow struct {
+	Site
+	Link    string // the relative URL of its page
+	Problem string
+	Hour    report.Slice // the last hour, summed
+	Day     report.Slice // the last day, summed
+	Spark   template.HTML
+}
+
+// sitePage is one site's page.
+type sitePage struct {
+	siteRow
+	Report     report.SiteReport
+	HourChart  template.HTML
+	DayChart   template.HTML
+	VerifChart template.HTML
+	File       []fileLine
+	FileNote   string
+	Q          Query
+	Tested     bool
+	Verdict    *Verdict
+	TestError  string
+}
+
+// fileLine is a robots.txt line in the listing.
+type fileLine struct {
+	N     int
+	Text  string
+	Hits  int64
+	Class string // "decides" for the tester's deciding line, "delay" for its Crawl-delay line
+}
+
+func (d *dash) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		d.get(w, r)
+	case http.MethodPost:
+		d.post(w, r)
+	default:
+		h.Set("Allow", "GET, HEAD, POST")
+		http.Error(w, "robots_guard dashboard: method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// post lifts a ban and sends the browser back to the overview (303), with
+// the outcome in the query.
+func (d *dash) post(w http.ResponseWriter, r *http.Request) {
+	if d.o.ReadOnly {
+		http.Error(w, "robots_guard dashboard: read-only", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "robots_guard dashboard: bad form: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	op, client := r.PostForm.Get("op"), strings.TrimSpace(r.PostForm.Get("client"))
+	if op != "unban" || client == "" || len(client) > 64 {
+		http.Error(w, "robots_guard dashboard: want op=unban and a client", http.StatusBadRequest)
+		return
+	}
+	q := url.Values{}
+	switch found, err := d.b.Unban(r.Context(), client); {
+	case err != nil:
+		q.Set("error", "unban "+client+": "+err.Error())
+	case !found:
+		q.Set("error", client+" is not banned")
+	default:
+		q.Set("unbanned", client)
+	}
+	// A relative Location: the page may sit under a stripped prefix.
+	w.Header().Set("Location", "?"+q.Encode())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func (d *dash) get(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := d.build(r.Context(), q)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if v.Site == nil && q.Get("site") != "" {
+		w.WriteHeader(http.StatusNotFound)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	render(w, v)
+}
+
+// render draws v; a template error (a bug) ends the page with a line
+// that says so.
+func render(w io.Writer, v *view) {
+	if err := page.Execute(w, v); err != nil {
+		fmt.Fprintf(w, "\n<p class=err>robots_guard dashboard: %s</p>", template.HTMLEscapeString(err.Error()))
+	}
+}
+
+// build gathers the page's facts, from one Report, so that its numbers
+// are those of /robots_guard/report at one moment.
+func (d *dash) build(ctx context.Context, q url.Values) *view {
+	v := &view{Title: d.o.Title, Now: d.o.Now().UTC(), ReadOnly: d.o.ReadOnly, Error: q.Get("error")}
+	if u := q.Get("unbanned"); u != "" {
+		v.Flash = "Lifted the ban of " + u + "."
+	}
+	rep := d.b.Report()
+	v.Since = rep.Since
+	bySite := make(map[string]*report.SiteReport, len(rep.Sites))
+	for i := range rep.Sites {
+		bySite[rep.Sites[i].Site] = &rep.Sites[i]
+	}
+	sites := d.b.Sites(ctx)
+	slices.SortFunc(sites, func(a, b Site) int { return strings.Compare(a.Name, b.Name) })
+	seen := make(map[string]bool, len(sites))
+	for _, s := range sites {
+		seen[s.Name] = true
+	}
+	// Sites with traffic but no cached copy (evicted) still show.
+	for _, sr := range rep.Sites {
+		if !seen[sr.Site] {
+			sites = append(sites, Site{Name: sr.Site, Outcome: "not cached"})
+		}
+	}
+	want := q.Get("site")
+	for _, s := range sites {
+		row := siteRow{Site: s, Link: "?" + url.Values{"site": {s.Name}}.Encode(), Problem: problem(s)}
+		sr := bySite[s.Name]
+		if sr != nil {
+			row.Hour, row.Day = total(sr.Traffic.LastHour), total(sr.Traffic.LastDay)
+			row.Spark = spark(sr.Traffic.LastDay)
+		}
+		if row.Problem != "" {
+			v.Problems = append(v.Problems, s.Name+": "+row.Problem)
+		}
+		v.Sites = append(v.Sites, row)
+		if s.Name == want || want != "" && v.Site == nil && sameSite(s.Name, want) {
+			v.Site = d.sitePage(ctx, row, sr, q)
+		}
+	}
+	v.Bans = d.b.Bans(ctx)
+	slices.SortFunc(v.Bans, func(a, b Ban) int { return cmp.Or(a.Until.Compare(b.Until), strings.Compare(a.Client, b.Client)) })
+	v.Feeds = d.b.Feeds()
+	for _, f := range v.Feeds {
+		if f.LastError != "" {
+			state := "its last refresh failed"
+			if !f.Loaded {
+				state = "not loaded, its operator's claims are unverifiable"
+			}
+			v.Problems = append(v.Problems, "feed "+f.Source+": "+state+" ("+short(f.LastError)+")")
+		}
+	}
+	return v
+}
+
+// short cuts an error message to 160 bytes (on a rune boundary), for a
+// list of problems; the feeds table has it whole.
+func short(s string) string {
+	if len(s) <= 160 {
+		return s
+	}
+	cut := 160
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// sameSite reports whether want names site without a scheme
+// ("example.com" for "https://example.com").
+func sameSite(site, want string) bool {
+	_, host, _ := strings.Cut(site, "://")
+	return strings.EqualFold(host, want)
+}
+
+// problem says what is wrong with a site's robots.txt, "" when nothing.
+func problem(s Site) string {
+	switch {
+	case s.Unreachable:
+		return "robots.txt unreachable (" + cmp.Or(s.Error, "status "+strconv.Itoa(s.Status)) + "): bots get on_unreachable"
+	case s.Outcome == "html":
+		return "robots.txt is an HTML page: no rule is in force"
+	case s.Outcome == "unavailable":
+		return "no robots.txt (status " + strconv.Itoa(s.Status) + "): every bot may fetch everything"
+	case s.Outcome == "ok" && strings.TrimSpace(s.Text) == "":
+		return "an empty robots.txt: every bot may fetch everything; is the upstream's site address right?"
+	case s.Error != "":
+		return "last refresh failed, the last good copy is in force: " + s.Error
+	}
+	return ""
+}
+
+func (d *dash) sitePage(ctx context.Context, row siteRow, sr *report.SiteReport, q url.Values) *sitePage {
+	p := &sitePage{siteRow: row}
+	if sr != nil {
+		p.Report = *sr
+		p.HourChart = actionChart(sr.Traffic.LastHour, "15:04", 3, "Bot requests, last hour (5-minute slices)")
+		p.DayChart = actionChart(sr.Traffic.LastDay, "15h", 4, "Bot requests, last day (hours)")
+		p.VerifChart = verificationChart(sr.Traffic.LastDay, "15h", 4, "Crawler claims by verification, last day")
+	}
+	p.Q = Query{Site: row.Name, UserAgent: q.Get("ua"), Path: q.Get("path"), ClientIP: q.Get("ip"),
+		Signature: q.Get("sig"), SignatureInput: q.Get("sig_input"), SignatureAgent: q.Get("sig_agent")}
+	decides, delay := 0, 0
+	if _, ok := q["ua"]; ok {
+		p.Tested = true
+		if p.Q.Path == "" {
+			p.Q.Path = "/"
+		}
+		switch vd, err := d.b.Explain(ctx, p.Q); {
+		case err != nil:
+			p.TestError = err.Error()
+		default:
+			p.Verdict = &vd
+			decides, delay = vd.RuleLine, vd.CrawlDelayLine
+		}
+	}
+	hits := map[int]int64{}
+	if sr != nil {
+		for _, l := range sr.Lines {
+			hits[l.Line] += l.Count
+		}
+	}
+	text := strings.ReplaceAll(row.Text, "\r\n", "\n")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if text == "" {
+		lines = nil
+	}
+	for i, l := range lines {
+		n := i + 1
+		if n > maxFileLines {
+			p.FileNote = fmt.Sprintf("Lines 1–%d of %d shown.", maxFileLines, len(lines))
+			break
+		}
+		fl := fileLine{N: n, Text: strings.TrimSuffix(l, "\r"), Hits: hits[n]}
+		switch n {
+		case decides:
+			fl.Class = "decides"
+		case delay:
+			fl.Class = "delay"
+		}
+		p.File = append(p.File, fl)
+	}
+	return p
+}
+
+// total sums slices.
+func total(ss []report.Slice) report.Slice {
+	var t report.Slice
+	for _, s := range ss {
+		for _, p := range [][2]*report.ByVerification{{&t.Allowed, &s.Allowed}, {&t.Denied, &s.Denied}, {&t.Throttled, &s.Throttled}, {&t.Trapped, &s.Trapped}, {&t.Banned, &s.Banned}} {
+			p[0].None += p[1].None
+			p[0].Verified += p[1].Verified
+			p[0].Spoofed += p[1].Spoofed
+			p[0].Unverifiable += p[1].Unverifiable
+		}
+	}
+	return t
+}
+
+// funcs are the template's helpers.
+var funcs = template.FuncMap{
+	"ago": func(now, t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		d := now.Sub(t)
+		if d < 0 {
+			return "in " + roundDur(-d)
+		}
+		return roundDur(d) + " ago"
+	},
+	"stamp": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"dur": func(d time.Duration) string {
+		if d == 0 {
+			return "—"
+		}
+		return roundDur(d)
+	},
+	"n":     func(n int64) string { return group3(n) },
+	"short": short,
+	"tsum":  func(b report.ByVerification) int64 { return b.Total() },
+	"add":   func(a, b int64) int64 { return a + b },
+	"css":   func() template.CSS { return template.CSS(styleCSS) }, //nolint:gosec // our own embedded file
+	"rows": func(title, id string, rows []report.ClientReport) clientTable {
+		return clientTable{Title: title, ID: id, Rows: rows}
+	},
+}
+
+// clientTable is a table of report rows.
+type clientTable struct {
+	Title, ID string
+	Rows      []report.ClientReport
+}
+
+// roundDur writes d to the second, or to the millisecond under one.
+func roundDur(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// group3 writes n with thousands separators.
+func group3(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
