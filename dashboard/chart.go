@@ -108,8 +108,9 @@ func chart(ss []report.Slice, ser []series, layout string, labelEvery int, title
 	return template.HTML(b.String()) //nolint:gosec // every value written is escaped or a number
 }
 
-// spark draws a small chart of a day's requests, stacked by action, for
-// the overview.
+// spark draws a small chart of a day's bot requests for the overview: all
+// of them, and in front those stopped, as two areas (two paths, so that a
+// hundred sites keep the page small).
 func spark(ss []report.Slice) template.HTML {
 	const w, h = 120, 24
 	var max int64
@@ -117,21 +118,19 @@ func spark(ss []report.Slice) template.HTML {
 		max = maxI(max, s.Total())
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class=spark viewBox="0 0 %d %d" width=%d height=%d role=img aria-label="requests over the last day">`, w, h, w, h)
+	fmt.Fprintf(&b, `<svg class=spark viewBox="0 0 %d %d" width=%d height=%d role=img aria-label="bot requests over the last day, and those stopped">`, w, h, w, h)
 	if max > 0 && len(ss) > 0 {
-		slot := float64(w) / float64(len(ss))
-		for i, s := range ss {
-			y := float64(h)
-			for _, se := range actionSeries {
-				n := se.value(s)
-				if n == 0 {
-					continue
-				}
-				bh := float64(h) * float64(n) / float64(max)
-				y -= bh
-				fmt.Fprintf(&b, `<rect class=%s x="%.1f" y="%.1f" width="%.1f" height="%.1f" />`, se.class, float64(i)*slot, y, slot*0.8, bh)
+		step := float64(w) / float64(len(ss))
+		area := func(class string, v func(report.Slice) int64) {
+			fmt.Fprintf(&b, `<path class=%s d="M0 %d`, class, h)
+			for i, s := range ss {
+				y := h - int(float64(h)*float64(v(s))/float64(max)+0.5)
+				fmt.Fprintf(&b, `V%dH%d`, y, int(float64(i+1)*step+0.5))
 			}
+			fmt.Fprintf(&b, `V%dZ"/>`, h)
 		}
+		area("s-allow", report.Slice.Total)
+		area("s-deny", func(s report.Slice) int64 { return s.Total() - s.Allowed.Total() })
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // numbers only
