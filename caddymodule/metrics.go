@@ -32,8 +32,8 @@ var (
 		"Requests decided by robots_guard, by action (allow, deny, throttle, and dry_run_deny, dry_run_throttle under dry_run), reason, robots.txt group, crawler verification verdict (none, verified, spoofed, unverifiable) and site (a site address of the configuration, _other for any other host, empty for exempt requests).",
 		[]string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
 	fetchesTotal = counterVec("robots_fetches_total",
-		"robots.txt fetches by outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
-		"outcome")
+		"robots.txt fetches by site (a site address of the configuration, _other for any other host) and outcome (ok, html, not_modified, unavailable, unreachable, postponed).",
+		"site", "outcome")
 	feedFetchesTotal = counterVec("verify_feed_fetches_total",
 		"Crawler IP-range feed fetches by feed and outcome (ok, not_modified, stored, error, invalid); error and invalid keep the last good copy.",
 		"feed", "outcome")
@@ -374,6 +374,6 @@ func (metricsObserver) ObserveLookup(outcome string, d time.Duration) {
 	lookupSeconds.Observe(d.Seconds())
 }
 
-func (metricsObserver) ObserveFetch(_ string, outcome sites.Outcome) {
-	fetchesTotal.WithLabelValues(outcome.String()).Inc()
+func (metricsObserver) ObserveFetch(site string, outcome sites.Outcome) {
+	fetchesTotal.WithLabelValues(site, outcome.String()).Inc()
 }

@@ -641,7 +641,7 @@ func viaUntrustedProxy(req *Request) bool {
 
 // OtherSites is Verdict.SiteLabel for a site the configuration does not
 // name.
-const OtherSites = "_other"
+const OtherSites = sites.OtherSites
 
 // Why a crawler claim can never be verified, said once per Enforcer (each
 // such request is counted with verification "unverifiable").

@@ -55,7 +55,9 @@ type Observer interface {
 	// labels are v.Action, v.Reason, v.Verification and, with a bound of
 	// its own, v.Group.
 	ObserveDecision(v Verdict)
-	// ObserveFetch is called once per robots.txt fetch.
+	// ObserveFetch is called once per robots.txt fetch, with the site as
+	// a bounded label: its name when the configuration names it,
+	// OtherSites otherwise (see sites.Observer).
 	ObserveFetch(site string, outcome sites.Outcome)
 }
 

@@ -261,9 +261,15 @@ type Config struct {
 
 // Observer receives the outcome of every robots.txt fetch, for metrics.
 type Observer interface {
-	// ObserveFetch is called once per robots.txt fetch.
+	// ObserveFetch is called once per robots.txt fetch. site is a bounded
+	// label: the site's name ("https://example.com") when the
+	// configuration names it (Config.Named), OtherSites otherwise.
 	ObserveFetch(site string, outcome Outcome)
 }
+
+// OtherSites is the site label of the fetches of a site that the
+// configuration does not name (see Observer).
+const OtherSites = "_other"
 
 // New returns an empty Cache.
 func New(cfg Config) *Cache {

@@ -139,7 +139,11 @@ func isHTMLType(ct string) bool {
 
 func (c *Cache) observe(e *Site, o Outcome) {
 	if c.obs != nil {
-		c.obs.ObserveFetch(e.site, o)
+		label := OtherSites
+		if e.named {
+			label = e.site
+		}
+		c.obs.ObserveFetch(label, o)
 	}
 }
 
