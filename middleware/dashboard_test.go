@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robotsguard/robotsguard/dashboard"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 )
 
@@ -111,4 +112,31 @@ func excerpt(s, sub string) string {
 		return "(" + sub + " not found)"
 	}
 	return s[max(0, i-200):min(len(s), i+600)]
+}
+
+// TestDashboardRequest: the tester's query becomes the Request explain
+// gets: the site as host or scheme and host, the path, the client, and
+// signature headers as a signed request for that path would carry them.
+func TestDashboardRequest(t *testing.T) {
+	req, err := DashboardRequest(dashboard.Query{Site: "https://Example.com:8443", UserAgent: "Bot/1", Path: "/a?b=1", ClientIP: "[2001:db8::1]",
+		Signature: "sig1=:AAAA:", SignatureInput: `sig1=("@authority");keyid="k"`, SignatureAgent: `"https://agent.example"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Scheme != "https" || req.Host != "Example.com:8443" || req.Target != "/a?b=1" || req.ClientIP != "2001:db8::1" || req.UserAgent != "Bot/1" {
+		t.Fatalf("%+v", req)
+	}
+	s := req.Signed
+	if s == nil || s.Method != "GET" || s.Scheme != "https" || s.Authority != "Example.com:8443" || s.Path != "/a" || s.Query != "b=1" ||
+		s.Header.Get("Signature-Input") == "" || s.Header.Get("Signature-Agent") != `"https://agent.example"` {
+		t.Fatalf("signed %+v", s)
+	}
+	if req, _ := DashboardRequest(dashboard.Query{Site: "example.com"}); req.Scheme != "http" || req.Target != "/" || req.Signed != nil {
+		t.Fatalf("defaults: %+v", req)
+	}
+	for _, q := range []dashboard.Query{{Site: "ftp://example.com"}, {Site: "http://"}, {Site: "example.com", Path: "x"}} {
+		if _, err := DashboardRequest(q); err == nil {
+			t.Errorf("%+v accepted", q)
+		}
+	}
 }

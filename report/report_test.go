@@ -296,3 +296,79 @@ func TestReportBatchAggregates(t *testing.T) {
 		}
 	}
 }
+
+// TestTraffic: a site's traffic counts every record exactly, allowed bot
+// requests too, in the slice of its time, by kind and verdict; slices
+// leave the last hour after an hour and the day after a day (through the
+// hourly buckets they fold into); allowed records never make client rows.
+func TestTraffic(t *testing.T) {
+	clk := testclock.New()
+	r := New(32, 64, clk.Now)
+	rule := privateRule(t)
+	at := func() int64 { return clk.Now().UnixNano() }
+	for range 7 {
+		r.Record(Record{Site: site, Verification: identity.Verified, At: at(), Kind: Allowed})
+	}
+	r.Record(Record{Site: site, Verification: identity.None, At: at(), Kind: Allowed})
+	for range 3 {
+		r.Record(denial(clk, "203.0.113.1", rule))
+	}
+	r.Record(Record{Site: site, Client: limit.ClientOf("203.0.113.2", 32, 64), Group: "Googlebot", Verification: identity.Spoofed, At: at(), Kind: Denial})
+	r.Record(Record{Site: site, Client: limit.ClientOf("203.0.113.3", 32, 64), Group: "*", At: at(), Kind: TrapUnattributed})
+	clk.Add(10 * time.Minute)
+	r.Record(Record{Site: site, Client: limit.ClientOf("203.0.113.4", 32, 64), Group: "SlowBot", At: at(), Kind: Throttle})
+
+	rep := r.Report()
+	if len(rep.Sites) != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	tr := rep.Sites[0].Traffic
+	if len(tr.LastHour) != 12 || len(tr.LastDay) != 24 {
+		t.Fatalf("%d and %d slices", len(tr.LastHour), len(tr.LastDay))
+	}
+	last, first := tr.LastHour[11], tr.LastHour[9]
+	if want := clk.Now().Truncate(5 * time.Minute); !last.Start.Equal(want) || !first.Start.Equal(want.Add(-10*time.Minute)) {
+		t.Fatalf("slices start %v and %v", first.Start, last.Start)
+	}
+	if first.Allowed != (ByVerification{None: 1, Verified: 7}) || first.Denied != (ByVerification{None: 3, Spoofed: 1}) || first.Trapped.Total() != 1 || first.Throttled.Total() != 0 {
+		t.Fatalf("first slice %+v", first)
+	}
+	if last.Throttled.None != 1 || last.Total() != 1 {
+		t.Fatalf("last slice %+v", last)
+	}
+	if day := tr.LastDay[23]; day.Total() != 14 || day.Allowed.Total() != 8 {
+		t.Fatalf("this hour %+v", day)
+	}
+	for _, row := range rep.Sites[0].LastHour {
+		if row.Client == "" || row.Denials+row.Throttles+row.Traps+row.Banned+row.UnattributedTraps == 0 {
+			t.Fatalf("a row for allowed requests: %+v", row)
+		}
+	}
+	if n := len(rep.Sites[0].LastHour); n != 4 {
+		t.Fatalf("%d client rows, want 4", n)
+	}
+	// Two hours on: out of the last hour, still in the day, whose hourly
+	// slices hold it once (folded or not).
+	clk.Add(2 * time.Hour)
+	r.Record(Record{Site: site, Verification: identity.None, At: at(), Kind: Allowed})
+	tr = r.Report().Sites[0].Traffic
+	var hour, day int64
+	for _, s := range tr.LastHour {
+		hour += s.Total()
+	}
+	for _, s := range tr.LastDay {
+		day += s.Total()
+	}
+	if hour != 1 || day != 15 {
+		t.Fatalf("two hours on: %d in the last hour (want 1), %d in the day (want 15)", hour, day)
+	}
+	clk.Add(25 * time.Hour)
+	r.Record(Record{Site: site, Verification: identity.None, At: at(), Kind: Allowed})
+	day = 0
+	for _, s := range r.Report().Sites[0].Traffic.LastDay {
+		day += s.Total()
+	}
+	if day != 1 {
+		t.Fatalf("a day on: %d in the day, want 1", day)
+	}
+}
