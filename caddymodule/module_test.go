@@ -172,9 +172,9 @@ func TestMetricsRegisterTwice(t *testing.T) {
 			t.Fatalf("register #%d: %v", i+1, err)
 		}
 	}
-	before := testutil.ToFloat64(fetchesTotal.WithLabelValues("ok"))
+	before := testutil.ToFloat64(fetchesTotal.WithLabelValues("http://x", "ok"))
 	metricsObserver{}.ObserveFetch("http://x", 0)
-	if got := testutil.ToFloat64(fetchesTotal.WithLabelValues("ok")); got != before+1 {
+	if got := testutil.ToFloat64(fetchesTotal.WithLabelValues("http://x", "ok")); got != before+1 {
 		t.Errorf("fetches ok = %v, want %v", got, before+1)
 	}
 }
