@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -83,7 +84,32 @@ func freePort(t *testing.T) int {
 // blocks and extra global options.
 func load(t *testing.T, globals, sites string) *caddytest.Tester {
 	t.Helper()
-	return loadWithStorage(t, t.TempDir(), globals, sites)
+	return loadWithStorage(t, storageDir(t), globals, sites)
+}
+
+// storageDir is a directory for Caddy's storage, removed when the test
+// ends. Not t.TempDir: the in-process Caddy keeps running after the test,
+// and its background work (the robots.txt fetch of every configured site
+// when a configuration starts, which stores trap clocks) may write there
+// while the directory is removed, which t.TempDir reports as a failure (CI
+// saw "directory not empty"). Removal is retried for a second.
+func storageDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "robotsguard-caddy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(dir) == nil {
+				if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("storage %s not removed", dir)
+	})
+	return dir
 }
 
 // loadWithStorage is load with Caddy's storage in dir, for tests that

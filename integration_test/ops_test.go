@@ -275,7 +275,7 @@ func TestAccessLog(t *testing.T) {
 func TestForcedReloadOfSameConfig(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n")
 	port := freePort(t)
-	storage := t.TempDir()
+	storage := storageDir(t)
 	cfg := fmt.Sprintf("{\n\tadmin localhost:%d\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", adminPort, storage, port, up.addr())
 	tc := newTester(t)
 	tc.InitServer(cfg, "caddyfile")

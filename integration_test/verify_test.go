@@ -180,7 +180,7 @@ func TestVerifyFeedSurvivesRestartWithoutNetwork(t *testing.T) {
 	up := newUpstream(t, verifyRobots)
 	feed, requests := googleFeed(t)
 	dns := testdns.Start(t)
-	storage := t.TempDir()
+	storage := storageDir(t)
 	port := freePort(t)
 	loadWithStorage(t, storage, proxies, verifySite(port, up.addr(), feed.URL+"/feed.json", dns.Addr, ""))
 	waitVerified(t, port, "66.249.64.5")

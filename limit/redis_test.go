@@ -292,8 +292,11 @@ func fmtAny(v any) string {
 // rediss:// works.
 func TestRedisTLS(t *testing.T) {
 	srv := testredis.StartTLS(t)
-	a := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS})
-	b := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS})
+	// A generous timeout: under -race on a loaded CI machine a TLS call
+	// that times out is decided locally (on_store_error), and then the
+	// second instance does not see the first's request (CI saw it once).
+	a := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS, Timeout: 2 * time.Second})
+	b := newRedis(t, RedisConfig{URL: srv.URL, TLS: srv.TLS, Timeout: 2 * time.Second})
 	k := Key{Site: "tls"}
 	now := time.Now().UnixNano()
 	if ok, _ := a.Allow(bg, k, now, time.Second); !ok {
