@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,6 +34,7 @@ func (r *Robots) Lint() []Diagnostic {
 		done[m.set] = true
 		out = append(out, r.lintOrder(m, seen)...)
 	}
+	out = append(out, r.lintSignals()...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
 }
@@ -118,4 +120,54 @@ groups:
 // back as '$' and '*'.
 func readable(t []byte) string {
 	return strings.NewReplacer(string(rune(litDollar)), "$", string(rune(litStar)), "*").Replace(string(t))
+}
+
+// lintSignals finds signals that grant a use where the rules of the same
+// group keep the crawler out: "search=yes" above "Disallow: /" grants
+// nothing, since a preference applies only to paths a crawler may fetch
+// (SEMANTICS.md §8a).
+func (r *Robots) lintSignals() []Diagnostic {
+	var out []Diagnostic
+	for i := range r.signals {
+		st := &r.signals[i]
+		var yes []string
+		for p := Purpose(1); int(p) < numPurposes; p++ {
+			if st.prefs[p] == Yes {
+				yes = append(yes, st.keys[p]+"="+map[bool]string{false: "yes", true: "y"}[st.usage])
+			}
+		}
+		if len(yes) == 0 {
+			continue
+		}
+		path := st.path
+		if path == "" {
+			path = "/"
+		}
+		for _, g := range r.groups {
+			if int(st.agentLo) >= len(g.agents) || g.line > st.line || !slicesContainsInt32(g.signals, int32(i)) {
+				continue
+			}
+			tok := g.agents[st.agentLo]
+			ua := tok
+			if tok == "*" {
+				ua = "robots-guard-lint-any-agent"
+			}
+			if d := r.Agent(ua).Decide(path); !d.Allowed && d.Rule != nil {
+				out = append(out, Diagnostic{Line: st.line, Severity: Warning, Code: "signal-contradicts-rules",
+					Message: strings.Join(yes, ", ") + " grants nothing to " + strconv.Quote(tok) + " on " + path + ": line " +
+						strconv.Itoa(d.Rule.Line) + " (" + d.Rule.String() + ") keeps it out, and a preference applies only where a crawler may go"})
+			}
+			break
+		}
+	}
+	return out
+}
+
+func slicesContainsInt32(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -146,9 +146,28 @@ var lintCases = []lintCase{
 		want: []lintWant{{2, "unknown-directive", sevWarn}}},
 
 	// ignored-directive and unknown-directive.
-	{name: "ignored-directive for every known other record", body: "Host: a\nclean-param: a\nNOINDEX: /a\nnofollow: /b\nrequest-rate: 1/5\nvisit-time: 0100-0200\ncache-delay: 1\ncontent-signal: search=yes\ncontent-usage: ai=n\n",
+	{name: "ignored-directive for every known other record", body: "Host: a\nclean-param: a\nNOINDEX: /a\nnofollow: /b\nrequest-rate: 1/5\nvisit-time: 0100-0200\ncache-delay: 1\n",
 		want: []lintWant{{1, "ignored-directive", sevInfo}, {2, "ignored-directive", sevInfo}, {3, "ignored-directive", sevInfo}, {4, "ignored-directive", sevInfo}, {5, "ignored-directive", sevInfo},
-			{6, "ignored-directive", sevInfo}, {7, "ignored-directive", sevInfo}, {8, "ignored-directive", sevInfo}, {9, "ignored-directive", sevInfo}}},
+			{6, "ignored-directive", sevInfo}, {7, "ignored-directive", sevInfo}}},
+
+	// AI-use preferences (SEMANTICS.md §8a).
+	{name: "signal outside any group", body: "Content-Signal: ai-train=no\nUser-agent: *\nDisallow: /x\n",
+		want: []lintWant{{1, "signal-outside-group", sevWarn}}},
+	{name: "signal key typo", body: "User-agent: *\nContent-Signal: search=yes, ai_train=no\n",
+		want: []lintWant{{2, "unknown-signal", sevWarn}}, msgs: map[int]string{0: `did you mean "ai-train"?`}},
+	{name: "signal value", body: "User-agent: *\nContent-Signal: ai-train=never\n",
+		want: []lintWant{{2, "bad-signal-value", sevWarn}}},
+	{name: "signal not key=value", body: "User-agent: *\nContent-Signal: ai-train\nContent-Usage: /x/\n",
+		want: []lintWant{{2, "bad-signal", sevWarn}, {3, "bad-signal", sevWarn}}},
+	{name: "signal wildcard path", body: "User-agent: *\nContent-Usage: /a/*/b train-ai=n\n",
+		want: []lintWant{{2, "signal-wildcard", sevInfo}}},
+	{name: "signal conflict", body: "User-agent: *\nContent-Signal: ai-train=yes, ai-train=no\n",
+		want: []lintWant{{2, "signal-conflict", sevWarn}}},
+	{name: "signal not enforced", body: "User-agent: *\nContent-Signal: search=yes,ai-train=no,use=reference\n",
+		want: []lintWant{{2, "signal-not-enforced", sevInfo}}},
+	{name: "signal contradicts the rules", body: "User-agent: *\nContent-Signal: search=yes\nDisallow: /\n",
+		want: []lintWant{{2, "signal-contradicts-rules", sevWarn}}},
+	{name: "Cloudflare's managed block is clean", body: "User-Agent: *\nContent-signal: search=yes, ai-train=no\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n"},
 	{name: "unknown-directive", body: "User-agent: *\nFoo: bar\nHosts: x\nX-Robots-Tag: noindex\n",
 		want: []lintWant{{2, "unknown-directive", sevWarn}, {3, "unknown-directive", sevWarn}, {4, "unknown-directive", sevWarn}}},
 

@@ -16,6 +16,8 @@ const (
 	keyDisallow
 	keySitemap
 	keyCrawlDelay
+	keyContentSignal
+	keyContentUsage
 )
 
 // keySpelling is a key prefix that selects a directive, as Google's parser
@@ -43,11 +45,14 @@ var keySpellings = [...]keySpelling{
 	{"crawl-delay", keyCrawlDelay, false},
 	{"crawldelay", keyCrawlDelay, true},
 	{"crawl delay", keyCrawlDelay, true},
+	{"content-signal", keyContentSignal, false},
+	{"content signal", keyContentSignal, true},
+	{"content-usage", keyContentUsage, false},
 }
 
 // knownOther lists records that have no effect on matching but are common
 // enough not to be reported as unknown.
-var knownOther = [...]string{"host", "clean-param", "noindex", "nofollow", "request-rate", "visit-time", "cache-delay", "content-signal", "content-usage"}
+var knownOther = [...]string{"host", "clean-param", "noindex", "nofollow", "request-rate", "visit-time", "cache-delay"}
 
 // classifyKey returns the directive a key selects and the canonical
 // spelling it was matched against ("" for other records).
@@ -287,6 +292,10 @@ func (p *parser) line(n int, s string) {
 		p.r.sitemaps = append(p.r.sitemaps, value)
 	case keyCrawlDelay:
 		p.crawlDelay(n, value)
+	case keyContentSignal:
+		p.signal(n, false, value)
+	case keyContentUsage:
+		p.signal(n, true, value)
 	default:
 		lk := strings.ToLower(key)
 		for _, k := range knownOther {
@@ -311,6 +320,10 @@ func canonicalName(k keyKind) string {
 		return "Sitemap"
 	case keyCrawlDelay:
 		return "Crawl-delay"
+	case keyContentSignal:
+		return "Content-Signal"
+	case keyContentUsage:
+		return "Content-Usage"
 	}
 	return ""
 }
@@ -446,6 +459,17 @@ func (r *Robots) compile() {
 			for ai, a := range g.agents {
 				if strings.EqualFold(a, m.lower) && g.delayLines[ai] != 0 && (g.delays[ai] > m.delay || m.delayLine == 0) {
 					m.delay, m.delayLine = g.delays[ai], g.delayLines[ai]
+				}
+			}
+			// SEMANTICS.md §8a: a signal reaches the run of user-agent
+			// lines above it, as a Crawl-delay does.
+			for _, si := range g.signals {
+				st := &r.signals[si]
+				for ai := st.agentLo; ai < st.agent; ai++ {
+					if strings.EqualFold(g.agents[ai], m.lower) {
+						m.signals = append(m.signals, si)
+						break
+					}
 				}
 			}
 		}

@@ -19,6 +19,7 @@ type Robots struct {
 	tokens   tokenTable
 	sets     []ruleSet
 	sitemaps []string
+	signals  []signalStmt // every Content-Signal and Content-Usage line, in file order
 	diags    []Diagnostic // found while parsing; Lint adds the rest
 	trunc    bool
 	html     bool // the body looks like an HTML document
@@ -38,6 +39,7 @@ type fileGroup struct {
 	line           int
 	ruleLo, ruleHi int32
 	delay          time.Duration // largest Crawl-delay given inside the group
+	signals        []int32       // its Content-Signal and Content-Usage lines (indices into Robots.signals)
 }
 
 // mergedGroup is every group that names one token (case-insensitively), or
@@ -50,6 +52,9 @@ type mergedGroup struct {
 	delay time.Duration
 	// delayLine is the line of the Crawl-delay that gives delay, 0 for none.
 	delayLine int
+	// signals are the Content-Signal and Content-Usage lines that reach
+	// this token (SEMANTICS.md §8a), indices into Robots.signals.
+	signals []int32
 }
 
 // ruleSet is the compiled union of the rules of some file groups. Merged

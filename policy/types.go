@@ -215,6 +215,10 @@ var categories = map[string]string{
 	"rule-before-user-agent": CategoryRules, "bad-crawl-delay": CategoryRules, "crawl-delay-joins-group": CategoryRules,
 	"never-matches": CategoryRules, "blank-line-in-group": CategoryRules, "agent-truncated": CategoryRules,
 	"match-order": CategoryCompat,
+	// AI-use preferences (Content-Signal, Content-Usage; SEMANTICS.md §8a).
+	"unknown-signal": CategorySyntax, "bad-signal": CategorySyntax, "bad-signal-value": CategorySyntax,
+	"signal-outside-group": CategoryRules, "signal-wildcard": CategoryRules, "signal-conflict": CategoryRules,
+	"signal-contradicts-rules": CategoryRules, "signal-not-enforced": CategoryCompat,
 	"html-page":   CategoryFile, "size-cap": CategoryFile,
 }
 

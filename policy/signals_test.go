@@ -1,0 +1,96 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSignals: Content-Signal and Content-Usage lines, as SEMANTICS.md §8a
+// reads them: per group (the run of user-agent lines above), both syntaxes
+// to one model, keys and values without case, longest path, no wins.
+func TestSignals(t *testing.T) {
+	const cloudflare = "User-Agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n"
+	const aipref = "User-Agent: *\nAllow: /\nDisallow: /never/\nContent-Usage: train-ai=n\nContent-Usage: /ai-ok/ train-ai=y\n\nUser-Agent: ExampleBot\nAllow: /\nContent-Usage: train-ai=y\n"
+	tests := []struct {
+		name, file, ua, target string
+		p                      Purpose
+		want                   Signal
+		line                   int
+	}{
+		{"cloudflare ai-train", cloudflare, "GPTBot/1.2", "/x", PurposeAITrain, No, 2},
+		{"cloudflare search", cloudflare, "Googlebot/2.1", "/x", PurposeSearch, Yes, 2},
+		{"cloudflare ai-input", cloudflare, "ChatGPT-User/1.0", "/x", PurposeAIInput, Yes, 2},
+		{"purpose none", cloudflare, "GPTBot", "/x", PurposeNone, Unset, 0},
+		{"aipref train-ai=n", aipref, "GPTBot", "/test", PurposeAITrain, No, 4},
+		{"aipref longer path wins", aipref, "GPTBot", "/ai-ok/test", PurposeAITrain, Yes, 5},
+		{"aipref own group", aipref, "ExampleBot/2", "/test", PurposeAITrain, Yes, 9},
+		{"aipref search unset", aipref, "GPTBot", "/test", PurposeSearch, Unset, 0},
+		{"aipref query ignored", aipref, "GPTBot", "/ai-ok/?q=1", PurposeAITrain, Yes, 5},
+		{"case-insensitive key and value", "user-agent: *\ncontent-signal: AI-Train=NO\n", "GPTBot", "/", PurposeAITrain, No, 2},
+		{"specific group does not inherit *", "User-agent: *\nContent-Signal: ai-train=no\n\nUser-agent: GPTBot\nDisallow: /private/\n", "GPTBot", "/", PurposeAITrain, Unset, 0},
+		{"run above only", "User-agent: A\nContent-Signal: ai-train=no\nUser-agent: B\nDisallow: /x\n", "B", "/", PurposeAITrain, Unset, 0},
+		{"run above reaches both agents", "User-agent: A\nUser-agent: B\nContent-Signal: ai-train=no\n", "B", "/", PurposeAITrain, No, 3},
+		{"merged groups: no wins", "User-agent: A\nContent-Signal: ai-train=yes\nAllow: /\n\nUser-agent: A\nContent-Signal: ai-train=no\n", "A", "/", PurposeAITrain, No, 6},
+		{"two statements in one line: no wins", "User-agent: *\nContent-Signal: ai-train=yes, ai-train=no\n", "X", "/", PurposeAITrain, No, 2},
+		{"y/n in Content-Signal", "User-agent: *\nContent-Signal: ai-train=n\n", "X", "/", PurposeAITrain, No, 2},
+		{"exact path", "User-agent: *\nContent-Usage: /a$ train-ai=n\n", "X", "/a/b", PurposeAITrain, Unset, 0},
+		{"exact path matches", "User-agent: *\nContent-Usage: /a$ train-ai=n\n", "X", "/a", PurposeAITrain, No, 2},
+		{"train-genai", "User-agent: *\nContent-Usage: train-genai=n\n", "X", "/", PurposeAITrain, No, 2},
+		{"no signals", "User-agent: *\nDisallow: /x\n", "X", "/", PurposeAITrain, Unset, 0},
+	}
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			r := Parse([]byte(c.file))
+			s, line := r.Agent(c.ua).Signal(c.p, c.target)
+			if s != c.want || line != c.line {
+				t.Errorf("Signal(%v, %q) = %v line %d, want %v line %d", c.p, c.target, s, line, c.want, c.line)
+			}
+		})
+	}
+	r := Parse([]byte(cloudflare))
+	if got := r.SignalText(2, PurposeAITrain); got != "Content-Signal ai-train=no" {
+		t.Errorf("SignalText = %q", got)
+	}
+	if got := Parse([]byte(aipref)).SignalText(5, PurposeAITrain); got != "Content-Usage /ai-ok/ train-ai=y" {
+		t.Errorf("SignalText = %q", got)
+	}
+}
+
+// TestSignalDiagnostics: typos, bad values, lines outside a group and keys
+// that are read but not enforced are reported.
+func TestSignalDiagnostics(t *testing.T) {
+	for file, want := range map[string]string{
+		"Content-Signal: ai-train=no\nUser-agent: *\n":             "signal-outside-group",
+		"User-agent: *\nContent-Signal: ai_train=no\n":             `did you mean "ai-train"?`,
+		"User-agent: *\nContent-Signal: ai-train=maybe\n":          "bad-signal-value",
+		"User-agent: *\nContent-Signal: search=yes,use=reference\n": "signal-not-enforced",
+		"User-agent: *\nContent-Usage: bots=n\n":                   "signal-not-enforced",
+		"User-agent: *\nContent-Signal: ai-train\n":                "bad-signal",
+		"User-agent: *\nContent-Signals: ai-train=no\n":            "key-prefix",
+	} {
+		var got []string
+		for _, d := range Parse([]byte(file)).Lint() {
+			got = append(got, d.Code+": "+d.Message)
+		}
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("%q: diagnostics %q lack %q", file, got, want)
+		}
+	}
+	// Still read: the plural spelling crawler-commons also accepts.
+	if s, _ := Parse([]byte("User-agent: *\nContent-Signals: ai-train=no\n")).Agent("X").Signal(PurposeAITrain, "/"); s != No {
+		t.Errorf("Content-Signals: %v", s)
+	}
+}
+
+// BenchmarkSignal is the signal check of a decision, for a file with
+// Cloudflare's line under * (0 allocs).
+func BenchmarkSignal(b *testing.B) {
+	r := Parse([]byte("User-Agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n"))
+	a := r.Agent("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)")
+	b.ReportAllocs()
+	for b.Loop() {
+		if s, _ := a.Signal(PurposeAITrain, "/blog/post?id=1"); s != No {
+			b.Fatal(s)
+		}
+	}
+}
