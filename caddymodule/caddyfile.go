@@ -35,6 +35,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    on_unreachable disallow|allow
 //	    crawl_delay_key ip|group
 //	    crawl_delay_tolerance <delays, e.g. 2.5, 0.25 or 25%>
+//	    content_signals enforce|report|off
 //	    ipv4_prefix <bits>
 //	    ipv6_prefix <bits>
 //	    max_keys <n>
@@ -148,6 +149,8 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			g.CrawlDelayKey, err = one()
 		case "crawl_delay_scope":
 			g.CrawlDelayScope, err = one()
+		case "content_signals":
+			g.ContentSignals, err = one()
 		case "crawl_delay_tolerance":
 			var v string
 			if v, err = one(); err == nil {

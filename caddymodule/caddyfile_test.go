@@ -205,6 +205,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 		new_sites_per_second 11
 		site_names example.com
 		crawl_delay_scope block
+		content_signals report
 		max_robots_bytes 64MiB
 		bots XyBot
 		empty_user_agent_is_bot

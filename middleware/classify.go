@@ -141,6 +141,7 @@ type classifier struct {
 	cache     *lru.Cache[string, *uaInfo]
 	fast      *sync.Map          // string → *uaInfo: the LRU's entries, for lock-free reads
 	verifier  *identity.Verifier // nil when verification is off
+	purposes  *identity.Purposes // nil when content_signals is off
 }
 
 // uaInfo is the cached classification of one header. spec memoises, for the
@@ -157,7 +158,10 @@ type uaInfo struct {
 	// claims: the crawler operators the header names (verification on).
 	// A header that claims one is a bot.
 	claims identity.Claims
-	spec   atomic.Pointer[specMemo]
+	// crawler: the registry's entry of the crawler the header names, for
+	// Content-Signal (nil: none, or content_signals off).
+	crawler *identity.CrawlerPurpose
+	spec    atomic.Pointer[specMemo]
 }
 
 // specMemo holds the group choice weakly: a header cached for long does
@@ -176,7 +180,7 @@ type specMemo struct {
 // free of shared writes and still keeps busy entries from being evicted.
 const promoteEvery = 64
 
-func newClassifier(cfg Config, v *identity.Verifier) *classifier {
+func newClassifier(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *classifier {
 	s := newTokenSet()
 	s.parseCrawlers(crawlersTxt)
 	for _, b := range cfg.Bots {
@@ -185,7 +189,7 @@ func newClassifier(cfg Config, v *identity.Verifier) *classifier {
 	fast := &sync.Map{}
 	// size > 0 is checked by Config; evicted entries leave the mirror too.
 	cache, _ := lru.NewWithEvict[string, *uaInfo](cfg.UACacheSize, func(k string, _ *uaInfo) { fast.Delete(k) })
-	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, fast: fast, verifier: v}
+	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, fast: fast, verifier: v, purposes: purposes}
 }
 
 // isBot reports whether ua is classified as a bot.
@@ -219,6 +223,9 @@ func (c *classifier) lookup(ua string) *uaInfo {
 func (c *classifier) info(ua string) *uaInfo {
 	bot, browser := c.compute(ua)
 	v := &uaInfo{bot: bot, browser: browser}
+	if c.purposes != nil {
+		v.crawler = c.purposes.Of(ua)
+	}
 	if c.verifier != nil {
 		if v.claims = c.verifier.Claims(ua); v.claims != 0 {
 			v.bot, v.browser = true, false

@@ -46,7 +46,7 @@ func mustClassifier(t testing.TB, cfg Config) *classifier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClassifier(cfg, nil)
+	return newClassifier(cfg, nil, nil)
 }
 
 func TestBrowsersAreNeverBots(t *testing.T) {

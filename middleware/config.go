@@ -57,6 +57,11 @@ const (
 	KeyGroup   = "group"
 	ScopeSite  = "site"
 	ScopeBlock = "block"
+
+	// Values of Config.ContentSignals.
+	SignalsEnforce = "enforce"
+	SignalsReport  = "report"
+	SignalsOff     = "off"
 )
 
 // Config is the serialisable configuration of an Enforcer. Its JSON form is
@@ -109,6 +114,17 @@ type Config struct {
 	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
 	// each name. Blocks with the same configuration share their clocks.
 	CrawlDelayScope string `json:"crawl_delay_scope,omitempty"`
+
+	// ContentSignals says what to do with the AI-use preferences of
+	// robots.txt (Content-Signal and Content-Usage lines, SEMANTICS.md
+	// §8a): "enforce" (the default) answers 403 (reason content_signal) to
+	// a crawler whose documented purpose (search, ai-input, ai-train; the
+	// registry in package identity, each entry with its source) the group
+	// of its request says no to, on paths the group allows; "report"
+	// counts and logs such requests as a dry run's denials and lets them
+	// pass; "off" reads the lines and ignores them. Unknown crawlers,
+	// crawlers with no listed purpose and browsers are never affected.
+	ContentSignals string `json:"content_signals,omitempty"`
 
 	// CrawlDelayTolerance is how far ahead of its Crawl-delay a bot may run
 	// and still pass, counted in delays, so that a crawler that keeps the
@@ -398,6 +414,13 @@ func (c *Config) limitDefaults() error {
 	}
 	if err := either(&c.CrawlDelayScope, ScopeSite, ScopeBlock, errf, "crawl_delay_scope"); err != nil {
 		return err
+	}
+	switch c.ContentSignals {
+	case "":
+		c.ContentSignals = SignalsEnforce
+	case SignalsEnforce, SignalsReport, SignalsOff:
+	default:
+		return errf("content_signals", "must be %q, %q or %q, got %q", SignalsEnforce, SignalsReport, SignalsOff, c.ContentSignals)
 	}
 	switch t := c.CrawlDelayTolerance; {
 	case t == nil:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,6 +139,19 @@ func DashboardVerdict(x Explanation) dashboard.Verdict {
 		CrawlDelay: time.Duration(x.CrawlDelay), CrawlDelayLine: x.CrawlDelayLine, RetryAfter: time.Duration(x.RetryAfter)}
 	if x.Rule != nil {
 		v.RuleLine, v.RuleText = x.Rule.Line, x.Rule.Text
+	}
+	if s := x.ContentSignal; s != nil {
+		step := s.Crawler + " is " + s.Kind + " (" + s.Purpose + ", " + s.Source + "); robots.txt's preference for " + s.Purpose + ": " + s.Signal
+		if s.Text != "" {
+			step += " (" + s.Text + ", line " + strconv.Itoa(s.Line) + ")"
+		}
+		if s.Signal == "no" && !s.Enforced {
+			step += "; content_signals report: counted, not refused"
+		}
+		v.Steps = append(v.Steps, step)
+		if x.Reason == ReasonContentSignal.String() {
+			v.RuleLine, v.RuleText = s.Line, s.Text
+		}
 	}
 	if vx := x.Verification; vx != nil {
 		v.Verification, v.Operator, v.Method, v.Steps = vx.Verdict, vx.Operator, vx.Method, vx.Steps

@@ -54,6 +54,10 @@ type Enforcer struct {
 	blockScope  string // crawl_delay_scope block: the site part of every limiter key
 	allowUnrch  bool
 	verifier    *identity.Verifier // nil when verification is off
+	// purposes is the registry of crawler purposes, nil when
+	// content_signals is off; signalsReport: content_signals report.
+	purposes      *identity.Purposes
+	signalsReport bool
 	ownVerify   bool               // New built verifier; Close closes it
 	ownLimits   io.Closer          // the store limiter New built; Close closes it
 	denySpoof   bool
@@ -134,7 +138,11 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 			e.ownVerify = true
 		}
 	}
-	e.classes = newClassifier(cfg, e.verifier)
+	if cfg.ContentSignals != SignalsOff {
+		e.purposes = identity.NewPurposes()
+		e.signalsReport = cfg.ContentSignals == SignalsReport
+	}
+	e.classes = newClassifier(cfg, e.verifier, e.purposes)
 	if err = e.buildLimits(o); err != nil {
 		return nil, err
 	}
@@ -298,6 +306,11 @@ type trace struct {
 	// alsoStar: the claim is not verified, and "*" was applied too.
 	alsoStar bool
 	verify   *identity.Explanation
+	// signal: the crawler's purpose was checked against the group's
+	// Content-Signal lines (the answer is in the verdict's fields, or
+	// signalVal when it allowed).
+	signal    bool
+	signalVal policy.Signal
 }
 
 func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
@@ -382,6 +395,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Bot = true
 	v.Group = agent.Group()
+	v.Crawler = info.crawler
 	if st.Postponed {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
 		return v
@@ -490,6 +504,25 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 		}
 	}
 	v.Reason = ReasonAllowed
+	if cp := v.Crawler; cp != nil {
+		// SEMANTICS.md §8a: the group's AI-use preference for the
+		// crawler's documented purpose, on a path the group allows; an
+		// unproven claim answers to "*"'s too, no from either winning.
+		s, line, text := agent.SignalText(cp.Purpose, target)
+		if also != nil && s != policy.No {
+			if s2, l2, t2 := star.SignalText(cp.Purpose, target); s2 == policy.No {
+				s, line, text = s2, l2, t2
+			}
+		}
+		if tr != nil {
+			tr.signal, tr.signalVal = true, s
+		}
+		if s == policy.No {
+			v.Action, v.Reason, v.SignalLine, v.SignalText = Deny, ReasonContentSignal, line, text
+			v.DryRun = v.DryRun || e.signalsReport
+			return
+		}
+	}
 	if d.CrawlDelay <= 0 {
 		return
 	}
@@ -717,6 +750,8 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 			line = v.Rule.Line
 		case v.Reason == ReasonCrawlDelay:
 			line = v.CrawlDelayLine // the Crawl-delay that throttled it
+		case v.Reason == ReasonContentSignal:
+			line = v.SignalLine
 		}
 		ce.Write(
 			zap.String("site", v.Site),

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -202,6 +203,31 @@ type Explanation struct {
 	// it claims to be, and how that was found; nil when verification is
 	// off or the header names no registered operator.
 	Verification *ExplainVerification `json:"verification,omitempty"`
+	// ContentSignal is, for a header that names a crawler with a
+	// documented purpose, that purpose and what the group's Content-Signal
+	// or Content-Usage lines say of it (SEMANTICS.md §8a).
+	ContentSignal *ExplainSignal `json:"content_signal,omitempty"`
+}
+
+// ExplainSignal is the AI-use preference part of an Explanation.
+type ExplainSignal struct {
+	// Crawler is the product token, Operator who runs it, Purpose its
+	// documented purpose (search, ai-input, ai-train), Kind the same in
+	// words, Source the page that documents it.
+	Crawler  string `json:"crawler"`
+	Operator string `json:"operator"`
+	Purpose  string `json:"purpose"`
+	Kind     string `json:"kind"`
+	Source   string `json:"source"`
+	// Signal is "yes", "no" or "unset", or "not_checked" when the request
+	// was decided before (a disallowed path, a ban, ...).
+	Signal string `json:"signal"`
+	// Line and Text are the deciding line, when Signal is yes or no.
+	Line int    `json:"line,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Enforced is false under content_signals report (a no is counted,
+	// not answered).
+	Enforced bool `json:"enforced"`
 }
 
 // ExplainVerification is the verification part of an Explanation.
@@ -270,6 +296,20 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 	if tr.ent != nil {
 		s := e.status(tr.ent, tr.st)
 		x.RobotsTxt = &s
+	}
+	if cp := v.Crawler; cp != nil {
+		sig := &ExplainSignal{Crawler: cp.Token, Operator: cp.Operator, Purpose: cp.Purpose.String(), Kind: cp.Kind, Source: cp.Source,
+			Signal: "not_checked", Enforced: !e.signalsReport}
+		switch {
+		case v.Reason == ReasonContentSignal:
+			sig.Signal, sig.Line, sig.Text = "no", v.SignalLine, v.SignalText
+		case tr.signal:
+			sig.Signal = tr.signalVal.String()
+			if tr.signalVal != policy.Unset && tr.st != nil && tr.st.Robots != nil {
+				_, sig.Line, sig.Text = tr.st.Robots.Agent(req.UserAgent).SignalText(cp.Purpose, req.Target)
+			}
+		}
+		x.ContentSignal = sig
 	}
 	if vx := tr.verify; vx != nil {
 		x.Verification = &ExplainVerification{

@@ -27,7 +27,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 		kind = report.Banned
 	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
 		kind = report.Throttle
-	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed):
+	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed || v.Reason == ReasonContentSignal):
 		kind = report.Denial
 	default:
 		return report.Record{}, false

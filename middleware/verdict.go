@@ -141,6 +141,10 @@ const (
 	// disallows for every bot, without the token of the requesting
 	// client's own trap link (trap_links client): refused, nobody banned.
 	ReasonTrapUnattributed
+	// ReasonContentSignal: robots.txt allows the path, but the group's
+	// Content-Signal or Content-Usage line says no to the documented
+	// purpose of the crawler the User-Agent names (SEMANTICS.md §8a).
+	ReasonContentSignal
 )
 
 var reasonNames = [...]string{
@@ -158,6 +162,7 @@ var reasonNames = [...]string{
 	ReasonTrap:              "trap",
 	ReasonBanned:            "banned",
 	ReasonTrapUnattributed:  "trap_unattributed",
+	ReasonContentSignal:     "content_signal",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -213,6 +218,14 @@ type Verdict struct {
 	// BanUntil is when the client's ban ends (Unix ns), for ReasonTrap and
 	// ReasonBanned verdicts.
 	BanUntil int64
+	// Crawler is the registry's entry of the crawler the User-Agent
+	// names (its documented purpose), nil for none or with content_signals
+	// off. SignalLine and SignalText are the Content-Signal or
+	// Content-Usage line that denied it (ReasonContentSignal), e.g. 4 and
+	// "Content-Signal ai-train=no".
+	Crawler    *identity.CrawlerPurpose
+	SignalLine int
+	SignalText string
 }
 
 // ActionName names what happened to the request, for logs, metrics and
@@ -282,6 +295,19 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			b = append(b, "This address is banned until "...)
 			b = time.Unix(0, v.BanUntil).UTC().AppendFormat(b, time.RFC3339)
 			return append(b, " for ignoring this site's robots.txt"...)
+		case ReasonContentSignal:
+			// "Content-Signal ai-train=no (robots.txt line 4) applies
+			// to GPTBot, a training crawler"
+			b = append(b, v.SignalText...)
+			b = append(b, " (robots.txt line "...)
+			b = strconv.AppendInt(b, int64(v.SignalLine), 10)
+			b = append(b, ") applies to "...)
+			if v.Crawler != nil {
+				b = append(b, v.Crawler.Token...)
+				b = append(b, ", "...)
+				b = append(b, v.Crawler.Kind...)
+			}
+			return b
 		case ReasonSpoofed:
 			b = append(b, "Disallowed: the User-Agent names a crawler of "...)
 			b = append(b, v.Operator...)

@@ -81,6 +81,7 @@ type signalStmt struct {
 	exact          bool   // the path ended in '$'
 	prefs          [numPurposes]Signal
 	keys           [numPurposes]string // each preference's key as written, for messages
+	texts          [numPurposes]string // "Content-Signal ai-train=no", made once at parse time
 	agentLo, agent int32              // the agents of its file group it reaches: [agentLo, agent)
 }
 
@@ -190,6 +191,22 @@ func (p *parser) signal(n int, usage bool, value string) {
 	if !any {
 		return
 	}
+	for pp := range st.prefs {
+		if st.prefs[pp] == Unset {
+			continue
+		}
+		name, v := "Content-Signal", st.prefs[pp].String()
+		if usage {
+			name, v = "Content-Usage", v[:1]
+			if st.path != "" {
+				name += " " + st.path
+				if st.exact {
+					name += "$"
+				}
+			}
+		}
+		st.texts[pp] = name + " " + st.keys[pp] + "=" + v
+	}
 	g := &p.r.groups[p.cur]
 	st.agentLo, st.agent = int32(p.runStart), int32(len(g.agents))
 	p.r.signals = append(p.r.signals, st)
@@ -204,15 +221,26 @@ func (p *parser) signal(n int, usage bool, value string) {
 // It does not allocate, and its work is linear in the group's signal
 // lines and the path.
 func (a Agent) Signal(p Purpose, target string) (Signal, int) {
+	s, line, _ := a.signal(p, target)
+	return s, line
+}
+
+// SignalText is Signal with the words of the deciding line
+// ("Content-Signal ai-train=no"; "" when Unset), without allocating.
+func (a Agent) SignalText(p Purpose, target string) (Signal, int, string) {
+	return a.signal(p, target)
+}
+
+func (a Agent) signal(p Purpose, target string) (Signal, int, string) {
 	r := a.r
 	if r == nil || a.group < 0 || p == PurposeNone || int(p) >= numPurposes || len(r.signals) == 0 {
-		return Unset, 0
+		return Unset, 0, ""
 	}
 	path := target
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
-	best, line, bestLen := Unset, 0, -1
+	best, line, text, bestLen := Unset, 0, "", -1
 	consider := func(m *mergedGroup) {
 		for _, si := range m.signals {
 			st := &r.signals[si]
@@ -222,20 +250,20 @@ func (a Agent) Signal(p Purpose, target string) (Signal, int) {
 			}
 			switch n := len(st.path); {
 			case n > bestLen, n == bestLen && s == No && best != No:
-				best, line, bestLen = s, st.line, n
+				best, line, text, bestLen = s, st.line, st.texts[p], n
 			}
 		}
 	}
 	if !a.multi {
 		consider(&r.merged[a.group])
-		return best, line
+		return best, line, text
 	}
 	r.tokens.scanTokens(a.ua, func(g int32, n int) {
 		if n == a.n {
 			consider(&r.merged[g])
 		}
 	})
-	return best, line
+	return best, line, text
 }
 
 // Signals reports whether any Content-Signal or Content-Usage line stands
@@ -249,14 +277,7 @@ func (r *Robots) SignalText(line int, p Purpose) string {
 	for i := range r.signals {
 		st := &r.signals[i]
 		if st.line == line && int(p) < numPurposes && st.prefs[p] != Unset {
-			name, v := "Content-Signal", st.prefs[p].String()
-			if st.usage {
-				name, v = "Content-Usage", v[:1]
-				if st.path != "" {
-					name += " " + st.path
-				}
-			}
-			return name + " " + st.keys[p] + "=" + v
+			return st.texts[p]
 		}
 	}
 	return ""
