@@ -39,44 +39,44 @@ const (
 // safe for concurrent use. Build it with New; Decide is the decision alone,
 // Handler the net/http front end.
 type Enforcer struct {
-	cfg         Config
-	now         func() time.Time
-	clientIP    func(*http.Request) string
-	sites       *sites.Cache
-	classes     *classifier
-	limits      limit.Limiter
-	obs         Observer
-	log         *zap.Logger // decision lines, sampled
-	deny        ResponseFunc
-	throttle    ResponseFunc
-	client      *http.Client
-	byGroup     bool
-	blockScope  string // crawl_delay_scope block: the site part of every limiter key
-	allowUnrch  bool
-	verifier    *identity.Verifier // nil when verification is off
+	cfg        Config
+	now        func() time.Time
+	clientIP   func(*http.Request) string
+	sites      *sites.Cache
+	classes    *classifier
+	limits     limit.Limiter
+	obs        Observer
+	log        *zap.Logger // decision lines, sampled
+	deny       ResponseFunc
+	throttle   ResponseFunc
+	client     *http.Client
+	byGroup    bool
+	blockScope string // crawl_delay_scope block: the site part of every limiter key
+	allowUnrch bool
+	verifier   *identity.Verifier // nil when verification is off
 	// purposes is the registry of crawler purposes, nil when
 	// content_signals is off; signalsReport: content_signals report.
 	purposes      *identity.Purposes
 	signalsReport bool
-	ownVerify   bool               // New built verifier; Close closes it
-	ownLimits   io.Closer          // the store limiter New built; Close closes it
-	denySpoof   bool
-	starOnDNS   bool
-	acceptSig   bool           // verify.web_bot_auth.accept_signature
-	warnedNG    atomic.Bool    // warnNotGlobal has logged
-	warnedProxy atomic.Bool    // warnUntrustedProxy has logged
-	traps       *trapSet       // nil: none
-	trapLink    string         // the path per-client trap links extend; "" with trap_links static
-	trapKey     []byte         // the key of trap link tokens
-	trapClocks  TrapClockStore // nil: the clocks live in memory only
-	realClock   bool           // the clock is time.Now: timers may announce traps
-	keptClocks  atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
-	armTimers   atomic.Int64   // pending timers of announceTrap (maxArmTimers)
-	bans        limit.Bans     // nil when neither traps nor ban_after is set
-	bansActive  func() bool    // whether any ban may be held
-	ownBans     io.Closer      // the shared ban list New built; Close closes it
-	banAfter    *denialCounter // nil: off
-	report      *report.Recorder
+	ownVerify     bool      // New built verifier; Close closes it
+	ownLimits     io.Closer // the store limiter New built; Close closes it
+	denySpoof     bool
+	starOnDNS     bool
+	acceptSig     bool           // verify.web_bot_auth.accept_signature
+	warnedNG      atomic.Bool    // warnNotGlobal has logged
+	warnedProxy   atomic.Bool    // warnUntrustedProxy has logged
+	traps         *trapSet       // nil: none
+	trapLink      string         // the path per-client trap links extend; "" with trap_links static
+	trapKey       []byte         // the key of trap link tokens
+	trapClocks    TrapClockStore // nil: the clocks live in memory only
+	realClock     bool           // the clock is time.Now: timers may announce traps
+	keptClocks    atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
+	armTimers     atomic.Int64   // pending timers of announceTrap (maxArmTimers)
+	bans          limit.Bans     // nil when neither traps nor ban_after is set
+	bansActive    func() bool    // whether any ban may be held
+	ownBans       io.Closer      // the shared ban list New built; Close closes it
+	banAfter      *denialCounter // nil: off
+	report        *report.Recorder
 
 	bufs  sync.Pool // *respBuf for response bodies and decoded views
 	slabs sync.Pool // *headerSlab for the header values of answers
@@ -309,8 +309,9 @@ type trace struct {
 	// signal: the crawler's purpose was checked against the group's
 	// Content-Signal lines (the answer is in the verdict's fields, or
 	// signalVal when it allowed).
-	signal    bool
-	signalVal policy.Signal
+	signal     bool
+	signalVal  policy.Signal
+	signalRule *policy.SignalRule
 }
 
 func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
@@ -508,17 +509,17 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 		// SEMANTICS.md §8a: the group's AI-use preference for the
 		// crawler's documented purpose, on a path the group allows; an
 		// unproven claim answers to "*"'s too, no from either winning.
-		s, line, text := agent.SignalText(cp.Purpose, target)
+		s, rule := agent.SignalRule(cp.Purpose, target)
 		if also != nil && s != policy.No {
-			if s2, l2, t2 := star.SignalText(cp.Purpose, target); s2 == policy.No {
-				s, line, text = s2, l2, t2
+			if s2, r2 := star.SignalRule(cp.Purpose, target); s2 == policy.No {
+				s, rule = s2, r2
 			}
 		}
 		if tr != nil {
-			tr.signal, tr.signalVal = true, s
+			tr.signal, tr.signalVal, tr.signalRule = true, s, rule
 		}
 		if s == policy.No {
-			v.Action, v.Reason, v.SignalLine, v.SignalText = Deny, ReasonContentSignal, line, text
+			v.Action, v.Reason, v.Signal = Deny, ReasonContentSignal, rule
 			v.DryRun = v.DryRun || e.signalsReport
 			return
 		}
@@ -750,8 +751,8 @@ func (e *Enforcer) done(req *Request, v *Verdict) {
 			line = v.Rule.Line
 		case v.Reason == ReasonCrawlDelay:
 			line = v.CrawlDelayLine // the Crawl-delay that throttled it
-		case v.Reason == ReasonContentSignal:
-			line = v.SignalLine
+		case v.Reason == ReasonContentSignal && v.Signal != nil:
+			line = v.Signal.Line
 		}
 		ce.Write(
 			zap.String("site", v.Site),

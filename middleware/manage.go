@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -301,12 +300,12 @@ func (e *Enforcer) Explain(ctx context.Context, req Request) (Explanation, error
 		sig := &ExplainSignal{Crawler: cp.Token, Operator: cp.Operator, Purpose: cp.Purpose.String(), Kind: cp.Kind, Source: cp.Source,
 			Signal: "not_checked", Enforced: !e.signalsReport}
 		switch {
-		case v.Reason == ReasonContentSignal:
-			sig.Signal, sig.Line, sig.Text = "no", v.SignalLine, v.SignalText
+		case v.Reason == ReasonContentSignal && v.Signal != nil:
+			sig.Signal, sig.Line, sig.Text = "no", v.Signal.Line, v.Signal.Text(cp.Purpose)
 		case tr.signal:
 			sig.Signal = tr.signalVal.String()
-			if tr.signalVal != policy.Unset && tr.st != nil && tr.st.Robots != nil {
-				_, sig.Line, sig.Text = tr.st.Robots.Agent(req.UserAgent).SignalText(cp.Purpose, req.Target)
+			if r := tr.signalRule; r != nil {
+				sig.Line, sig.Text = r.Line, r.Text(cp.Purpose)
 			}
 		}
 		x.ContentSignal = sig

@@ -89,8 +89,8 @@ func TestContentSignalComposition(t *testing.T) {
 	}
 	// Unverifiable (192.0.2.1 is not globally reachable): "*" says
 	// search=no, and no from either wins.
-	if v := checked.Decide(context.Background(), req(uaGoogle)); v.Action != Deny || v.Reason != ReasonContentSignal || v.SignalLine != 2 {
-		t.Errorf("an unverified Googlebot: %v %v line %d, want deny content_signal line 2", v.Action, v.Reason, v.SignalLine)
+	if v := checked.Decide(context.Background(), req(uaGoogle)); v.Action != Deny || v.Reason != ReasonContentSignal || v.Signal == nil || v.Signal.Line != 2 {
+		t.Errorf("an unverified Googlebot: %v %v %+v, want deny content_signal line 2", v.Action, v.Reason, v.Signal)
 	}
 	// GPTBot's own group says nothing: "*"'s search=no is not inherited,
 	// and GPTBot is not a search crawler anyway.
@@ -113,10 +113,12 @@ func TestContentSignalComposition(t *testing.T) {
 	}
 }
 
-// BenchmarkBotAllowedWithSignal is BenchmarkBotAllowed's request (a
-// search crawler allowed) on a file with Cloudflare's Content-Signal line.
+// BenchmarkBotAllowedWithSignal is BenchmarkBotAllowed's request (GPTBot
+// on an allowed path, unverifiable from 192.0.2.1) on a file whose groups
+// carry Content-Signal lines, so both its group's and "*"'s are checked.
 func BenchmarkBotAllowedWithSignal(b *testing.B) {
-	robots := "User-Agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n\n" + robotsTxt
-	e := mustNew(b, Config{})
-	runBench(b, e.Handler(site(robots)), benchRequest(uaBing, "/page"), 200)
+	robots := strings.Replace(robotsTxt, "User-agent: GPTBot\n", "User-agent: GPTBot\nContent-Signal: ai-train=yes\n", 1)
+	robots = strings.Replace(robots, "User-agent: *\n", "User-agent: *\nContent-Signal: search=yes, ai-input=yes\n", 1)
+	e := mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robots))))
+	runBench(b, e.Handler(okHandler), benchRequest(uaGPTBot, "/public/page?id=42"), 200)
 }

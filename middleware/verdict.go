@@ -220,12 +220,11 @@ type Verdict struct {
 	BanUntil int64
 	// Crawler is the registry's entry of the crawler the User-Agent
 	// names (its documented purpose), nil for none or with content_signals
-	// off. SignalLine and SignalText are the Content-Signal or
-	// Content-Usage line that denied it (ReasonContentSignal), e.g. 4 and
-	// "Content-Signal ai-train=no".
-	Crawler    *identity.CrawlerPurpose
-	SignalLine int
-	SignalText string
+	// off. Signal is the Content-Signal or Content-Usage line that denied
+	// it (ReasonContentSignal): its Line, and Signal.Text(Crawler.Purpose)
+	// as written, e.g. "Content-Signal ai-train=no".
+	Crawler *identity.CrawlerPurpose
+	Signal  *policy.SignalRule
 }
 
 // ActionName names what happened to the request, for logs, metrics and
@@ -298,11 +297,14 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 		case ReasonContentSignal:
 			// "Content-Signal ai-train=no (robots.txt line 4) applies
 			// to GPTBot, a training crawler"
-			b = append(b, v.SignalText...)
+			if v.Crawler == nil || v.Signal == nil {
+				return append(b, "Disallowed by the Content-Signal of robots.txt"...)
+			}
+			b = append(b, v.Signal.Text(v.Crawler.Purpose)...)
 			b = append(b, " (robots.txt line "...)
-			b = strconv.AppendInt(b, int64(v.SignalLine), 10)
+			b = strconv.AppendInt(b, int64(v.Signal.Line), 10)
 			b = append(b, ") applies to "...)
-			if v.Crawler != nil {
+			{
 				b = append(b, v.Crawler.Token...)
 				b = append(b, ", "...)
 				b = append(b, v.Crawler.Kind...)

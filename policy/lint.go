@@ -144,7 +144,7 @@ func (r *Robots) lintSignals() []Diagnostic {
 			path = "/"
 		}
 		for _, g := range r.groups {
-			if int(st.agentLo) >= len(g.agents) || g.line > st.line || !slicesContainsInt32(g.signals, int32(i)) {
+			if int(st.agentLo) >= len(g.agents) || g.line > st.Line || !slicesContainsInt32(g.signals, int32(i)) {
 				continue
 			}
 			tok := g.agents[st.agentLo]
@@ -153,7 +153,7 @@ func (r *Robots) lintSignals() []Diagnostic {
 				ua = "robots-guard-lint-any-agent"
 			}
 			if d := r.Agent(ua).Decide(path); !d.Allowed && d.Rule != nil {
-				out = append(out, Diagnostic{Line: st.line, Severity: Warning, Code: "signal-contradicts-rules",
+				out = append(out, Diagnostic{Line: st.Line, Severity: Warning, Code: "signal-contradicts-rules",
 					Message: strings.Join(yes, ", ") + " grants nothing to " + strconv.Quote(tok) + " on " + path + ": line " +
 						strconv.Itoa(d.Rule.Line) + " (" + d.Rule.String() + ") keeps it out, and a preference applies only where a crawler may go"})
 			}

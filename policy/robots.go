@@ -19,7 +19,7 @@ type Robots struct {
 	tokens   tokenTable
 	sets     []ruleSet
 	sitemaps []string
-	signals  []signalStmt // every Content-Signal and Content-Usage line, in file order
+	signals  []SignalRule // every Content-Signal and Content-Usage line, in file order
 	diags    []Diagnostic // found while parsing; Lint adds the rest
 	trunc    bool
 	html     bool // the body looks like an HTML document

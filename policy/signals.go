@@ -71,18 +71,20 @@ func (s Signal) String() string {
 	return "unset"
 }
 
-// signalStmt is one Content-Signal or Content-Usage line: the preferences
+// SignalRule is one Content-Signal or Content-Usage line: the preferences
 // it states, the path it is limited to (Content-Usage only; "" for every
-// path) and the agents of its group it reaches (SEMANTICS.md §8a).
-type signalStmt struct {
-	line           int
+// path) and the agents of its group it reaches (SEMANTICS.md §8a). It
+// lives as long as its Robots.
+type SignalRule struct {
+	// Line is its line in robots.txt.
+	Line           int
 	usage          bool   // Content-Usage (else Content-Signal)
 	path           string // a path prefix; "" for all paths
 	exact          bool   // the path ended in '$'
 	prefs          [numPurposes]Signal
 	keys           [numPurposes]string // each preference's key as written, for messages
 	texts          [numPurposes]string // "Content-Signal ai-train=no", made once at parse time
-	agentLo, agent int32              // the agents of its file group it reaches: [agentLo, agent)
+	agentLo, agent int32               // the agents of its file group it reaches: [agentLo, agent)
 }
 
 // signalKeys maps the keys of both syntaxes, lower-cased, to purposes.
@@ -121,7 +123,7 @@ func (p *parser) signal(n int, usage bool, value string) {
 		p.diag(n, Warning, "signal-outside-group", name+" line comes before any user-agent line: it applies to no crawler and is ignored")
 		return
 	}
-	st := signalStmt{line: n, usage: usage}
+	st := SignalRule{Line: n, usage: usage}
 	prefs := value
 	if usage && strings.HasPrefix(value, "/") {
 		i := strings.IndexAny(value, " \t")
@@ -221,26 +223,41 @@ func (p *parser) signal(n int, usage bool, value string) {
 // It does not allocate, and its work is linear in the group's signal
 // lines and the path.
 func (a Agent) Signal(p Purpose, target string) (Signal, int) {
-	s, line, _ := a.signal(p, target)
-	return s, line
+	s, rule := a.signal(p, target)
+	if rule == nil {
+		return s, 0
+	}
+	return s, rule.Line
 }
 
-// SignalText is Signal with the words of the deciding line
-// ("Content-Signal ai-train=no"; "" when Unset), without allocating.
-func (a Agent) SignalText(p Purpose, target string) (Signal, int, string) {
-	return a.signal(p, target)
+// SignalRule is Signal with the deciding line itself (nil when Unset),
+// without allocating.
+func (a Agent) SignalRule(p Purpose, target string) (Signal, *SignalRule) {
+	s, rule := a.signal(p, target)
+	return s, rule
 }
 
-func (a Agent) signal(p Purpose, target string) (Signal, int, string) {
+// Text returns the words of the rule's preference for p, as written
+// ("Content-Signal ai-train=no", "Content-Usage /a/ train-ai=n"); "" when
+// it states none.
+func (st *SignalRule) Text(p Purpose) string {
+	if st == nil || int(p) >= numPurposes {
+		return ""
+	}
+	return st.texts[p]
+}
+
+func (a Agent) signal(p Purpose, target string) (Signal, *SignalRule) {
 	r := a.r
 	if r == nil || a.group < 0 || p == PurposeNone || int(p) >= numPurposes || len(r.signals) == 0 {
-		return Unset, 0, ""
+		return Unset, nil
 	}
 	path := target
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
-	best, line, text, bestLen := Unset, 0, "", -1
+	best, bestLen := Unset, -1
+	var rule *SignalRule
 	consider := func(m *mergedGroup) {
 		for _, si := range m.signals {
 			st := &r.signals[si]
@@ -250,20 +267,20 @@ func (a Agent) signal(p Purpose, target string) (Signal, int, string) {
 			}
 			switch n := len(st.path); {
 			case n > bestLen, n == bestLen && s == No && best != No:
-				best, line, text, bestLen = s, st.line, st.texts[p], n
+				best, rule, bestLen = s, st, n
 			}
 		}
 	}
 	if !a.multi {
 		consider(&r.merged[a.group])
-		return best, line, text
+		return best, rule
 	}
 	r.tokens.scanTokens(a.ua, func(g int32, n int) {
 		if n == a.n {
 			consider(&r.merged[g])
 		}
 	})
-	return best, line, text
+	return best, rule
 }
 
 // Signals reports whether any Content-Signal or Content-Usage line stands
@@ -276,7 +293,7 @@ func (r *Robots) Signals() bool { return len(r.signals) > 0 }
 func (r *Robots) SignalText(line int, p Purpose) string {
 	for i := range r.signals {
 		st := &r.signals[i]
-		if st.line == line && int(p) < numPurposes && st.prefs[p] != Unset {
+		if st.Line == line && int(p) < numPurposes && st.prefs[p] != Unset {
 			return st.texts[p]
 		}
 	}

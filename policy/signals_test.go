@@ -60,13 +60,13 @@ func TestSignals(t *testing.T) {
 // that are read but not enforced are reported.
 func TestSignalDiagnostics(t *testing.T) {
 	for file, want := range map[string]string{
-		"Content-Signal: ai-train=no\nUser-agent: *\n":             "signal-outside-group",
-		"User-agent: *\nContent-Signal: ai_train=no\n":             `did you mean "ai-train"?`,
-		"User-agent: *\nContent-Signal: ai-train=maybe\n":          "bad-signal-value",
+		"Content-Signal: ai-train=no\nUser-agent: *\n":              "signal-outside-group",
+		"User-agent: *\nContent-Signal: ai_train=no\n":              `did you mean "ai-train"?`,
+		"User-agent: *\nContent-Signal: ai-train=maybe\n":           "bad-signal-value",
 		"User-agent: *\nContent-Signal: search=yes,use=reference\n": "signal-not-enforced",
-		"User-agent: *\nContent-Usage: bots=n\n":                   "signal-not-enforced",
-		"User-agent: *\nContent-Signal: ai-train\n":                "bad-signal",
-		"User-agent: *\nContent-Signals: ai-train=no\n":            "key-prefix",
+		"User-agent: *\nContent-Usage: bots=n\n":                    "signal-not-enforced",
+		"User-agent: *\nContent-Signal: ai-train\n":                 "bad-signal",
+		"User-agent: *\nContent-Signals: ai-train=no\n":             "key-prefix",
 	} {
 		var got []string
 		for _, d := range Parse([]byte(file)).Lint() {

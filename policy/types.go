@@ -219,7 +219,7 @@ var categories = map[string]string{
 	"unknown-signal": CategorySyntax, "bad-signal": CategorySyntax, "bad-signal-value": CategorySyntax,
 	"signal-outside-group": CategoryRules, "signal-wildcard": CategoryRules, "signal-conflict": CategoryRules,
 	"signal-contradicts-rules": CategoryRules, "signal-not-enforced": CategoryCompat,
-	"html-page":   CategoryFile, "size-cap": CategoryFile,
+	"html-page": CategoryFile, "size-cap": CategoryFile,
 }
 
 // IsLintCode reports whether code is the code of a diagnostic Lint may
