@@ -247,8 +247,18 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 			fmt.Fprintln(out, "# not verified: judged by its group and \"*\" together")
 		}
 	}
+	// The crawler's documented purpose, for the Content-Signal and
+	// Content-Usage lines (content_signals enforce, the default).
+	cp := identity.NewPurposes().Of(ua)
+	if cp != nil {
+		fmt.Fprintf(out, "# %s is %s (purpose %s, %s)\n", cp.Token, cp.Kind, cp.Purpose, cp.Source)
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY")
+	if cp != nil {
+		fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY\tCONTENT-SIGNAL")
+	} else {
+		fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY")
+	}
 	code := exitOK
 	for _, p := range paths {
 		d := agent.Decide(p)
@@ -280,7 +290,29 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		if d.CrawlDelay > 0 {
 			delay = d.CrawlDelay.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay)
+		if cp == nil {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay)
+			continue
+		}
+		signal := "-"
+		if d.Allowed && !d.Exempt {
+			s, sr := agent.SignalRule(cp.Purpose, p)
+			if unproven && s != policy.No {
+				if s2, r2 := r.Agent("").SignalRule(cp.Purpose, p); s2 == policy.No {
+					s, sr = s2, r2
+				}
+			}
+			switch s {
+			case policy.Unset:
+				signal = cp.Purpose.String() + " unset"
+			default:
+				signal = fmt.Sprintf("line %d: %s", sr.Line, sr.Text(cp.Purpose))
+			}
+			if s == policy.No {
+				verdict, code = "DENIED (content_signal)", exitFinding
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay, signal)
 	}
 	return code, tw.Flush()
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,69 @@ func BenchmarkSignal(b *testing.B) {
 		if s, _ := a.Signal(PurposeAITrain, "/blog/post?id=1"); s != No {
 			b.Fatal(s)
 		}
+	}
+}
+
+// TestSignalFiles: the published examples and a real file that carries
+// signals (testdata/robots/signals, sources in SOURCES.md) read as their
+// authors say.
+func TestSignalFiles(t *testing.T) {
+	read := func(name string) *Robots {
+		b, err := os.ReadFile("../testdata/robots/signals/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Parse(b)
+	}
+	aipref := read("aipref-attach-05-example.txt")
+	for _, c := range []struct {
+		ua, path string
+		want     Signal
+	}{
+		{"AnyBot", "/test", No},        // "train-ai=n"
+		{"AnyBot", "/ai-ok/test", Yes}, // "train-ai=y"
+		{"ExampleBot", "/test", Yes},   // its own group
+	} {
+		if s, _ := aipref.Agent(c.ua).Signal(PurposeAITrain, c.path); s != c.want {
+			t.Errorf("aipref example: %s %s: %v, want %v", c.ua, c.path, s, c.want)
+		}
+	}
+	if d := aipref.Agent("AnyBot").Decide("/never/test"); d.Allowed {
+		t.Error("aipref example: /never/ is allowed")
+	}
+
+	cf := read("cloudflare-example.txt")
+	for p, want := range map[Purpose]Signal{PurposeSearch: Yes, PurposeAIInput: Unset, PurposeAITrain: No} {
+		if s, _ := cf.Agent("AnyBot").Signal(p, "/"); s != want {
+			t.Errorf("Cloudflare example: %v: %v, want %v", p, s, want)
+		}
+	}
+
+	// serchen.com: Cloudflare's managed block before the site's own file,
+	// two "*" groups merged; use=reference read, reported, not enforced.
+	serchen := read("serchen.txt")
+	if s, line := serchen.Agent("MistralAI-Training/1.0").Signal(PurposeAITrain, "/companies/x"); s != No || line != 30 {
+		t.Errorf("serchen: a training crawler under *: %v line %d, want no on line 30", s, line)
+	}
+	if s, _ := serchen.Agent("Googlebot/2.1").Signal(PurposeSearch, "/"); s != Yes {
+		t.Errorf("serchen: search: %v", s)
+	}
+	if d := serchen.Agent("Googlebot/2.1").Decide("/admin/x"); d.Allowed {
+		t.Error("serchen: the second * group's Disallow: /admin/ is lost")
+	}
+	if s, _ := serchen.Agent("GPTBot").Signal(PurposeAITrain, "/"); s != Unset {
+		t.Errorf("serchen: GPTBot's own groups carry no signal: %v", s)
+	}
+	found := false
+	for _, d := range serchen.Lint() {
+		if d.Code == "signal-not-enforced" && d.Line == 30 {
+			found = true
+		}
+		if d.Severity == Error {
+			t.Errorf("serchen: %+v", d)
+		}
+	}
+	if !found {
+		t.Error("serchen: use=reference not reported")
 	}
 }
