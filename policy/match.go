@@ -123,10 +123,13 @@ type trieBuilder struct {
 }
 
 // alloc returns n bytes of the builder's arena, so that the patterns of a
-// large file do not cost one allocation each.
+// large file do not cost one allocation each. Chunks start at 1 KiB and
+// double up to 64 KiB: a small file does not pay for a large one's chunk
+// (drupal.txt's 2 KB of patterns took a 64 KiB chunk, 83 % of its parse's
+// bytes).
 func (b *trieBuilder) alloc(n int) []byte {
 	if cap(b.arena)-len(b.arena) < n {
-		b.arena = make([]byte, 0, max(n, 64<<10))
+		b.arena = make([]byte, 0, max(n, min(64<<10, max(1<<10, 2*cap(b.arena)))))
 	}
 	lo := len(b.arena)
 	b.arena = b.arena[:lo+n]
@@ -169,6 +172,11 @@ func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte, var
 	buf = appendNormalized(buf[:0], pattern, false)
 	if out == nil {
 		out = make([]byte, 0, 3*len(pattern))
+	}
+	if !hasPatternSyntax(buf) {
+		// One literal segment, as most patterns are.
+		out = append(out, buf...)
+		return append(segs, out[:len(out):len(out)]), anchored, 0, buf
 	}
 	start := 0
 	for i := 0; i < len(buf); i++ {
@@ -743,3 +751,14 @@ type scratch struct {
 }
 
 func newScratch() any { return &scratch{target: make([]byte, 0, 256)} }
+
+// hasPatternSyntax reports whether a normalised pattern holds a byte that
+// canonicalPattern treats specially: '*', '$' or the '%' of an escape.
+func hasPatternSyntax(b []byte) bool {
+	for _, c := range b {
+		if c == '*' || c == '$' || c == '%' {
+			return true
+		}
+	}
+	return false
+}

@@ -60,6 +60,28 @@ var special = func() (t [256]bool) {
 	return t
 }()
 
+// changes marks the bytes that appendNormalized changes in a pattern
+// ('%' and the bytes of mustEncode): a pattern without any is its own
+// normalised form, as most are. It is computed once and never written
+// afterwards.
+var changes = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c == '%' || mustEncode(byte(c))
+	}
+	return t
+}()
+
+// plain reports whether s holds no byte that appendNormalized(_, s, false)
+// changes.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if changes[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // isCanonical reports whether s is its own normalised target form, as most
 // request targets are, so that it can be matched as it is.
 func isCanonical(s string) bool {
@@ -82,6 +104,9 @@ func isCanonical(s string) bool {
 // character) can match them literally, and no pattern byte matches them
 // otherwise.
 func appendNormalized(dst []byte, s string, literal bool) []byte {
+	if !literal && plain(s) {
+		return append(dst, s...)
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if v, ok := escapeAt(s, i); ok {
@@ -113,6 +138,9 @@ func appendNormalized(dst []byte, s string, literal bool) []byte {
 // normalizedLen returns len(appendNormalized(nil, s, false)) without
 // building the string: a rule's priority (SEMANTICS.md §7).
 func normalizedLen(s string) int {
+	if plain(s) {
+		return len(s)
+	}
 	n := 0
 	for i := 0; i < len(s); i++ {
 		if v, ok := escapeAt(s, i); ok {

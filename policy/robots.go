@@ -39,6 +39,7 @@ type fileGroup struct {
 	line           int
 	ruleLo, ruleHi int32
 	delay          time.Duration // largest Crawl-delay given inside the group
+	hasDelay       bool          // some Crawl-delay line stands in the group
 	signals        []int32       // its Content-Signal and Content-Usage lines (indices into Robots.signals)
 }
 
@@ -69,9 +70,11 @@ type ruleSet struct {
 func (r *Robots) Groups() []Group {
 	out := make([]Group, len(r.groups))
 	for i, g := range r.groups {
+		delays := make([]time.Duration, len(g.agents)) // one per agent; none stored for a group without Crawl-delay
+		copy(delays, g.delays)
 		out[i] = Group{
 			Agents:     append([]string(nil), g.agents...),
-			Delays:     append([]time.Duration(nil), g.delays...),
+			Delays:     delays,
 			Line:       g.line,
 			Rules:      append([]Rule(nil), r.rules[g.ruleLo:g.ruleHi]...),
 			CrawlDelay: g.delay,
