@@ -111,15 +111,23 @@ type bstar struct {
 	segs     [][]byte
 }
 
-func newBnode(label []byte) *bnode {
-	return &bnode{label: label, term: [4]int32{-1, -1, -1, -1}, first: [2]int32{-1, -1}}
-}
-
 type trieBuilder struct {
 	m     matcher
 	buf   []byte
 	arena []byte // backing store of the builder's pattern bytes
 	segs  [][]byte
+	slab  []bnode // backing store of the builder's nodes
+}
+
+// node returns a new node from the builder's slab, so that a trie of
+// thousands of nodes does not cost an allocation each. Slabs start at 16
+// nodes and double up to 1,024.
+func (b *trieBuilder) node(label []byte) *bnode {
+	if len(b.slab) == cap(b.slab) {
+		b.slab = make([]bnode, 0, min(1024, max(16, 2*cap(b.slab))))
+	}
+	b.slab = append(b.slab, bnode{label: label, term: [4]int32{-1, -1, -1, -1}, first: [2]int32{-1, -1}})
+	return &b.slab[len(b.slab)-1]
 }
 
 // alloc returns n bytes of the builder's arena, so that the patterns of a
@@ -210,9 +218,9 @@ func canonicalPattern(buf []byte, pattern string, segs [][]byte, out []byte, var
 // build compiles the rules with the given indices into a trie and returns
 // its root.
 func (b *trieBuilder) build(rules []Rule, ids []int32, implied map[int32]int32) int32 {
-	root := newBnode(nil)
+	root := b.node(nil)
 	insert := func(segs [][]byte, anchored bool, ri int32) {
-		n := insertLiteral(root, segs[0])
+		n := b.insertLiteral(root, segs[0])
 		rest := segs[1:]
 		if allEmpty(rest) {
 			// "/a*" and "/a*$" match what the prefix "/a" matches.
@@ -296,7 +304,7 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // insertLiteral walks or extends the radix trie below n along seg and
 // returns the node at which seg ends.
-func insertLiteral(n *bnode, seg []byte) *bnode {
+func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 	for len(seg) > 0 {
 		var k *bnode
 		for _, c := range n.kids {
@@ -306,7 +314,7 @@ func insertLiteral(n *bnode, seg []byte) *bnode {
 			}
 		}
 		if k == nil {
-			k = newBnode(seg)
+			k = b.node(seg)
 			n.kids = append(n.kids, k)
 			return k
 		}
@@ -316,7 +324,8 @@ func insertLiteral(n *bnode, seg []byte) *bnode {
 		}
 		if common < len(k.label) {
 			// Split k: its tail moves into a new child.
-			tail := &bnode{label: k.label[common:], kids: k.kids, stars: k.stars, term: k.term, first: k.first}
+			tail := b.node(k.label[common:])
+			tail.kids, tail.stars, tail.term, tail.first = k.kids, k.stars, k.term, k.first
 			k.label = k.label[:common]
 			k.kids = []*bnode{tail}
 			k.stars = nil
