@@ -19,6 +19,9 @@ var fuzzSeedBodies = []string{
 	"\n\n\n",
 	"#",
 	"User-agent: *\nDisallow: /\n",
+	// AI-use preferences (SEMANTICS.md §8a).
+	"User-Agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n",
+	"User-agent: A\nUser-agent: B\nContent-Usage: /x/ train-ai=n;p=1, search=y\nContent-Usage: /x/y$ train-ai=y\nUser-agent: C\nContent-signals: ai_train=maybe,use=full\n",
 	// BOMs: leading, partial, doubled, double-encoded, inside lines.
 	"\xEF\xBB\xBF",
 	"\xEF\xBB",
@@ -144,6 +147,16 @@ func checkParsed(t *testing.T, body []byte) {
 		}
 		if d.Code == "" || d.Message == "" || (d.Severity != policy.Info && d.Severity != policy.Warning && d.Severity != policy.Error) {
 			t.Fatalf("malformed diagnostic %#v", d)
+		}
+	}
+
+	// Signals: a preference's line is a line of the file.
+	for _, ua := range []string{"A", "B", "C", "GPTBot", "x"} {
+		for _, p := range []policy.Purpose{policy.PurposeSearch, policy.PurposeAIInput, policy.PurposeAITrain} {
+			s, line := r.Agent(ua).Signal(p, "/x/y")
+			if (s == policy.Unset) != (line == 0) || line < 0 || line > nLines {
+				t.Fatalf("Signal(%v) for %q: %v on line %d of %d", p, ua, s, line, nLines)
+			}
 		}
 	}
 
