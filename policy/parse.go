@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -193,7 +194,13 @@ func Parse(body []byte) *Robots {
 		skip++
 	}
 	r.text = string(body[skip:])
-	p := &parser{r: r, cur: -1, byToken: make(map[string]int32)}
+	// Size the token map and the merged groups for the user-agent lines
+	// the file may hold (an upper bound from a fast count of "gent"), so
+	// that a file of hundreds of groups does not grow them step by step
+	// (who-int's 527 groups spent 11 % of its parse rehashing the map).
+	agents := min(bytes.Count(body, []byte("gent")), bytes.Count(body, []byte("\n"))+1, 1<<14) + bytes.Count(body, []byte("GENT"))/2
+	p := &parser{r: r, cur: -1, byToken: make(map[string]int32, agents)}
+	r.merged = make([]mergedGroup, 0, agents)
 	if LooksLikeHTML(body) {
 		r.html = true
 		p.diag(1, Error, "html-page", "this is an HTML page, not a robots.txt: the server answered /robots.txt with a web page "+
