@@ -99,6 +99,10 @@ func bigramBit(a, b byte) uint32 {
 type bnode struct {
 	label []byte
 	kids  []*bnode
+	// idx finds a kid by its first byte (index + 1; 0 for none) once a
+	// node has idxFrom kids: a trie level of hundreds of kids (a file with
+	// thousands of paths) is not scanned once per inserted pattern.
+	idx   *[256]uint16
 	stars []bstar
 	term  [4]int32 // prefAllow, prefDis, endAllow, endDis
 	first [2]int32
@@ -118,6 +122,9 @@ type trieBuilder struct {
 	segs  [][]byte
 	slab  []bnode // backing store of the builder's nodes
 }
+
+// idxFrom is the number of kids from which a node gets an index.
+const idxFrom = 16
 
 // node returns a new node from the builder's slab, so that a trie of
 // thousands of nodes does not cost an allocation each. Slabs start at 16
@@ -307,15 +314,30 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 	for len(seg) > 0 {
 		var k *bnode
-		for _, c := range n.kids {
-			if c.label[0] == seg[0] {
-				k = c
-				break
+		if n.idx != nil {
+			if i := n.idx[seg[0]]; i > 0 {
+				k = n.kids[i-1]
+			}
+		} else {
+			for _, c := range n.kids {
+				if c.label[0] == seg[0] {
+					k = c
+					break
+				}
 			}
 		}
 		if k == nil {
 			k = b.node(seg)
 			n.kids = append(n.kids, k)
+			switch {
+			case n.idx != nil:
+				n.idx[seg[0]] = uint16(len(n.kids))
+			case len(n.kids) == idxFrom:
+				n.idx = new([256]uint16)
+				for i, c := range n.kids {
+					n.idx[c.label[0]] = uint16(i + 1)
+				}
+			}
 			return k
 		}
 		common := 0
@@ -325,9 +347,9 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 		if common < len(k.label) {
 			// Split k: its tail moves into a new child.
 			tail := b.node(k.label[common:])
-			tail.kids, tail.stars, tail.term, tail.first = k.kids, k.stars, k.term, k.first
+			tail.kids, tail.idx, tail.stars, tail.term, tail.first = k.kids, k.idx, k.stars, k.term, k.first
 			k.label = k.label[:common]
-			k.kids = []*bnode{tail}
+			k.kids, k.idx = []*bnode{tail}, nil
 			k.stars = nil
 			k.term = [4]int32{-1, -1, -1, -1}
 			k.first = [2]int32{-1, -1}
