@@ -15,15 +15,26 @@
 //	go run ./loadtest                  # 3 rounds of 5 s per phase
 //	go run ./loadtest -d 10s -rounds 5 -c 50
 //
-// It listens on loopback only and stops after rounds × 4 phases × d.
+// Each round runs the six phases in a random order (-seed), so that drift
+// on a shared machine does not favour one site; the figure of merit is the
+// median, over rounds, of each round's paired ratio (robots_guard ÷ plain,
+// recipe ÷ plain, same traffic), with its min–max and a bootstrap 95 %
+// interval of the median, and the p50/p99 latency of each phase over all
+// rounds. Many short rounds (-rounds 30 -d 1s) beat a few long ones.
+//
+// It listens on loopback only and stops after rounds × 6 phases × d.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,14 +53,16 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds of the six phases (browser/bot × plain/robots_guard/header_regexp recipe)")
 	conc := flag.Int("c", 50, "concurrent keep-alive clients")
 	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
+	seed := flag.Uint64("seed", 1, "seed of the phases' order in each round")
+	profiles := flag.String("profiles", "", "directory: after the rounds, one more round writes a CPU profile of Caddy per phase there (diff them with go tool pprof -diff_base)")
 	flag.Parse()
-	if err := run(*dur, *rounds, *conc, *caddyCPU); err != nil {
+	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dur time.Duration, rounds, conc, caddyCPU int) error {
+func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, profiles string) error {
 	taskset, others, err := caddyrun.PinAway(caddyCPU)
 	if err != nil {
 		return err
@@ -64,8 +77,14 @@ func run(dur time.Duration, rounds, conc, caddyCPU int) error {
 	if err != nil {
 		return err
 	}
+	admin := "admin off"
+	adminPort := caddyrun.FreePort()
+	if profiles != "" {
+		// Caddy's admin serves /debug/pprof/.
+		admin = fmt.Sprintf("admin localhost:%d", adminPort)
+	}
 	caddyfile := fmt.Sprintf(`{
-	admin off
+	`+admin+`
 	persist_config off
 	storage file_system %[1]s/storage
 }
@@ -125,8 +144,11 @@ http://127.0.0.1:%[5]d {
 	type total struct {
 		reqs int64
 		cpu  time.Duration
+		lat  []time.Duration
 	}
 	totals := make([]total, len(phases))
+	perRound := make([][]float64, len(phases)) // µs CPU per request, per round
+	rng := rand.New(rand.NewPCG(seed, 42))
 	// Warm up both sites (robots.txt fetch, connection pools).
 	for _, p := range phases {
 		caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, time.Second)
@@ -134,12 +156,13 @@ http://127.0.0.1:%[5]d {
 	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients, %d rounds × %s per phase\n",
 		pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
 	for r := 0; r < rounds; r++ {
-		for i, p := range phases {
+		for _, i := range rng.Perm(len(phases)) {
+			p := phases[i]
 			before, err := caddyrun.CPUTime(pid)
 			if err != nil {
 				return err
 			}
-			n, errs := caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, dur)
+			n, errs := caddyrun.LoadTimed(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, dur, &totals[i].lat)
 			after, err := caddyrun.CPUTime(pid)
 			if err != nil {
 				return err
@@ -152,21 +175,91 @@ http://127.0.0.1:%[5]d {
 			}
 			totals[i].reqs += n
 			totals[i].cpu += after - before
+			perRound[i] = append(perRound[i], float64((after-before).Nanoseconds())/1e3/float64(max(n, 1)))
 			fmt.Printf("  round %d %-22s %8d req  %7.0f req/s  %6.1f µs CPU/req\n", r+1, p.name, n,
 				float64(n)/dur.Seconds(), float64((after-before).Microseconds())/float64(n))
 		}
 	}
 	per := func(t total) float64 { return float64(t.cpu.Nanoseconds()) / 1e3 / float64(t.reqs) }
+	ratios := func(a, b int) []float64 {
+		out := make([]float64, rounds)
+		for r := range out {
+			out[r] = perRound[a][r] / perRound[b][r]
+		}
+		return out
+	}
 	fmt.Println()
-	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req (ratio) | header_regexp recipe µs CPU/req (ratio) |")
-	fmt.Println("|---|--:|--:|--:|")
+	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | recipe ÷ plain, same |")
+	fmt.Println("|---|--:|--:|--:|--:|")
 	for i := 0; i < len(phases); i += 3 {
-		plain, guard, rec := per(totals[i]), per(totals[i+1]), per(totals[i+2])
-		fmt.Printf("| %s | %.1f | %.1f (%.2f×) | %.1f (%.2f×) |\n", strings.Split(phases[i].name, ",")[0],
-			plain, guard, guard/plain, rec, rec/plain)
+		g, rc := ratios(i+1, i), ratios(i+2, i)
+		fmt.Printf("| %s | %.1f | %.1f | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
+			per(totals[i]), per(totals[i+1]), summary(g, rng), summary(rc, rng))
+	}
+	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
+	for i, p := range phases {
+		l := totals[i].lat
+		slices.Sort(l)
+		if len(l) == 0 {
+			continue
+		}
+		fmt.Printf("| %s | %v | %v |\n", p.name, l[len(l)/2].Round(time.Microsecond), l[len(l)*99/100].Round(time.Microsecond))
 	}
 	fmt.Println("\n(the recipe answers the bot 403 itself, without proxying: its bot row is not comparable)")
+	if profiles == "" {
+		return nil
+	}
+	// One more round, each phase profiled while it runs.
+	if err := os.MkdirAll(profiles, 0o755); err != nil {
+		return err
+	}
+	secs := max(1, int(dur.Seconds()))
+	for _, p := range phases {
+		done := make(chan error, 1)
+		file := filepath.Join(profiles, strings.NewReplacer(", ", "-", " ", "_").Replace(p.name)+".pprof")
+		go func() {
+			resp, err := http.Get(fmt.Sprintf("http://localhost:%d/debug/pprof/profile?seconds=%d", adminPort, secs))
+			if err != nil {
+				done <- err
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(file, b, 0o644)
+			}
+			done <- err
+		}()
+		caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, time.Duration(secs)*time.Second+200*time.Millisecond)
+		if err := <-done; err != nil {
+			return fmt.Errorf("profile of %s: %w", p.name, err)
+		}
+		fmt.Println("profile:", file)
+	}
 	return nil
+}
+
+// summary writes the median of xs with a bootstrap 95 % interval of the
+// median (2,000 resamples of the rounds) and the min–max.
+func summary(xs []float64, rng *rand.Rand) string {
+	med := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	boots := make([]float64, 2000)
+	res := make([]float64, len(xs))
+	for b := range boots {
+		for i := range res {
+			res[i] = xs[rng.IntN(len(xs))]
+		}
+		boots[b] = med(res)
+	}
+	slices.Sort(boots)
+	return fmt.Sprintf("%.3f× [%.3f, %.3f] (%.2f–%.2f)", med(xs), boots[len(boots)*25/1000], boots[len(boots)*975/1000], slices.Min(xs), slices.Max(xs))
 }
 
 // recipeRegexp is the header_regexp operators copy: the User-agent tokens of

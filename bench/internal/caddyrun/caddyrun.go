@@ -66,13 +66,29 @@ func FreePort() int {
 // Load runs conc keep-alive clients that GET url with header for d, and
 // returns the number of 200 answers and of failures.
 func Load(client *http.Client, url string, header http.Header, conc int, d time.Duration) (ok, failed int64) {
+	return LoadTimed(client, url, header, conc, d, nil)
+}
+
+// LoadTimed is Load that also appends each answered request's latency to
+// *lat (when not nil), for percentiles.
+func LoadTimed(client *http.Client, url string, header http.Header, conc int, d time.Duration, lat *[]time.Duration) (ok, failed int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var okN, badN atomic.Int64
 	var wg sync.WaitGroup
+	var mu sync.Mutex
 	for range conc {
 		wg.Go(func() {
+			var mine []time.Duration
+			defer func() {
+				if lat != nil {
+					mu.Lock()
+					*lat = append(*lat, mine...)
+					mu.Unlock()
+				}
+			}()
 			for ctx.Err() == nil {
+				start := time.Now()
 				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 				for k, v := range header {
 					req.Header[k] = v
@@ -86,6 +102,9 @@ func Load(client *http.Client, url string, header http.Header, conc int, d time.
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				if lat != nil {
+					mine = append(mine, time.Since(start))
+				}
 				if resp.StatusCode == http.StatusOK {
 					okN.Add(1)
 				} else {
