@@ -15,14 +15,17 @@
 //	go run ./loadtest                  # 3 rounds of 5 s per phase
 //	go run ./loadtest -d 10s -rounds 5 -c 50
 //
-// Each round runs the six phases in a random order (-seed), so that drift
+// Each round runs the phases in a random order (-seed), so that drift
 // on a shared machine does not favour one site; the figure of merit is the
 // median, over rounds, of each round's paired ratio (robots_guard ÷ plain,
 // recipe ÷ plain, same traffic), with its min–max and a bootstrap 95 %
 // interval of the median, and the p50/p99 latency of each phase over all
 // rounds. Many short rounds (-rounds 30 -d 1s) beat a few long ones.
 //
-// It listens on loopback only and stops after rounds × 6 phases × d.
+// A fourth site has one more handler that does next to nothing (vars): the
+// cost of any handler in Caddy's chain, beside robots_guard's.
+//
+// It listens on loopback only and stops after rounds × 8 phases × d.
 package main
 
 import (
@@ -50,7 +53,7 @@ const (
 
 func main() {
 	dur := flag.Duration("d", 5*time.Second, "duration of one phase")
-	rounds := flag.Int("rounds", 3, "rounds of the six phases (browser/bot × plain/robots_guard/header_regexp recipe)")
+	rounds := flag.Int("rounds", 3, "rounds of the eight phases (browser/bot × plain/robots_guard/header_regexp recipe/a vars handler)")
 	conc := flag.Int("c", 50, "concurrent keep-alive clients")
 	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
 	seed := flag.Uint64("seed", 1, "seed of the phases' order in each round")
@@ -72,7 +75,7 @@ func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, profiles st
 		return err
 	}
 	defer cleanup()
-	plainPort, guardPort, recipePort := caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort()
+	plainPort, guardPort, recipePort, noopPort := caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort()
 	recipe, err := recipeRegexp("../testdata/robots/ai-robots-txt.txt")
 	if err != nil {
 		return err
@@ -112,7 +115,12 @@ http://127.0.0.1:%[5]d {
 	respond @bots 403
 	import proxy
 }
-`, tmp, upstream, plainPort, guardPort, recipePort, recipe)
+
+http://127.0.0.1:%[7]d {
+	vars loadtest_noop 1
+	import proxy
+}
+`, tmp, upstream, plainPort, guardPort, recipePort, recipe, noopPort)
 	pid, stop, err := caddyrun.Start(bin, tmp, caddyfile, taskset, caddyCPU)
 	if err != nil {
 		return err
@@ -121,7 +129,7 @@ http://127.0.0.1:%[5]d {
 	client := &http.Client{Transport: &http.Transport{
 		MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true,
 	}, Timeout: 10 * time.Second}
-	for _, port := range []int{plainPort, guardPort, recipePort} {
+	for _, port := range []int{plainPort, guardPort, recipePort, noopPort} {
 		if err := caddyrun.WaitUp(client, port); err != nil {
 			return err
 		}
@@ -133,13 +141,18 @@ http://127.0.0.1:%[5]d {
 		ua    string
 		guard bool
 	}
+	// In groups of four per traffic: plain, robots_guard, the recipe, and
+	// one more handler that does next to nothing (vars), the cost of a
+	// handler in Caddy's chain whatever it does.
 	phases := []phase{
 		{"browser, plain", plainPort, browserUA, false},
 		{"browser, robots_guard", guardPort, browserUA, true},
 		{"browser, recipe", recipePort, browserUA, true},
+		{"browser, vars", noopPort, browserUA, false},
 		{"bot, plain", plainPort, botUA, false},
 		{"bot, robots_guard", guardPort, botUA, true},
 		{"bot, recipe", recipePort, botUA, true},
+		{"bot, vars", noopPort, botUA, false},
 	}
 	type total struct {
 		reqs int64
@@ -189,12 +202,12 @@ http://127.0.0.1:%[5]d {
 		return out
 	}
 	fmt.Println()
-	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | recipe ÷ plain, same |")
-	fmt.Println("|---|--:|--:|--:|--:|")
-	for i := 0; i < len(phases); i += 3 {
-		g, rc := ratios(i+1, i), ratios(i+2, i)
-		fmt.Printf("| %s | %.1f | %.1f | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
-			per(totals[i]), per(totals[i+1]), summary(g, rng), summary(rc, rng))
+	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | vars ÷ plain, same | robots_guard ÷ vars, same | recipe ÷ plain, same |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
+	for i := 0; i < len(phases); i += 4 {
+		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
+			per(totals[i]), per(totals[i+1]), summary(ratios(i+1, i), rng), summary(ratios(i+3, i), rng),
+			summary(ratios(i+1, i+3), rng), summary(ratios(i+2, i), rng))
 	}
 	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
 	for i, p := range phases {
