@@ -167,6 +167,8 @@ var lintCases = []lintCase{
 		want: []lintWant{{2, "signal-not-enforced", sevInfo}}},
 	{name: "signal contradicts the rules", body: "User-agent: *\nContent-Signal: search=yes\nDisallow: /\n",
 		want: []lintWant{{2, "signal-contradicts-rules", sevWarn}}},
+	{name: "too many signal lines", body: "User-agent: *\n" + strings.Repeat("Content-Signal: ai-train=no\n", policy.MaxSignalLines+2),
+		want: []lintWant{{policy.MaxSignalLines + 2, "too-many-signals", sevWarn}}},
 	{name: "Cloudflare's managed block is clean", body: "User-Agent: *\nContent-signal: search=yes, ai-train=no\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n"},
 	{name: "unknown-directive", body: "User-agent: *\nFoo: bar\nHosts: x\nX-Robots-Tag: noindex\n",
 		want: []lintWant{{2, "unknown-directive", sevWarn}, {3, "unknown-directive", sevWarn}, {4, "unknown-directive", sevWarn}}},

@@ -170,6 +170,8 @@ type parser struct {
 	lastUALine int
 	blankSince bool // an empty line came since the last user-agent line
 	byToken    map[string]int32
+	// signalsCapped: the too-many-signals diagnostic has been given.
+	signalsCapped bool
 	// The run of consecutive user-agent lines a Crawl-delay belongs to
 	// (SEMANTICS.md §8): agents[runStart:] of the current group. inRun
 	// reports that no other directive came since the last user-agent line,

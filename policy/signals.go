@@ -113,11 +113,26 @@ var knownUnenforced = map[string]string{
 	"inference": "the aipref category \"inference\" (draft -01) is no longer in the vocabulary",
 }
 
+// MaxSignalLines is how many Content-Signal and Content-Usage lines of a
+// file are read; later ones are reported and ignored. Agent.Signal looks
+// at the lines that reach the chosen group on every bot request, so their
+// number bounds that work (a real file has one or two; the parsed 500 KiB
+// could hold twenty thousand).
+const MaxSignalLines = 256
+
 // signal handles a Content-Signal or Content-Usage line.
 func (p *parser) signal(n int, usage bool, value string) {
 	name := "Content-Signal"
 	if usage {
 		name = "Content-Usage"
+	}
+	if len(p.r.signals) >= MaxSignalLines {
+		if len(p.r.signals) == MaxSignalLines && !p.signalsCapped {
+			p.signalsCapped = true
+			p.diag(n, Warning, "too-many-signals", name+" line beyond the first "+strconv.Itoa(MaxSignalLines)+
+				" Content-Signal and Content-Usage lines of the file: it and later ones are ignored")
+		}
+		return
 	}
 	if p.cur < 0 {
 		p.diag(n, Warning, "signal-outside-group", name+" line comes before any user-agent line: it applies to no crawler and is ignored")
@@ -286,16 +301,3 @@ func (a Agent) signal(p Purpose, target string) (Signal, *SignalRule) {
 // Signals reports whether any Content-Signal or Content-Usage line stands
 // in the file (a file without one costs Agent.Signal nothing).
 func (r *Robots) Signals() bool { return len(r.signals) > 0 }
-
-// SignalText returns the words of the preference for purpose p on the
-// given line, as written in the file ("Content-Signal: ai-train=no"), for
-// messages; "" when the line states none.
-func (r *Robots) SignalText(line int, p Purpose) string {
-	for i := range r.signals {
-		st := &r.signals[i]
-		if st.Line == line && int(p) < numPurposes && st.prefs[p] != Unset {
-			return st.texts[p]
-		}
-	}
-	return ""
-}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -48,12 +49,11 @@ func TestSignals(t *testing.T) {
 			}
 		})
 	}
-	r := Parse([]byte(cloudflare))
-	if got := r.SignalText(2, PurposeAITrain); got != "Content-Signal ai-train=no" {
-		t.Errorf("SignalText = %q", got)
+	if _, rule := Parse([]byte(cloudflare)).Agent("GPTBot").SignalRule(PurposeAITrain, "/"); rule.Text(PurposeAITrain) != "Content-Signal ai-train=no" {
+		t.Errorf("rule text %q", rule.Text(PurposeAITrain))
 	}
-	if got := Parse([]byte(aipref)).SignalText(5, PurposeAITrain); got != "Content-Usage /ai-ok/ train-ai=y" {
-		t.Errorf("SignalText = %q", got)
+	if _, rule := Parse([]byte(aipref)).Agent("GPTBot").SignalRule(PurposeAITrain, "/ai-ok/x"); rule.Text(PurposeAITrain) != "Content-Usage /ai-ok/ train-ai=y" {
+		t.Errorf("rule text %q", rule.Text(PurposeAITrain))
 	}
 }
 
@@ -157,5 +157,53 @@ func TestSignalFiles(t *testing.T) {
 	}
 	if !found {
 		t.Error("serchen: use=reference not reported")
+	}
+}
+
+// TestSignalLinesBounded: a file with more signal lines than
+// MaxSignalLines keeps the first ones and reports the rest once, so the
+// per-request work of Agent.Signal stays bounded whatever the file holds.
+func TestSignalLinesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "Content-Usage: /p%d/ train-ai=n\n", i)
+	}
+	r := Parse([]byte(b.String()))
+	if s, line := r.Agent("X").Signal(PurposeAITrain, "/p255/x"); s != No || line != 257 {
+		t.Errorf("the 256th line: %v line %d", s, line)
+	}
+	if s, _ := r.Agent("X").Signal(PurposeAITrain, "/p256/x"); s != Unset {
+		t.Errorf("the 257th line was read: %v", s)
+	}
+	n := 0
+	for _, d := range r.Lint() {
+		if d.Code == "too-many-signals" {
+			n++
+			if d.Line != 258 {
+				t.Errorf("reported on line %d", d.Line)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("too-many-signals reported %d times, want once", n)
+	}
+}
+
+// BenchmarkSignalWorstCase: the most work Agent.Signal does, a group
+// reached by MaxSignalLines Content-Usage lines, none of whose paths
+// matches.
+func BenchmarkSignalWorstCase(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("User-agent: *\n")
+	for i := range MaxSignalLines {
+		fmt.Fprintf(&sb, "Content-Usage: /section-%d/ train-ai=n\n", i)
+	}
+	a := Parse([]byte(sb.String())).Agent("GPTBot/1.2")
+	b.ReportAllocs()
+	for b.Loop() {
+		if s, _ := a.Signal(PurposeAITrain, "/blog/post?id=1"); s != Unset {
+			b.Fatal(s)
+		}
 	}
 }
