@@ -209,6 +209,8 @@ func TestUnban(t *testing.T) {
 		{"other origin", h, http.MethodPost, form, []string{"Origin", "https://evil.example"}, 403},
 		{"read-only", Handler(f, Options{ReadOnly: true}), http.MethodPost, form, nil, 403},
 		{"no client", h, http.MethodPost, "op=unban", nil, 400},
+		{"a body over 4 KiB", h, http.MethodPost, form + "&pad=" + strings.Repeat("x", 8<<10), nil, 400},
+		{"a client over 64 bytes", h, http.MethodPost, "op=unban&client=" + strings.Repeat("1", 65), nil, 400},
 		{"other op", h, http.MethodPost, "op=ban&client=1.2.3.4", nil, 400},
 		{"DELETE", h, http.MethodDelete, "", nil, 405},
 	} {
