@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -19,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dunglas/httpsfv"
+	"github.com/robotsguard/robotsguard/internal/sfv"
 )
 
 // Web Bot Auth (draft-ietf-webbotauth-httpsig-protocol): a bot signs its
@@ -178,6 +177,12 @@ var (
 // ("" when it names none).
 type KeyLookup func(agent, keyid string) (PublicKey, bool)
 
+// sigHeaders are the parsed signature headers of one request: views into
+// the headers' text (package sfv), kept on the stack of VerifySignature.
+type sigHeaders struct {
+	input, sig, agent sfv.Field
+}
+
 // VerifySignature checks the Web Bot Auth signature of r at now: the first
 // Signature-Input member tagged web-bot-auth, its window (created not in
 // the future beyond ClockSkew, expires not past, expires − created at most
@@ -197,12 +202,11 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 			return sig, fmt.Errorf("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
 		}
 	}
-	in, err := httpsfv.UnmarshalDictionary(inputs)
-	if err != nil {
+	var h sigHeaders
+	if err := h.input.ParseDictionary(inputs); err != nil {
 		return sig, fmt.Errorf("Signature-Input: %w", err)
 	}
-	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values("Signature"))
-	if err != nil {
+	if err := h.sig.ParseDictionary(r.Header.Values("Signature")); err != nil {
 		return sig, fmt.Errorf("Signature: %w", err)
 	}
 	// Each web-bot-auth signature is tried on its own (the draft's
@@ -210,19 +214,18 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	// wins; without one, the first one's error says why.
 	var first error
 	tried := 0
-	for _, label := range in.Names() {
-		m, _ := in.Get(label)
-		il, ok := m.(httpsfv.InnerList)
-		if !ok {
+	for i := range h.input.Len() {
+		m := h.input.Member(i)
+		if !m.Inner {
 			continue
 		}
-		if tag, _ := il.Params.Get("tag"); tag != WebBotAuthTag {
+		if tag, _ := h.input.ListParamValue(m, "tag"); !tag.IsString(WebBotAuthTag) {
 			continue
 		}
 		if tried++; tried > MaxSignatures {
 			break
 		}
-		s, err := verifyOne(r, now, maxWindow, keys, label, il, sigs)
+		s, err := verifyOne(r, now, maxWindow, keys, &h, m)
 		if err == nil {
 			return s, nil
 		}
@@ -236,15 +239,15 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	return sig, first
 }
 
-// verifyOne checks the signature of r that Signature-Input member label
-// (il) describes.
-func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys KeyLookup, label string, il httpsfv.InnerList, sigs *httpsfv.Dictionary) (Signature, error) {
-	sig := Signature{Label: label}
-	str := func(name string) string { v, _ := il.Params.Get(name); s, _ := v.(string); return s }
+// verifyOne checks the signature of r that Signature-Input member m
+// describes.
+func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys KeyLookup, h *sigHeaders, m *sfv.Member) (Signature, error) {
+	in := &h.input
+	sig := Signature{Label: m.Key}
+	str := func(name string) string { v, _ := in.ListParamValue(m, name); s, _ := v.Str(); return s }
 	num := func(name string) (int64, bool) {
-		v, ok := il.Params.Get(name)
-		n, ok2 := v.(int64)
-		return n, ok && ok2
+		v, ok := in.ListParamValue(m, name)
+		return v.Int, ok && v.Kind == sfv.Integer
 	}
 	sig.KeyID, sig.Alg, sig.Nonce = str("keyid"), str("alg"), str("nonce")
 	created, okc := num("created")
@@ -266,19 +269,19 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	case !sig.Expires.After(sig.Created):
 		return sig, errors.New("expires is not after created")
 	}
-	if n := len(il.Items); n > MaxCoveredComponents {
+	if n := in.Items(m); n > MaxCoveredComponents {
 		return sig, fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
-	sm, ok := sigs.Get(sig.Label)
+	sm, ok := h.sig.Get(sig.Label)
 	if !ok {
 		return sig, fmt.Errorf("no Signature member %q", sig.Label)
 	}
-	si, ok := sm.(httpsfv.Item)
-	raw, ok2 := si.Value.([]byte)
-	if !ok || !ok2 {
+	var rawBuf [64]byte // an Ed25519 or ECDSA P-256 signature; RSA's spill over
+	raw, ok := sm.Item.Value.Bytes(rawBuf[:0])
+	if sm.Inner || !ok {
 		return sig, fmt.Errorf("Signature member %q is not a byte sequence", sig.Label)
 	}
-	agentValue, agent, err := signatureAgent(r, il)
+	av, agent, err := signatureAgent(r, h, m)
 	if err != nil {
 		return sig, err
 	}
@@ -292,10 +295,11 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	}
 	// Duplicates are looked for once the key is known (pairs of at most
 	// 24 components), before the base is built.
-	if err := checkComponents(il); err != nil {
+	if err := checkComponents(in, m); err != nil {
 		return sig, err
 	}
-	base, err := signatureBase(r, il, agentValue)
+	var baseBuf [512]byte
+	base, err := signatureBase(baseBuf[:0], r, h, m, av)
 	if err != nil {
 		return sig, err
 	}
@@ -329,99 +333,68 @@ func headerBytes(h http.Header, name string) int {
 }
 
 // checkComponents refuses a signature that covers too many components, or
-// one of them twice.
-func checkComponents(il httpsfv.InnerList) error {
-	items := il.Items
-	if len(items) > MaxCoveredComponents {
-		return fmt.Errorf("%d covered components, more than %d", len(items), MaxCoveredComponents)
+// one of them twice (the same name and parameters, in any order).
+func checkComponents(in *sfv.Field, m *sfv.Member) error {
+	n := in.Items(m)
+	if n > MaxCoveredComponents {
+		return fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
-	for i := range items {
+	for i := range n {
 		for j := range i { // at most 276 pairs, compared in place
-			if sameComponent(items[i], items[j]) {
-				a, _ := httpsfv.Marshal(items[i])
-				return fmt.Errorf("covered component %s appears twice", a)
+			if in.SameItem(in.Item(m, i), in.Item(m, j)) {
+				return fmt.Errorf("covered component %s appears twice", in.AppendItem(nil, in.Item(m, i)))
 			}
 		}
 	}
 	return nil
 }
 
-// sameComponent reports whether two covered components are one: the same
-// name and the same parameters (in any order).
-func sameComponent(a, b httpsfv.Item) bool {
-	if !sameBareItem(a.Value, b.Value) {
-		return false
-	}
-	var an, bn []string
-	if a.Params != nil {
-		an = a.Params.Names()
-	}
-	if b.Params != nil {
-		bn = b.Params.Names()
-	}
-	if len(an) != len(bn) {
-		return false
-	}
-	for _, k := range an {
-		av, _ := a.Params.Get(k)
-		bv, ok := b.Params.Get(k)
-		if !ok || !sameBareItem(av, bv) {
-			return false
-		}
-	}
-	return true
+// agentValue is the signature-agent component's value: the header's value
+// (joined), or the dictionary member its key parameter names.
+type agentValue struct {
+	joined string
+	member *sfv.Item // in sigHeaders.agent
 }
 
-// sameBareItem compares two bare items: byte sequences by content, the
-// others (strings, tokens, numbers, booleans, dates) with ==.
-func sameBareItem(a, b any) bool {
-	ab, aBytes := a.([]byte)
-	bb, bBytes := b.([]byte)
-	if aBytes || bBytes {
-		return aBytes && bBytes && bytes.Equal(ab, bb)
-	}
-	return a == b
-}
-
-// signatureAgent returns, when il covers signature-agent, its value as the
+// signatureAgent returns, when m covers signature-agent, its value as the
 // signature base has it and the key directory origin it names.
-func signatureAgent(r *SignedRequest, il httpsfv.InnerList) (value, agent string, err error) {
-	for _, it := range il.Items {
-		if name, _ := it.Value.(string); name != "signature-agent" {
+func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (value agentValue, agent string, err error) {
+	in := &h.input
+	for i := range in.Items(m) {
+		it := in.Item(m, i)
+		if !it.Value.IsString("signature-agent") {
 			continue
 		}
 		vals := r.Header.Values("Signature-Agent")
 		if len(vals) == 0 {
-			return "", "", errors.New("signature-agent is covered but absent")
+			return value, "", errors.New("signature-agent is covered but absent")
 		}
-		key, hasKey := it.Params.Get("key")
+		key, hasKey := in.ItemParam(it, "key")
 		if !hasKey {
-			if item, err := httpsfv.UnmarshalItem(vals); err == nil {
-				agent, _ = item.Value.(string)
+			if item, err := h.agent.ParseItem(vals); err == nil {
+				agent, _ = item.Value.Str()
 			}
-			return joinValues(vals), agent, nil
+			return agentValue{joined: joinValues(vals)}, agent, nil
 		}
-		d, err := httpsfv.UnmarshalDictionary(vals)
-		if err != nil {
-			return "", "", fmt.Errorf("Signature-Agent: %w", err)
+		if err := h.agent.ParseDictionary(vals); err != nil {
+			return value, "", fmt.Errorf("Signature-Agent: %w", err)
 		}
-		ks, _ := key.(string)
-		m, ok := d.Get(ks)
-		mi, ok2 := m.(httpsfv.Item)
-		if !ok || !ok2 {
-			return "", "", fmt.Errorf("Signature-Agent has no member %q", ks)
+		ks, _ := key.Str()
+		am, ok := h.agent.Get(ks)
+		if !ok || am.Inner {
+			return value, "", fmt.Errorf("Signature-Agent has no member %q", ks)
 		}
-		if value, err = httpsfv.Marshal(mi); err != nil {
-			return "", "", err
-		}
-		return value, agentURI(mi), nil
+		return agentValue{member: &am.Item}, agentURI(&h.agent, &am.Item), nil
 	}
-	return "", "", nil
+	return value, "", nil
 }
 
 // joinValues joins the values of a header as RFC 9421 §2.1 does, in one
 // pass: each trimmed, ", " between them.
 func joinValues(vals []string) string {
+	if len(vals) == 1 {
+		return strings.TrimSpace(vals[0])
+	}
 	n := 0
 	for _, v := range vals {
 		n += len(v) + 2
@@ -440,30 +413,17 @@ func joinValues(vals []string) string {
 // agentURI returns the key directory origin a Signature-Agent member names:
 // its URI when it has no "type" parameter or type=directory; "" for the
 // other types (jwks_uri, cimd), which robots_guard does not read.
-func agentURI(mi httpsfv.Item) string {
-	if t, ok := mi.Params.Get("type"); ok && t != httpsfv.Token("directory") && t != "directory" {
+func agentURI(f *sfv.Field, it *sfv.Item) string {
+	if t, ok := f.ItemParam(it, "type"); ok && !(t.Kind == sfv.Token && t.Text == "directory") && !t.IsString("directory") {
 		return ""
 	}
-	u, _ := mi.Value.(string)
+	u, _ := it.Value.Str()
 	// An agent is an origin: a member with a path (or query) is ignored,
 	// as the draft says, not cut to its origin.
 	if p, err := url.Parse(u); err != nil || p.Host == "" || (p.Path != "" && p.Path != "/") || p.RawQuery != "" || p.Fragment != "" {
 		return ""
 	}
 	return u
-}
-
-// canonicalAuthority is the authority as a signature covers it (RFC 9421
-// §2.2.3): lower case, without the scheme's default port (RFC 9110 §4.2.3).
-func canonicalAuthority(scheme, authority string) string {
-	a := strings.ToLower(authority)
-	switch strings.ToLower(scheme) {
-	case "https":
-		return strings.TrimSuffix(a, ":443")
-	case "http":
-		return strings.TrimSuffix(a, ":80")
-	}
-	return a
 }
 
 // verifyWith checks raw over base with key.
@@ -484,74 +444,111 @@ func verifyWith(key PublicKey, base []byte, raw []byte) bool {
 	return false
 }
 
-// signatureBase builds the RFC 9421 §2.5 signature base of r for the
-// covered components of il; agentValue is the signature-agent component's
+// signatureBase appends the RFC 9421 §2.5 signature base of r for the
+// covered components of m to b; av is the signature-agent component's
 // value (signatureAgent). Its size is bounded by the headers it reads,
 // which VerifySignature bounds first.
-func signatureBase(r *SignedRequest, il httpsfv.InnerList, agentValue string) ([]byte, error) {
-	var b []byte
+func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member, av agentValue) ([]byte, error) {
+	in := &h.input
 	authority := false
-	for _, it := range il.Items {
-		name, ok := it.Value.(string)
+	for i := range in.Items(m) {
+		it := in.Item(m, i)
+		name, ok := it.Value.Str()
 		if !ok {
 			return nil, errors.New("a covered component is not a string")
 		}
-		id, err := httpsfv.Marshal(it)
-		if err != nil {
-			return nil, err
-		}
-		var v string
+		b = in.AppendItem(b, it)
+		b = append(b, ": "...)
 		switch name {
 		case "@authority":
-			v, authority = canonicalAuthority(r.Scheme, r.Authority), true
+			b, authority = appendAuthority(b, r.Scheme, r.Authority), true
 		case "@method":
-			v = strings.ToUpper(r.Method)
+			b = appendUpper(b, r.Method)
 		case "@scheme":
-			v = strings.ToLower(r.Scheme)
+			b = appendLower(b, r.Scheme)
 		case "@path":
-			v = r.Path
-			if v == "" {
-				v = "/"
-			}
+			b = appendPath(b, r.Path)
 		case "@query":
-			v = "?" + r.Query
+			b = append(append(b, '?'), r.Query...)
 		case "@target-uri":
-			path := r.Path
-			if path == "" {
-				path = "/"
-			}
-			v = strings.ToLower(r.Scheme) + "://" + canonicalAuthority(r.Scheme, r.Authority) + path
+			b = appendLower(b, r.Scheme)
+			b = append(b, "://"...)
+			b = appendPath(appendAuthority(b, r.Scheme, r.Authority), r.Path)
 			if r.Query != "" {
-				v += "?" + r.Query
+				b = append(append(b, '?'), r.Query...)
 			}
 			authority = true // the draft's §5.2: @authority or @target-uri
 		case "signature-agent":
-			v = agentValue
+			if av.member != nil {
+				b = h.agent.AppendItem(b, av.member)
+			} else {
+				b = append(b, av.joined...)
+			}
 		default:
-			if strings.HasPrefix(name, "@") || it.Params != nil && len(it.Params.Names()) > 0 {
-				return nil, fmt.Errorf("covered component %s is not supported", id)
+			if strings.HasPrefix(name, "@") || in.Params(it) > 0 {
+				return nil, fmt.Errorf("covered component %s is not supported", in.AppendItem(nil, it))
 			}
 			vals := r.Header.Values(name)
 			if len(vals) == 0 {
 				return nil, fmt.Errorf("covered header %s is absent", name)
 			}
-			v = joinValues(vals)
+			for i, v := range vals { // joined as RFC 9421 §2.1 says
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, strings.TrimSpace(v)...)
+			}
 		}
-		b = append(b, id...)
-		b = append(b, ": "...)
-		b = append(b, v...)
 		b = append(b, '\n')
 	}
 	if !authority {
 		return nil, errors.New("neither @authority nor @target-uri is covered")
 	}
-	params, err := httpsfv.Marshal(il)
-	if err != nil {
-		return nil, err
-	}
 	b = append(b, `"@signature-params": `...)
-	b = append(b, params...)
-	return b, nil
+	return in.AppendInnerList(b, m), nil
+}
+
+// appendAuthority appends the authority as a signature covers it (RFC 9421
+// §2.2.3) to b: lower case, without the scheme's default port (RFC 9110
+// §4.2.3).
+func appendAuthority(b []byte, scheme, authority string) []byte {
+	n := len(authority)
+	switch {
+	case strings.EqualFold(scheme, "https") && strings.HasSuffix(authority, ":443"),
+		strings.EqualFold(scheme, "http") && strings.HasSuffix(authority, ":80"):
+		n = strings.LastIndexByte(authority, ':')
+	}
+	return appendLower(b, authority[:n])
+}
+
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+func appendUpper(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// appendPath appends the escaped path, "/" when it is empty.
+func appendPath(b []byte, path string) []byte {
+	if path == "" {
+		return append(b, '/')
+	}
+	return append(b, path...)
 }
 
 // Sign signs sr the way Web Bot Auth bots do, with an Ed25519 key: it sets
@@ -570,17 +567,16 @@ func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, create
 	}
 	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid=%s;alg="ed25519";nonce=%s;tag="%s"`,
 		covered, created.Unix(), expires.Unix(), strconvQuote(keyid), strconvQuote(nonce), WebBotAuthTag)
-	d, err := httpsfv.UnmarshalDictionary([]string{label + "=" + in})
+	var h sigHeaders
+	if err := h.input.ParseDictionary([]string{label + "=" + in}); err != nil {
+		return err
+	}
+	m := h.input.Member(0)
+	av, _, err := signatureAgent(sr, &h, m)
 	if err != nil {
 		return err
 	}
-	m, _ := d.Get(label)
-	il := m.(httpsfv.InnerList)
-	agentValue, _, err := signatureAgent(sr, il)
-	if err != nil {
-		return err
-	}
-	base, err := signatureBase(sr, il, agentValue)
+	base, err := signatureBase(nil, sr, &h, m, av)
 	if err != nil {
 		return err
 	}

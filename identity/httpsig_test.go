@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dunglas/httpsfv"
+	"github.com/robotsguard/robotsguard/internal/sfv"
 )
 
 // vector is one signed request of testdata/webbotauth (see its SOURCES.md).
@@ -200,12 +200,12 @@ func TestSignatureAgentForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range vs {
-		d, err := httpsfv.UnmarshalDictionary([]string{v.Header})
-		if err != nil {
+		var f sfv.Field
+		if err := f.ParseDictionary([]string{v.Header}); err != nil {
 			t.Fatalf("%s: %v", v.Name, err)
 		}
-		m, _ := d.Get(v.Entries[0].Label)
-		got := agentURI(m.(httpsfv.Item))
+		m, _ := f.Get(v.Entries[0].Label)
+		got := agentURI(&f, &m.Item)
 		want := ""
 		if v.Entries[0].Type == "directory" {
 			want = v.Entries[0].URI
@@ -231,9 +231,8 @@ func TestECDSASignature(t *testing.T) {
 	sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: http.Header{}}
 	created := time.Now()
 	in := fmt.Sprintf(`sig1=("@authority" "@method");created=%d;expires=%d;keyid=%q;alg="ecdsa-p256-sha256";tag="web-bot-auth"`, created.Unix(), created.Add(time.Minute).Unix(), pk.Thumbprint)
-	d, _ := httpsfv.UnmarshalDictionary([]string{in})
-	m, _ := d.Get("sig1")
-	base, err := signatureBase(sr, m.(httpsfv.InnerList), "")
+	sh, m := parseInput(t, in, "sig1")
+	base, err := signatureBase(nil, sr, sh, m, agentValue{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,6 +341,20 @@ func TestSignatureWorkBounded(t *testing.T) {
 	}
 }
 
+// parseInput parses a Signature-Input and returns its member label.
+func parseInput(t *testing.T, in, label string) (*sigHeaders, *sfv.Member) {
+	t.Helper()
+	h := new(sigHeaders)
+	if err := h.input.ParseDictionary([]string{in}); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := h.input.Get(label)
+	if !ok {
+		t.Fatalf("no member %s in %s", label, in)
+	}
+	return h, m
+}
+
 // signWith signs sr under label with components (a Signature-Input inner
 // list, e.g. `("@target-uri")`), appending to its Signature-Input and
 // Signature headers; bad spoils the signature.
@@ -349,17 +362,12 @@ func signWith(t *testing.T, sr *SignedRequest, priv ed25519.PrivateKey, label, c
 	t.Helper()
 	now := time.Now()
 	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid="k1";alg="ed25519";tag="web-bot-auth"`, components, now.Unix(), now.Add(time.Minute).Unix())
-	d, err := httpsfv.UnmarshalDictionary([]string{label + "=" + in})
+	h, m := parseInput(t, label+"="+in, label)
+	av, _, err := signatureAgent(sr, h, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := d.Get(label)
-	il := m.(httpsfv.InnerList)
-	agentValue, _, err := signatureAgent(sr, il)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := signatureBase(sr, il, agentValue)
+	base, err := signatureBase(nil, sr, h, m, av)
 	if err != nil {
 		base = []byte("no base: " + err.Error()) // a signature the verifier refuses before it
 	}
@@ -417,12 +425,12 @@ func TestSignatureConformance(t *testing.T) {
 		`"https://bot.example/?x=1"`:       "",
 		`"https://bot.example";type=other`: "",
 	} {
-		d, err := httpsfv.UnmarshalDictionary([]string{"sig1=" + agent})
-		if err != nil {
+		var f sfv.Field
+		if err := f.ParseDictionary([]string{"sig1=" + agent}); err != nil {
 			t.Fatal(err)
 		}
-		m, _ := d.Get("sig1")
-		if got := agentURI(m.(httpsfv.Item)); got != want {
+		m, _ := f.Get("sig1")
+		if got := agentURI(&f, &m.Item); got != want {
 			t.Errorf("Signature-Agent %s: agent %q, want %q", agent, got, want)
 		}
 	}
