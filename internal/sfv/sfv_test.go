@@ -38,11 +38,11 @@ func TestParseDictionary(t *testing.T) {
 		{in: `sig1=("@method" "@authority" "@path");created=1618884473;keyid="test-key-rsa-pss"`,
 			want: `sig1=("@method" "@authority" "@path");created=1618884473;keyid="test-key-rsa-pss"`},
 		{in: `  a=1 ,	b=2;x`, want: `a=1, b=2;x`},
-		{in: `a=1, a=2, b`, want: `a=2, b`},                        // the last value, in the first place
-		{in: `a=(1 2);p=1;p=?0`, want: `a=(1 2);p=?0`},             // likewise for parameters
-		{in: `a=(  "x"   "y";k  )`, want: `a=("x" "y";k)`},         // spaces inside an inner list
+		{in: `a=1, a=2, b`, want: `a=2, b`},                         // the last value, in the first place
+		{in: `a=(1 2);p=1;p=?0`, want: `a=(1 2);p=?0`},              // likewise for parameters
+		{in: `a=(  "x"   "y";k  )`, want: `a=("x" "y";k)`},          // spaces inside an inner list
 		{in: `a=007.500, b=-0.0, c=-0`, want: `a=7.5, b=-0.0, c=0`}, // canonical numbers
-		{in: `a=:AB==:, b=:AA==:`, want: `a=:AA==:, b=:AA==:`},     // canonical base64
+		{in: `a=:AB==:, b=:AA==:`, want: `a=:AA==:, b=:AA==:`},      // canonical base64
 		{in: `a=%"%66o%c3%a9"`, want: `a=%"fo%c3%a9"`},
 		{in: `a=@1659578233, b=?1, c=?0, d=*tok/en:x`, want: `a=@1659578233, b, c=?0, d=*tok/en:x`},
 		{in: `a="x\"y\\z"`, want: `a="x\"y\\z"`},
