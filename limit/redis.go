@@ -150,7 +150,9 @@ func CheckRedisURL(u string) error {
 // (tests only) the time in µs, with which keys live a minute longer, since
 // the server expires them by its own clock. It returns {1, 0} or
 // {0, wait µs}.
-var gcraScript = redis.NewScript(`
+var gcraScript = redis.NewScript(gcraSource)
+
+const gcraSource = `
 local now
 if ARGV[4] then
   now = tonumber(ARGV[4])
@@ -165,7 +167,7 @@ local tat = now
 if v then
   tat = tonumber(v)
   if now < tat - tau then
-    return {0, tat - tau - now}
+    return tat - tau - now
   end
 end
 if ARGV[3] == '1' then
@@ -179,8 +181,8 @@ if ARGV[3] == '1' then
   end
   redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', ttl)
 end
-return {1, 0}
-`)
+return 0
+`
 
 // Redis is a Limiter whose clocks live in a Redis-protocol server (Redis
 // 6+, Valkey), shared by every instance that uses the same server and key
@@ -200,6 +202,8 @@ type Redis struct {
 	local    *Memory
 	denied   *lru.Cache[Key, int64] // local "deny until", in the caller's clock
 	log      *zap.Logger
+	sha      any       // gcraScript's SHA-1, boxed once
+	calls    sync.Pool // *scriptCall
 
 	epoch       time.Time    // the monotonic origin of pausedUntil
 	pausedUntil atomic.Int64 // ns since epoch; 0: not paused
@@ -262,6 +266,8 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		})),
 	}
 	r.denied, _ = lru.New[Key, int64](cfg.LocalKeys)
+	r.sha = gcraScript.Hash()
+	r.calls.New = r.newScriptCall
 	go func() {
 		// Connect and load the script before the first decision needs
 		// them, so that it costs one round trip; say so if the server is
@@ -299,33 +305,28 @@ func (r *Redis) String() string { return "redis " + r.redacted + " prefix " + r.
 // clients send, and a long name's key is no longer than a usual one's.
 const maxKeyPart = 64
 
-// writeKeyPart writes s, or its digest when it is longer than maxKeyPart.
-func writeKeyPart(b *strings.Builder, s string) {
+// appendKeyPart appends s, or its digest when it is longer than
+// maxKeyPart.
+func appendKeyPart(b []byte, s string) []byte {
 	if len(s) <= maxKeyPart {
-		b.WriteString(s)
-		return
+		return append(b, s...)
 	}
 	sum := sha256.Sum256([]byte(s))
-	var h [16]byte
-	hex.Encode(h[:], sum[:8])
-	b.WriteByte('#')
-	b.Write(h[:])
+	return hex.AppendEncode(append(b, '#'), sum[:8])
 }
 
 // key is the server's key of k.
-func (r *Redis) key(k Key) string {
-	var b strings.Builder
-	b.Grow(len(r.cfg.KeyPrefix) + 3 + min(len(k.Site), maxKeyPart+1) + min(len(k.Group), maxKeyPart+1) + 34)
-	b.WriteString(r.cfg.KeyPrefix)
-	b.WriteString("cd:")
-	writeKeyPart(&b, k.Site)
-	b.WriteByte(' ')
-	writeKeyPart(&b, k.Group)
-	b.WriteByte(' ')
-	var h [32]byte
-	hex.Encode(h[:], k.Client[:])
-	b.Write(h[:])
-	return b.String()
+func (r *Redis) key(k Key) string { return string(r.appendKey(nil, k)) }
+
+// appendKey appends the server's key of k to b.
+func (r *Redis) appendKey(b []byte, k Key) []byte {
+	b = append(b, r.cfg.KeyPrefix...)
+	b = append(b, "cd:"...)
+	b = appendKeyPart(b, k.Site)
+	b = append(b, ' ')
+	b = appendKeyPart(b, k.Group)
+	b = append(b, ' ')
+	return hex.AppendEncode(b, k.Client[:])
 }
 
 // Allow implements Limiter. now is used for the local caches only; the
@@ -375,25 +376,33 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		r.observe(StoreSkipped, 0)
 		return false, 0, errPaused
 	}
-	tau := Tolerance(delay, r.cfg.Tolerance)
-	args := make([]any, 3, 4)
-	args[0] = max(1, int64(delay/time.Microsecond))
-	args[1] = int64(tau / time.Microsecond)
-	args[2] = "0"
+	c := r.calls.Get().(*scriptCall)
+	defer r.calls.Put(c)
+	c.delay = max(1, int64(delay/time.Microsecond))
+	c.tau = int64(Tolerance(delay, r.cfg.Tolerance) / time.Microsecond)
+	c.spend = 0
 	if spend {
-		args[2] = "1"
+		c.spend = 1
 	}
-	if r.cfg.clientClock {
-		args = append(args, now/1000)
+	c.now = now / 1000
+	c.key.b = r.appendKey(c.key.b[:0], k)
+	args := c.args[:]
+	if !r.cfg.clientClock {
+		args = args[:len(args)-1]
 	}
-	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
 	start := time.Now()
-	res, err := gcraScript.Run(ctx, r.client, []string{r.key(k)}, args...).Int64Slice()
-	cancel()
-	took := time.Since(start)
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("unexpected script answer %v", res)
+	ctx := c.ctx.start(parent, start.Add(r.cfg.Timeout))
+	cmd := redis.NewIntCmd(ctx, args...)
+	err := r.client.Process(ctx, cmd)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// The server lost its scripts (a restart, SCRIPT FLUSH): EVAL
+		// loads it again. Rare, so not tuned.
+		cmd = redis.NewIntCmd(ctx, append([]any{"eval", gcraSource}, args[2:]...)...)
+		err = r.client.Process(ctx, cmd)
 	}
+	wait := cmd.Val()
+	c.ctx.finish()
+	took := time.Since(start)
 	if err != nil && parent.Err() != nil {
 		return false, 0, errGone
 	}
@@ -408,11 +417,35 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 	}
 	r.observe(StoreOK, took)
 	r.succeeded()
-	if res[0] == 1 {
+	if wait <= 0 {
 		return true, 0, nil
 	}
-	return false, time.Duration(res[1]) * time.Microsecond, nil
+	return false, time.Duration(wait) * time.Microsecond, nil
 }
+
+// scriptCall holds the arguments of one call of gcraScript. Calls take
+// them from a pool and go-redis writes *int64 and BinaryMarshaler
+// arguments in place, so a decision boxes nothing into interfaces and
+// builds no key string: what is left is go-redis's own (its command, and
+// its health check of the connection it takes from its pool).
+type scriptCall struct {
+	args                   [8]any
+	key                    keyArg
+	delay, tau, spend, now int64
+	ctx                    *callCtx
+}
+
+func (r *Redis) newScriptCall() any {
+	c := &scriptCall{ctx: newCallCtx()}
+	c.args = [8]any{"evalsha", r.sha, 1, &c.key, &c.delay, &c.tau, &c.spend, &c.now}
+	return c
+}
+
+// keyArg is a key, written by go-redis without a string copy.
+type keyArg struct{ b []byte }
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (k *keyArg) MarshalBinary() ([]byte, error) { return k.b, nil }
 
 func isTimeout(err error) bool {
 	var ne net.Error

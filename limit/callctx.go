@@ -1,0 +1,74 @@
+package limit
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// callCtx is the context of one store call, reused from call to call: the
+// values of the request's context, and a deadline, the call's timeout,
+// after which Done is closed and Err is context.DeadlineExceeded. go-redis
+// bounds dialing, writing and reading by the deadline and its waits by
+// Done, so a call ends within the timeout as it would with
+// context.WithTimeout, without that function's timer, channel and closures
+// on every decision: the timer and channel here are made once per pooled
+// callCtx, and a channel again only after a call timed out.
+//
+// The request's cancellation is not passed on: a call whose client went
+// away still ends within the timeout, and the caller tells that case
+// apart by the request's context.
+type callCtx struct {
+	parent   context.Context
+	deadline time.Time
+	timer    *time.Timer
+	done     chan struct{}
+	expired  atomic.Bool
+}
+
+func newCallCtx() *callCtx {
+	c := &callCtx{done: make(chan struct{})}
+	c.timer = time.AfterFunc(time.Hour, c.expire)
+	c.timer.Stop()
+	return c
+}
+
+// expire closes done: the deadline passed.
+func (c *callCtx) expire() {
+	if c.expired.CompareAndSwap(false, true) {
+		close(c.done)
+	}
+}
+
+// start arms c for a call with parent's values that ends by deadline (or
+// parent's deadline, if earlier), and returns it as a context.
+func (c *callCtx) start(parent context.Context, deadline time.Time) context.Context {
+	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.parent, c.deadline = parent, deadline
+	c.timer.Reset(time.Until(deadline))
+	return c
+}
+
+// finish disarms c once its call has returned. When the timer fired (or
+// is firing), it waits for done to be closed and makes a new channel.
+func (c *callCtx) finish() {
+	if !c.timer.Stop() {
+		<-c.done
+		c.done = make(chan struct{})
+		c.expired.Store(false)
+	}
+	c.parent = nil
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *callCtx) Done() <-chan struct{}       { return c.done }
+func (c *callCtx) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *callCtx) Err() error {
+	if c.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
