@@ -2,9 +2,9 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"math/bits"
 	"slices"
-	"sort"
 )
 
 // Patterns are compiled into one radix trie per rule set. A pattern
@@ -102,7 +102,11 @@ type bnode struct {
 	// idx finds a kid by its first byte (index + 1; 0 for none) once a
 	// node has idxFrom kids: a trie level of hundreds of kids (a file with
 	// thousands of paths) is not scanned once per inserted pattern.
-	idx   *[256]uint16
+	idx *[256]uint16
+	// kidb holds the first bytes of the first idxFrom kids, so that a
+	// node without an index finds a kid in its own bytes rather than by
+	// following each kid's pointer and label.
+	kidb  [idxFrom]byte
 	stars []bstar
 	term  [4]int32 // prefAllow, prefDis, endAllow, endDis
 	first [2]int32
@@ -121,6 +125,9 @@ type trieBuilder struct {
 	arena []byte // backing store of the builder's pattern bytes
 	segs  [][]byte
 	slab  []bnode // backing store of the builder's nodes
+	// kidStack holds the kid indexes of the nodes being flattened.
+	kidStack []int32
+	kidSlab  []*bnode // backing store of the first kids (firstKid)
 }
 
 // idxFrom is the number of kids from which a node gets an index.
@@ -149,6 +156,19 @@ func (b *trieBuilder) alloc(n int) []byte {
 	lo := len(b.arena)
 	b.arena = b.arena[:lo+n]
 	return b.arena[lo : lo : lo+n]
+}
+
+// firstKid returns a kid list of k alone, carved from the builder's slab
+// with room for a second kid: most nodes have one or two, so a trie of
+// thousands of nodes does not allocate a list for each; a third kid moves
+// the list out of the slab (append copies it).
+func (b *trieBuilder) firstKid(k *bnode) []*bnode {
+	if cap(b.kidSlab)-len(b.kidSlab) < 2 {
+		b.kidSlab = make([]*bnode, 0, min(2048, max(32, 2*cap(b.kidSlab))))
+	}
+	lo := len(b.kidSlab)
+	b.kidSlab = append(b.kidSlab, k, nil)
+	return b.kidSlab[lo : lo+1 : lo+2]
 }
 
 func newTrieBuilder() *trieBuilder { return &trieBuilder{} }
@@ -318,17 +338,19 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 			if i := n.idx[seg[0]]; i > 0 {
 				k = n.kids[i-1]
 			}
-		} else {
-			for _, c := range n.kids {
-				if c.label[0] == seg[0] {
-					k = c
-					break
-				}
-			}
+		} else if i := bytes.IndexByte(n.kidb[:len(n.kids)], seg[0]); i >= 0 {
+			k = n.kids[i]
 		}
 		if k == nil {
 			k = b.node(seg)
-			n.kids = append(n.kids, k)
+			if len(n.kids) < idxFrom {
+				n.kidb[len(n.kids)] = seg[0]
+			}
+			if n.kids == nil {
+				n.kids = b.firstKid(k)
+			} else {
+				n.kids = append(n.kids, k)
+			}
 			switch {
 			case n.idx != nil:
 				n.idx[seg[0]] = uint16(len(n.kids))
@@ -347,9 +369,10 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 		if common < len(k.label) {
 			// Split k: its tail moves into a new child.
 			tail := b.node(k.label[common:])
-			tail.kids, tail.idx, tail.stars, tail.term, tail.first = k.kids, k.idx, k.stars, k.term, k.first
+			tail.kids, tail.kidb, tail.idx, tail.stars, tail.term, tail.first = k.kids, k.kidb, k.idx, k.stars, k.term, k.first
 			k.label = k.label[:common]
-			k.kids, k.idx = []*bnode{tail}, nil
+			k.kids, k.idx = b.firstKid(tail), nil
+			k.kidb[0] = tail.label[0]
 			k.stars = nil
 			k.term = [4]int32{-1, -1, -1, -1}
 			k.first = [2]int32{-1, -1}
@@ -386,18 +409,26 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 		}
 		// Best first: priority, then Allow, then file order (see
 		// result.improves).
-		sort.SliceStable(n.stars, func(i, j int) bool {
-			a, b := &rules[n.stars[i].rule], &rules[n.stars[j].rule]
-			if a.Priority != b.Priority {
-				return a.Priority > b.Priority
-			}
-			if a.Kind != b.Kind {
-				return a.Kind == Allow
-			}
-			return n.stars[i].rule < n.stars[j].rule
-		})
+		if len(n.stars) > 1 {
+			slices.SortStableFunc(n.stars, func(x, y bstar) int {
+				a, b := &rules[x.rule], &rules[y.rule]
+				switch {
+				case a.Priority != b.Priority:
+					return cmp.Compare(b.Priority, a.Priority)
+				case a.Kind != b.Kind:
+					if a.Kind == Allow {
+						return -1
+					}
+					return 1
+				}
+				return cmp.Compare(x.rule, y.rule)
+			})
+		}
 		nd.ix = -1
-		bgs := chooseBigrams(n.stars) // per pattern, rarest first
+		var bgs [][]int
+		if len(n.stars) > 0 {
+			bgs = chooseBigrams(n.stars) // per pattern, rarest first
+		}
 		indexed := len(n.stars) >= minIndexed
 		first := int32(len(m.stars))
 		// Scanned patterns first, contiguous; indexed ones (those with a
@@ -461,16 +492,23 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 			nd.ix = int32(len(m.ix))
 			m.ix = append(m.ix, x)
 		}
-		slices.SortFunc(n.kids, func(a, b *bnode) int { return int(a.label[0]) - int(b.label[0]) })
-		kidIdx := make([]int32, len(n.kids))
+		if len(n.kids) > 1 {
+			slices.SortFunc(n.kids, func(a, b *bnode) int { return int(a.label[0]) - int(b.label[0]) })
+		}
+		// The kids' indexes wait on a stack shared by the whole walk
+		// (not a slice per node): the visits below push above them.
+		lo := len(b.kidStack)
+		b.kidStack = slices.Grow(b.kidStack, len(n.kids))[:lo+len(n.kids)]
 		for i, k := range n.kids {
-			kidIdx[i] = visit(k)
+			v := visit(k)
+			b.kidStack[lo+i] = v
 		}
 		nd.kid0 = int32(len(m.kids))
-		for i, k := range n.kids {
-			m.kids = append(m.kids, kidIdx[i])
+		m.kids = append(m.kids, b.kidStack[lo:]...)
+		for _, k := range n.kids {
 			m.kidb = append(m.kidb, k.label[0])
 		}
+		b.kidStack = b.kidStack[:lo]
 		nd.kid1 = int32(len(m.kids))
 		m.nodes[idx] = nd
 		return idx

@@ -178,6 +178,13 @@ type parser struct {
 	// so that the next one extends the run.
 	runStart int
 	inRun    bool
+	// Slabs the groups' agents and the merged groups' file groups are
+	// carved from: a file of hundreds of one-agent groups does not cost
+	// an allocation per group for each.
+	agentSlab []string
+	agentLo   int // where the current group's agents start in agentSlab
+	fgSlab    []int32
+	lower     []byte
 }
 
 // Parse reads a robots.txt body and compiles its rules. It never fails:
@@ -201,7 +208,8 @@ func Parse(body []byte) *Robots {
 	// that a file of hundreds of groups does not grow them step by step
 	// (who-int's 527 groups spent 11 % of its parse rehashing the map).
 	agents := min(bytes.Count(body, []byte("gent")), bytes.Count(body, []byte("\n"))+1, 1<<14) + bytes.Count(body, []byte("GENT"))/2
-	p := &parser{r: r, cur: -1, byToken: make(map[string]int32, agents)}
+	p := &parser{r: r, cur: -1, byToken: make(map[string]int32, agents),
+		agentSlab: make([]string, 0, agents), fgSlab: make([]int32, 0, agents)}
 	r.merged = make([]mergedGroup, 0, agents)
 	if LooksLikeHTML(body) {
 		r.html = true
@@ -362,6 +370,7 @@ func (p *parser) userAgent(n int, value string) {
 		}
 		r.groups = append(r.groups, fileGroup{line: n, ruleLo: int32(len(r.rules))})
 		p.cur = int32(len(r.groups) - 1)
+		p.agentLo = len(p.agentSlab)
 		p.ruleSeen = false
 		p.delayLine = 0
 	} else {
@@ -382,13 +391,24 @@ func (p *parser) userAgent(n int, value string) {
 	if !p.inRun {
 		p.runStart, p.inRun = len(g.agents), true
 	}
-	g.agents = append(g.agents, tok)
+	// A group's agents are consecutive lines, so they are consecutive in
+	// the slab; capped, so that no append through g.agents writes into
+	// the slab.
+	p.agentSlab = append(p.agentSlab, tok)
+	g.agents = p.agentSlab[p.agentLo:len(p.agentSlab):len(p.agentSlab)]
 	if tok == "" {
 		return
 	}
-	key := strings.ToLower(tok)
-	mi, ok := p.byToken[key]
+	// Looked up through a lower-cased copy in a reused buffer: the key
+	// is allocated only for a token not seen before, and only when it has
+	// upper-case letters.
+	p.lower = appendLower(p.lower[:0], tok)
+	mi, ok := p.byToken[string(p.lower)]
 	if !ok {
+		key := tok
+		if string(p.lower) != tok {
+			key = string(p.lower)
+		}
 		mi = int32(len(r.merged))
 		r.merged = append(r.merged, mergedGroup{name: tok, lower: key})
 		p.byToken[key] = mi
@@ -397,7 +417,13 @@ func (p *parser) userAgent(n int, value string) {
 		}
 	}
 	m := &r.merged[mi]
-	if len(m.fgs) == 0 || m.fgs[len(m.fgs)-1] != p.cur {
+	switch {
+	case len(m.fgs) == 0:
+		// Most tokens are named by one group: carved from the slab
+		// with no room to grow, so that a second group copies it out.
+		p.fgSlab = append(p.fgSlab, p.cur)
+		m.fgs = p.fgSlab[len(p.fgSlab)-1 : len(p.fgSlab) : len(p.fgSlab)]
+	case m.fgs[len(m.fgs)-1] != p.cur:
 		m.fgs = append(m.fgs, p.cur)
 	}
 }
@@ -462,8 +488,10 @@ func agentList(agents []string) string {
 func (r *Robots) compile() {
 	implied := r.addImplied()
 	b := newTrieBuilder()
-	setByKey := make(map[string]int32)
+	setByKey := make(map[string]int32)      // sets of several file groups
+	setOfFG := make([]int32, len(r.groups)) // sets of one file group, + 1
 	var key []byte
+	var ids []int32
 	for i := range r.merged {
 		m := &r.merged[i]
 		for _, fg := range m.fgs {
@@ -487,14 +515,20 @@ func (r *Robots) compile() {
 				}
 			}
 		}
-		key = key[:0]
-		for _, fg := range m.fgs {
-			key = strconv.AppendInt(key, int64(fg), 10)
-			key = append(key, ',')
+		var si int32
+		ok := false
+		if len(m.fgs) == 1 {
+			si, ok = setOfFG[m.fgs[0]]-1, setOfFG[m.fgs[0]] > 0
+		} else {
+			key = key[:0]
+			for _, fg := range m.fgs {
+				key = strconv.AppendInt(key, int64(fg), 10)
+				key = append(key, ',')
+			}
+			si, ok = setByKey[string(key)]
 		}
-		si, ok := setByKey[string(key)]
 		if !ok {
-			var ids []int32
+			ids = ids[:0]
 			for _, fg := range m.fgs {
 				g := r.groups[fg]
 				for ri := g.ruleLo; ri < g.ruleHi; ri++ {
@@ -504,7 +538,11 @@ func (r *Robots) compile() {
 			root := b.build(r.rules, ids, implied)
 			si = int32(len(r.sets))
 			r.sets = append(r.sets, ruleSet{root: root})
-			setByKey[string(key)] = si
+			if len(m.fgs) == 1 {
+				setOfFG[m.fgs[0]] = si + 1
+			} else {
+				setByKey[string(key)] = si
+			}
 		}
 		m.set = si
 	}
@@ -562,4 +600,17 @@ func genericToken(tok string) bool {
 		}
 	}
 	return true
+}
+
+// appendLower appends s in ASCII lower case to b (product tokens are
+// letters, digits, '_' and '-').
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
