@@ -1,31 +1,33 @@
-// Command loadtest measures what robots_guard costs a real Caddy: the same
-// Caddy process serves three sites that reverse_proxy to one upstream, one
-// with robots_guard in front, one without, and one with the recipe
-// operators copy today instead (a header_regexp matcher over the ~150 AI
-// crawler names of testdata/robots/ai-robots-txt.txt with respond 403), and
-// the load alternates between them. caddy-ratelimit keyed on the
-// User-Agent, the other common recipe, is not in the comparison: its module
-// is not on the Go module proxy this was built with. Throughput on a shared machine is too noisy to show a few
-// percent, so the figure is Caddy's CPU time per request (user + system,
-// from /proc/<pid>/stat), with Caddy pinned to one core and this program
-// (load generator and upstream) to the other.
+// Command loadtest measures what robots_guard costs a real Caddy. One Caddy
+// site reverse_proxies to one upstream; a request header (X-Phase) selects
+// what stands in front of the proxy: nothing (plain), robots_guard, the
+// recipe operators copy today instead (a header_regexp matcher over the
+// ~150 AI crawler names of testdata/robots/ai-robots-txt.txt with respond
+// 403), a handler that does next to nothing (vars: the cost of any handler
+// in Caddy's chain), or caddy-ratelimit keyed on the User-Agent (from
+// third_party/, with a limit the load never reaches). Every phase goes
+// through the same listener, matchers and connection pool, so that the
+// handler is the only difference. Throughput on a shared machine is too
+// noisy to show a few percent, so the figure is Caddy's CPU time per
+// request (user + system, from /proc/<pid>/stat), with Caddy pinned to one
+// core and this program (load generator and upstream) to the other, at a
+// fixed request rate (-rate; a server's CPU time per request depends on how
+// busy it is, so phases are compared at one load; -rate 0 runs as fast as
+// the clients can).
 //
-// Run it from the bench directory (it builds ../cmd/caddy):
+// Run it from the bench directory (it builds ./cmd/caddybench):
 //
 //	go run ./loadtest                  # 3 rounds of 5 s per phase
-//	go run ./loadtest -d 10s -rounds 5 -c 50
+//	go run ./loadtest -d 2s -rounds 12 -rate 4000
 //
 // Each round runs the phases in a random order (-seed), so that drift
-// on a shared machine does not favour one site; the figure of merit is the
-// median, over rounds, of each round's paired ratio (robots_guard ÷ plain,
-// recipe ÷ plain, same traffic), with its min–max and a bootstrap 95 %
+// on a shared machine does not favour one; the figure of merit is the
+// median, over rounds, of each round's paired ratio (robots_guard ÷ plain
+// and the others, same traffic), with its min–max and a bootstrap 95 %
 // interval of the median, and the p50/p99 latency of each phase over all
-// rounds. Many short rounds (-rounds 30 -d 1s) beat a few long ones.
+// rounds. Many short rounds beat a few long ones.
 //
-// A fourth site has one more handler that does next to nothing (vars): the
-// cost of any handler in Caddy's chain, beside robots_guard's.
-//
-// It listens on loopback only and stops after rounds × 8 phases × d.
+// It listens on loopback only and stops after rounds × 10 phases × d.
 package main
 
 import (
@@ -35,6 +37,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -53,29 +56,38 @@ const (
 
 func main() {
 	dur := flag.Duration("d", 5*time.Second, "duration of one phase")
-	rounds := flag.Int("rounds", 3, "rounds of the eight phases (browser/bot × plain/robots_guard/header_regexp recipe/a vars handler)")
+	rounds := flag.Int("rounds", 3, "rounds of the ten phases (browser/bot × plain/robots_guard/header_regexp recipe/a vars handler/caddy-ratelimit)")
 	conc := flag.Int("c", 50, "concurrent keep-alive clients")
 	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
 	seed := flag.Uint64("seed", 1, "seed of the phases' order in each round")
+	rate := flag.Float64("rate", 4000, "requests a second, over all clients (0: as fast as they can); a fixed rate keeps Caddy in one regime of load across phases")
 	profiles := flag.String("profiles", "", "directory: after the rounds, one more round writes a CPU profile of Caddy per phase there (diff them with go tool pprof -diff_base)")
+	attribute := flag.String("attribute", "", "directory of profiles written by -profiles: print each handler's own share of Caddy's CPU in them, and stop")
 	flag.Parse()
-	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *profiles); err != nil {
+	if *attribute != "" {
+		if err := attributeAll(*attribute); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *rate, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, profiles string) error {
+func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float64, profiles string) error {
 	taskset, others, err := caddyrun.PinAway(caddyCPU)
 	if err != nil {
 		return err
 	}
-	tmp, bin, upstream, cleanup, err := caddyrun.Setup("loadtest", robotsTxt, page)
+	tmp, bin, upstream, cleanup, err := caddyrun.SetupBench("loadtest", robotsTxt, page)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	plainPort, guardPort, recipePort, noopPort := caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort(), caddyrun.FreePort()
+	port := caddyrun.FreePort()
 	recipe, err := recipeRegexp("../testdata/robots/ai-robots-txt.txt")
 	if err != nil {
 		return err
@@ -86,41 +98,44 @@ func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, profiles st
 		// Caddy's admin serves /debug/pprof/.
 		admin = fmt.Sprintf("admin localhost:%d", adminPort)
 	}
+	// One site, one listener, one reverse_proxy (one connection pool):
+	// the phases differ only by a request header that selects the
+	// handler in front of the proxy, so every phase pays the same
+	// matchers and nothing else differs but the handler measured.
 	caddyfile := fmt.Sprintf(`{
 	`+admin+`
 	persist_config off
 	storage file_system %[1]s/storage
 }
 
-(proxy) {
-	reverse_proxy %[2]s {
-		transport http {
-			keepalive_idle_conns 1024
-			keepalive_idle_conns_per_host 1024
+http://127.0.0.1:%[3]d {
+	@guard header X-Phase guard
+	@vars header X-Phase vars
+	@ratelimit header X-Phase ratelimit
+	@recipe {
+		header X-Phase recipe
+		header_regexp User-Agent "%[4]s"
+	}
+	route {
+		robots_guard @guard
+		vars @vars loadtest_noop 1
+		rate_limit @ratelimit {
+			zone per_user_agent {
+				key {http.request.header.User-Agent}
+				events 100000
+				window 1s
+			}
+		}
+		respond @recipe 403
+		reverse_proxy %[2]s {
+			transport http {
+				keepalive_idle_conns 1024
+				keepalive_idle_conns_per_host 1024
+			}
 		}
 	}
 }
-
-http://127.0.0.1:%[3]d {
-	import proxy
-}
-
-http://127.0.0.1:%[4]d {
-	robots_guard
-	import proxy
-}
-
-http://127.0.0.1:%[5]d {
-	@bots header_regexp User-Agent "%[6]s"
-	respond @bots 403
-	import proxy
-}
-
-http://127.0.0.1:%[7]d {
-	vars loadtest_noop 1
-	import proxy
-}
-`, tmp, upstream, plainPort, guardPort, recipePort, recipe, noopPort)
+`, tmp, upstream, port, recipe)
 	pid, stop, err := caddyrun.Start(bin, tmp, caddyfile, taskset, caddyCPU)
 	if err != nil {
 		return err
@@ -129,30 +144,39 @@ http://127.0.0.1:%[7]d {
 	client := &http.Client{Transport: &http.Transport{
 		MaxIdleConns: conc * 2, MaxIdleConnsPerHost: conc * 2, DisableCompression: true,
 	}, Timeout: 10 * time.Second}
-	for _, port := range []int{plainPort, guardPort, recipePort, noopPort} {
-		if err := caddyrun.WaitUp(client, port); err != nil {
-			return err
-		}
+	if err := caddyrun.WaitUp(client, port); err != nil {
+		return err
 	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/page", port)
 
 	type phase struct {
 		name  string
-		port  int
+		phase string // X-Phase: "" (plain), guard, recipe, vars
 		ua    string
-		guard bool
 	}
-	// In groups of four per traffic: plain, robots_guard, the recipe, and
-	// one more handler that does next to nothing (vars), the cost of a
-	// handler in Caddy's chain whatever it does.
+	// In groups of five per traffic: plain, robots_guard, the recipe, one
+	// more handler that does next to nothing (vars: the cost of a handler
+	// in Caddy's chain whatever it does), and caddy-ratelimit keyed on the
+	// User-Agent with a limit the load never reaches (the cost of its
+	// check, as robots_guard's is measured on an allowed path).
 	phases := []phase{
-		{"browser, plain", plainPort, browserUA, false},
-		{"browser, robots_guard", guardPort, browserUA, true},
-		{"browser, recipe", recipePort, browserUA, true},
-		{"browser, vars", noopPort, browserUA, false},
-		{"bot, plain", plainPort, botUA, false},
-		{"bot, robots_guard", guardPort, botUA, true},
-		{"bot, recipe", recipePort, botUA, true},
-		{"bot, vars", noopPort, botUA, false},
+		{"browser, plain", "", browserUA},
+		{"browser, robots_guard", "guard", browserUA},
+		{"browser, recipe", "recipe", browserUA},
+		{"browser, vars", "vars", browserUA},
+		{"browser, rate_limit", "ratelimit", browserUA},
+		{"bot, plain", "", botUA},
+		{"bot, robots_guard", "guard", botUA},
+		{"bot, recipe", "recipe", botUA},
+		{"bot, vars", "vars", botUA},
+		{"bot, rate_limit", "ratelimit", botUA},
+	}
+	header := func(p phase) http.Header {
+		h := http.Header{"User-Agent": {p.ua}}
+		if p.phase != "" {
+			h.Set("X-Phase", p.phase)
+		}
+		return h
 	}
 	type total struct {
 		reqs int64
@@ -164,10 +188,14 @@ http://127.0.0.1:%[7]d {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	// Warm up both sites (robots.txt fetch, connection pools).
 	for _, p := range phases {
-		caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, time.Second)
+		caddyrun.Load(client, url, header(p), conc, time.Second)
 	}
-	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients, %d rounds × %s per phase\n",
-		pid, caddyCPU, strings.Join(others, ","), conc, rounds, dur)
+	pace := "as fast as they can"
+	if rate > 0 {
+		pace = fmt.Sprintf("at %.0f requests/s", rate)
+	}
+	fmt.Printf("Caddy pid %d on core %d, load on cores %s, %d clients %s, %d rounds × %s per phase\n",
+		pid, caddyCPU, strings.Join(others, ","), conc, pace, rounds, dur)
 	for r := 0; r < rounds; r++ {
 		for _, i := range rng.Perm(len(phases)) {
 			p := phases[i]
@@ -175,7 +203,11 @@ http://127.0.0.1:%[7]d {
 			if err != nil {
 				return err
 			}
-			n, errs := caddyrun.LoadTimed(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, dur, &totals[i].lat)
+			var missed int64
+			n, errs := caddyrun.LoadPaced(client, url, header(p), conc, dur, &totals[i].lat, rate, &missed)
+			if rate > 0 && float64(missed) > 0.02*rate*dur.Seconds() {
+				fmt.Printf("  (%s: %d requests missed their tick: below the rate)\n", p.name, missed)
+			}
 			after, err := caddyrun.CPUTime(pid)
 			if err != nil {
 				return err
@@ -202,12 +234,12 @@ http://127.0.0.1:%[7]d {
 		return out
 	}
 	fmt.Println()
-	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | vars ÷ plain, same | robots_guard ÷ vars, same | recipe ÷ plain, same |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
-	for i := 0; i < len(phases); i += 4 {
-		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
+	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | vars ÷ plain, same | robots_guard ÷ vars, same | rate_limit ÷ plain, same | recipe ÷ plain, same |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|")
+	for i := 0; i < len(phases); i += 5 {
+		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
 			per(totals[i]), per(totals[i+1]), summary(ratios(i+1, i), rng), summary(ratios(i+3, i), rng),
-			summary(ratios(i+1, i+3), rng), summary(ratios(i+2, i), rng))
+			summary(ratios(i+1, i+3), rng), summary(ratios(i+4, i), rng), summary(ratios(i+2, i), rng))
 	}
 	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
 	for i, p := range phases {
@@ -243,13 +275,87 @@ http://127.0.0.1:%[7]d {
 			}
 			done <- err
 		}()
-		caddyrun.Load(client, fmt.Sprintf("http://127.0.0.1:%d/page", p.port), uaHeader(p.ua), conc, time.Duration(secs)*time.Second+200*time.Millisecond)
+		caddyrun.LoadPaced(client, url, header(p), conc, time.Duration(secs)*time.Second+200*time.Millisecond, nil, rate, nil)
 		if err := <-done; err != nil {
 			return fmt.Errorf("profile of %s: %w", p.name, err)
 		}
 		fmt.Println("profile:", file)
 	}
+	return attributeAll(profiles)
+}
+
+// handlers are the handlers whose own CPU attributeAll reads in each
+// phase's profile: the function, and the phase name's part that selects it.
+var handlers = []struct{ phase, fn, name string }{
+	{"robots_guard", `caddymodule.\(\*RobotsGuard\).ServeHTTP$`, "robots_guard"},
+	{"vars", `caddyhttp.VarsMiddleware.ServeHTTP$`, "vars"},
+	{"rate_limit", `caddy-ratelimit.Handler.ServeHTTP$`, "caddy-ratelimit"},
+	{"recipe", `caddyhttp.MatchHeaderRE.MatchWithError$`, "header_regexp recipe (its matcher)"},
+}
+
+// attributeAll prints, for the profiles in dir, each handler's own share
+// of Caddy's CPU: the samples in the handler but not in the handlers after
+// it (for the recipe, the samples of its matcher). Within one profile the
+// share does not drift with the machine the way CPU per request does
+// between phases, so it resolves what the paired rounds cannot: the
+// handler costs Caddy 1 / (1 − share) times what the plain site does.
+func attributeAll(dir string) error {
+	fmt.Println("\nOwn CPU of each handler, from the profile of its phase (samples in the handler, not in the next one):")
+	fmt.Println("\n| phase | handler | own samples | of Caddy's | share | as a ratio to plain |\n|---|---|--:|--:|--:|--:|")
+	for _, traffic := range []string{"browser", "bot"} {
+		for _, h := range handlers {
+			file := filepath.Join(dir, traffic+"-"+h.phase+".pprof")
+			if _, err := os.Stat(file); err != nil {
+				continue
+			}
+			own, total, err := ownCPU(file, h.fn, h.phase == "recipe")
+			if err != nil {
+				return err
+			}
+			share := own / total
+			fmt.Printf("| %s | %s | %.2f s | %.2f s | %.2f %% | %.3f× |\n", traffic, h.name, own, total, 100*share, 1/(1-share))
+		}
+	}
 	return nil
+}
+
+// ownCPU reads, with go tool pprof -peek, the samples of fn in a profile
+// less those of the next handler it calls (all of them when whole), and
+// the profile's total, in seconds.
+func ownCPU(file, fn string, whole bool) (own, total float64, err error) {
+	out, err := exec.Command("go", "tool", "pprof", "-peek", fn, file).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("go tool pprof -peek %s %s: %w", fn, file, err)
+	}
+	var cum, next float64
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		switch {
+		case strings.Contains(line, "Total samples = "):
+			v := line[strings.Index(line, "Total samples = ")+len("Total samples = "):]
+			total = seconds(strings.Fields(v)[0])
+		case len(f) >= 7 && f[5] == "|" && cum == 0:
+			cum = seconds(f[3]) // the function's own line: flat flat% sum% cum cum% | name
+		case cum > 0 && len(f) >= 4 && strings.HasSuffix(line, "caddyhttp.HandlerFunc.ServeHTTP\n"):
+			next += seconds(f[0])
+		}
+	}
+	if total == 0 || cum == 0 {
+		return 0, 0, fmt.Errorf("%s: no samples of %s", file, fn)
+	}
+	if whole {
+		next = 0
+	}
+	return cum - next, total, nil
+}
+
+// seconds reads a pprof duration ("14.74s", "740ms").
+func seconds(v string) float64 {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0
+	}
+	return d.Seconds()
 }
 
 // summary writes the median of xs with a bootstrap 95 % interval of the
@@ -295,6 +401,3 @@ func recipeRegexp(file string) (string, error) {
 	}
 	return "(?i)(" + strings.Join(toks, "|") + ")", nil
 }
-
-// uaHeader is a request header with only a User-Agent.
-func uaHeader(ua string) http.Header { return http.Header{"User-Agent": {ua}} }

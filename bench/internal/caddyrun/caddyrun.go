@@ -23,14 +23,21 @@ import (
 
 // Build builds ../cmd/caddy (run from the bench directory) into dir and
 // returns the binary's path.
-func Build(dir string) (string, error) {
+func Build(dir string) (string, error) { return build(dir, "..", "./cmd/caddy") }
+
+// BuildBench builds ./cmd/caddybench (Caddy with robots_guard and the
+// modules it is compared with; run from the bench directory) into dir and
+// returns the binary's path.
+func BuildBench(dir string) (string, error) { return build(dir, ".", "./cmd/caddybench") }
+
+func build(dir, in, pkg string) (string, error) {
 	bin := filepath.Join(dir, "caddy")
-	fmt.Println("building ../cmd/caddy ...")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	build.Dir = ".."
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("build caddy (run from the bench directory): %w", err)
+	fmt.Printf("building %s ...\n", filepath.Join(in, pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = in
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build %s (run from the bench directory): %w", pkg, err)
 	}
 	return bin, nil
 }
@@ -72,8 +79,45 @@ func Load(client *http.Client, url string, header http.Header, conc int, d time.
 // LoadTimed is Load that also appends each answered request's latency to
 // *lat (when not nil), for percentiles.
 func LoadTimed(client *http.Client, url string, header http.Header, conc int, d time.Duration, lat *[]time.Duration) (ok, failed int64) {
+	return LoadPaced(client, url, header, conc, d, lat, 0, nil)
+}
+
+// LoadPaced is LoadTimed at a fixed rate (requests a second over all
+// clients; 0: as fast as they can): a server's CPU time per request
+// depends on how busy it is (a busier one batches more wakeups), so
+// configurations compared at one rate are compared in one regime. Requests
+// the clients cannot start in time are dropped, not queued, and counted in
+// *missed (when not nil): a run with many missed ticks ran at less than
+// the rate.
+func LoadPaced(client *http.Client, url string, header http.Header, conc int, d time.Duration, lat *[]time.Duration, rate float64, missed *int64) (ok, failed int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
+	var tokens chan struct{}
+	if rate > 0 {
+		tokens = make(chan struct{}, conc)
+		go func() {
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			start, sent := time.Now(), 0
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					due := int(now.Sub(start).Seconds() * rate)
+					for ; sent < due; sent++ {
+						select {
+						case tokens <- struct{}{}:
+						default:
+							if missed != nil {
+								atomic.AddInt64(missed, 1)
+							}
+						}
+					}
+				}
+			}
+		}()
+	}
 	var okN, badN atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -88,6 +132,13 @@ func LoadTimed(client *http.Client, url string, header http.Header, conc int, d 
 				}
 			}()
 			for ctx.Err() == nil {
+				if tokens != nil {
+					select {
+					case <-tokens:
+					case <-ctx.Done():
+						return
+					}
+				}
 				start := time.Now()
 				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 				for k, v := range header {
@@ -206,12 +257,21 @@ func Start(bin, dir, caddyfile, taskset string, cpu int) (pid int, stop func(), 
 // ../cmd/caddy into it and starts an upstream that serves robots and page
 // (see Upstream).
 func Setup(name, robots, page string) (dir, bin, upstream string, cleanup func(), err error) {
+	return setup(name, robots, page, Build)
+}
+
+// SetupBench is Setup with the Caddy of BuildBench.
+func SetupBench(name, robots, page string) (dir, bin, upstream string, cleanup func(), err error) {
+	return setup(name, robots, page, BuildBench)
+}
+
+func setup(name, robots, page string, build func(string) (string, error)) (dir, bin, upstream string, cleanup func(), err error) {
 	dir, err = os.MkdirTemp("", "robotsguard-"+name+"-")
 	if err != nil {
 		return "", "", "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(dir) }
-	if bin, err = Build(dir); err == nil {
+	if bin, err = build(dir); err == nil {
 		upstream, err = Upstream(robots, page)
 	}
 	if err != nil {

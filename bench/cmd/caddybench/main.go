@@ -1,0 +1,17 @@
+// Command caddybench is the Caddy that bench/loadtest runs: Caddy's
+// standard modules, robots_guard, and the modules robots_guard is compared
+// with (caddy-ratelimit, from third_party/: see its README).
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mholt/caddy-ratelimit"
+
+	_ "github.com/robotsguard/robotsguard/caddymodule"
+)
+
+func main() {
+	caddycmd.Main()
+}
