@@ -120,14 +120,13 @@ type bstar struct {
 }
 
 type trieBuilder struct {
-	m     matcher
-	buf   []byte
-	arena []byte // backing store of the builder's pattern bytes
-	segs  [][]byte
-	slab  []bnode // backing store of the builder's nodes
-	// kidStack holds the kid indexes of the nodes being flattened.
-	kidStack []int32
-	kidSlab  []*bnode // backing store of the first kids (firstKid)
+	m       matcher
+	buf     []byte
+	arena   []byte // backing store of the builder's pattern bytes
+	segs    [][]byte
+	slab    []bnode  // backing store of the builder's nodes
+	sortBuf []*bnode // scratch of sortKids
+	kidSlab []*bnode // backing store of the first kids (firstKid)
 }
 
 // idxFrom is the number of kids from which a node gets an index.
@@ -492,31 +491,55 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 			nd.ix = int32(len(m.ix))
 			m.ix = append(m.ix, x)
 		}
-		if len(n.kids) > 1 {
-			slices.SortFunc(n.kids, func(a, b *bnode) int { return int(a.label[0]) - int(b.label[0]) })
-		}
-		// The kids' indexes wait on a stack shared by the whole walk
-		// (not a slice per node): the visits below push above them.
-		lo := len(b.kidStack)
-		b.kidStack = slices.Grow(b.kidStack, len(n.kids))[:lo+len(n.kids)]
-		for i, k := range n.kids {
-			v := visit(k)
-			b.kidStack[lo+i] = v
-		}
+		b.sortKids(n)
+		// The node is written whole before its kids are visited (while
+		// its cache line is warm), with slots for its kids' indexes
+		// reserved in m.kids; each visit below fills its slot.
 		nd.kid0 = int32(len(m.kids))
-		m.kids = append(m.kids, b.kidStack[lo:]...)
-		for _, k := range n.kids {
+		m.kids = append(m.kids, make([]int32, len(n.kids))...)
+		m.kidb = append(m.kidb, n.kidb[:min(len(n.kids), idxFrom)]...)
+		for _, k := range n.kids[min(len(n.kids), idxFrom):] {
 			m.kidb = append(m.kidb, k.label[0])
 		}
-		b.kidStack = b.kidStack[:lo]
 		nd.kid1 = int32(len(m.kids))
 		m.nodes[idx] = nd
+		for i, k := range n.kids {
+			v := visit(k)
+			m.kids[nd.kid0+int32(i)] = v
+		}
 		return idx
 	}
 	return visit(root)
 }
 
 func (b *trieBuilder) finish() matcher { return b.m }
+
+// sortKids orders n's kids by first byte, keeping n.kidb in step: a node
+// with an index lists them from the index (no comparisons), a smaller one
+// is insertion-sorted on its own kidb bytes rather than by following each
+// kid's label.
+func (b *trieBuilder) sortKids(n *bnode) {
+	if n.idx != nil {
+		k := b.sortBuf[:0]
+		for c := range 256 {
+			if i := n.idx[c]; i > 0 {
+				k = append(k, n.kids[i-1])
+			}
+		}
+		copy(n.kids, k)
+		b.sortBuf = k[:0]
+		for i := range idxFrom {
+			n.kidb[i] = n.kids[i].label[0]
+		}
+		return
+	}
+	for i := 1; i < len(n.kids); i++ {
+		for j := i; j > 0 && n.kidb[j] < n.kidb[j-1]; j-- {
+			n.kidb[j], n.kidb[j-1] = n.kidb[j-1], n.kidb[j]
+			n.kids[j], n.kids[j-1] = n.kids[j-1], n.kids[j]
+		}
+	}
+}
 
 // chooseBigrams returns for each wildcard pattern (after its head) up to
 // maxBigrams distinct bigrams of its segments, as a<<8|b, the ones that

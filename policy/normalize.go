@@ -107,30 +107,41 @@ func appendNormalized(dst []byte, s string, literal bool) []byte {
 	if !literal && plain(s) {
 		return append(dst, s...)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if v, ok := escapeAt(s, i); ok {
-			if isUnreserved(v) {
-				dst = append(dst, v)
+	marks := &changes
+	if literal {
+		marks = &special
+	}
+	for i := 0; i < len(s); {
+		// Runs of bytes that stay as they are are copied at once.
+		j := i
+		for j < len(s) && !marks[s[j]] {
+			j++
+		}
+		dst = append(dst, s[i:j]...)
+		if j == len(s) {
+			break
+		}
+		c := s[j]
+		i = j + 1
+		switch {
+		case c == '%':
+			if v, ok := escapeAt(s, j); ok {
+				if isUnreserved(v) {
+					dst = append(dst, v)
+				} else {
+					dst = append(dst, '%', upperHex[v>>4], upperHex[v&15])
+				}
+				i = j + 3
 			} else {
-				dst = append(dst, '%', upperHex[v>>4], upperHex[v&15])
+				dst = append(dst, '%')
 			}
-			i += 2
-			continue
-		}
-		if mustEncode(c) {
+		case mustEncode(c):
 			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
-			continue
-		}
-		if literal && c == '*' {
+		case c == '*': // literal only
 			dst = append(dst, litStar)
-			continue
-		}
-		if literal && c == '$' {
+		default: // '$', literal only
 			dst = append(dst, litDollar)
-			continue
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }
@@ -142,21 +153,27 @@ func normalizedLen(s string) int {
 		return len(s)
 	}
 	n := 0
-	for i := 0; i < len(s); i++ {
-		if v, ok := escapeAt(s, i); ok {
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && !changes[s[j]] {
+			j++
+		}
+		n += j - i
+		if j == len(s) {
+			break
+		}
+		i = j + 1
+		if v, ok := escapeAt(s, j); ok {
 			if isUnreserved(v) {
 				n++
 			} else {
 				n += 3
 			}
-			i += 2
-			continue
-		}
-		c := s[i]
-		if mustEncode(c) {
+			i = j + 3
+		} else if mustEncode(s[j]) {
 			n += 3
 		} else {
-			n++
+			n++ // a '%' that starts no escape
 		}
 	}
 	return n
