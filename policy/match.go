@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 )
@@ -361,10 +362,7 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 			}
 			return k
 		}
-		common := 0
-		for common < len(k.label) && common < len(seg) && k.label[common] == seg[common] {
-			common++
-		}
+		common := commonPrefix(k.label, seg)
 		if common < len(k.label) {
 			// Split k: its tail moves into a new child.
 			tail := b.node(k.label[common:])
@@ -382,19 +380,42 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 	return n
 }
 
+// commonPrefix returns the length of the longest common prefix of a and
+// b, comparing eight bytes at a time (labels of long paths share dozens).
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
 // flatten appends the trie below root to the matcher and returns the
 // root's index.
 func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 	m := &b.m
-	var count func(n *bnode) int
-	count = func(n *bnode) int {
-		c := 1
+	// The nodes, their kids and their labels are counted first, so that
+	// the matcher's arrays grow once per trie.
+	var nodes, labels int
+	var count func(n *bnode)
+	count = func(n *bnode) {
+		nodes++
+		labels += len(n.label)
 		for _, k := range n.kids {
-			c += count(k)
+			count(k)
 		}
-		return c
 	}
-	m.nodes = slices.Grow(m.nodes, count(root))
+	count(root)
+	m.nodes = slices.Grow(m.nodes, nodes)
+	m.lab = slices.Grow(m.lab, labels)
+	m.kids = slices.Grow(m.kids, nodes)
+	m.kidb = slices.Grow(m.kidb, nodes)
 	var visit func(n *bnode) int32
 	visit = func(n *bnode) int32 {
 		idx := int32(len(m.nodes))
