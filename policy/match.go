@@ -107,8 +107,11 @@ type bnode struct {
 	// kidb holds the first bytes of the first idxFrom kids, so that a
 	// node without an index finds a kid in its own bytes rather than by
 	// following each kid's pointer and label.
-	kidb  [idxFrom]byte
-	stars []bstar
+	kidb [idxFrom]byte
+	// stars are the wildcard patterns whose head ends here:
+	// trieBuilder.starLists[stars-1], 0 for none (most nodes), so that
+	// a node does not carry a slice header for them.
+	stars int32
 	term  [4]int32 // prefAllow, prefDis, endAllow, endDis
 	first [2]int32
 }
@@ -128,6 +131,8 @@ type trieBuilder struct {
 	slab    []bnode  // backing store of the builder's nodes
 	sortBuf []*bnode // scratch of sortKids
 	kidSlab []*bnode // backing store of the first kids (firstKid)
+	// starLists are the nodes' wildcard patterns (bnode.stars).
+	starLists [][]bstar
 }
 
 // idxFrom is the number of kids from which a node gets an index.
@@ -263,7 +268,11 @@ func (b *trieBuilder) build(rules []Rule, ids []int32, implied map[int32]int32) 
 					kept = append(kept, s)
 				}
 			}
-			n.stars = append(n.stars, bstar{rule: ri, anchored: anchored, segs: kept})
+			if n.stars == 0 {
+				b.starLists = append(b.starLists, nil)
+				n.stars = int32(len(b.starLists))
+			}
+			b.starLists[n.stars-1] = append(b.starLists[n.stars-1], bstar{rule: ri, anchored: anchored, segs: kept})
 			return
 		}
 		slot, fslot := 0, 0
@@ -310,8 +319,14 @@ func allEmpty(segs [][]byte) bool {
 // insertVariants inserts every compiled variant of pattern p (see
 // canonicalPattern); anchor forces a final '$'.
 func (b *trieBuilder) insertVariants(p string, anchor bool, ri int32, insert func([][]byte, bool, int32)) {
+	// A pattern with no byte to encode keeps its length; another may
+	// grow to three times it.
+	need := len(p)
+	if !plain(p) {
+		need = 3 * len(p)
+	}
 	for v, n := uint(0), uint(1); v < n; v++ {
-		segs, anchored, choices, buf := canonicalPattern(b.buf, p, b.segs, b.alloc(3*len(p)), v)
+		segs, anchored, choices, buf := canonicalPattern(b.buf, p, b.segs, b.alloc(need), v)
 		b.buf, b.segs = buf, segs
 		n = 1 << min(choices, maxEscapeChoices)
 		insert(segs, anchored || anchor, ri)
@@ -370,7 +385,7 @@ func (b *trieBuilder) insertLiteral(n *bnode, seg []byte) *bnode {
 			k.label = k.label[:common]
 			k.kids, k.idx = b.firstKid(tail), nil
 			k.kidb[0] = tail.label[0]
-			k.stars = nil
+			k.stars = 0
 			k.term = [4]int32{-1, -1, -1, -1}
 			k.first = [2]int32{-1, -1}
 		}
@@ -429,8 +444,12 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 		}
 		// Best first: priority, then Allow, then file order (see
 		// result.improves).
-		if len(n.stars) > 1 {
-			slices.SortStableFunc(n.stars, func(x, y bstar) int {
+		var stars []bstar
+		if n.stars > 0 {
+			stars = b.starLists[n.stars-1]
+		}
+		if len(stars) > 1 {
+			slices.SortStableFunc(stars, func(x, y bstar) int {
 				a, b := &rules[x.rule], &rules[y.rule]
 				switch {
 				case a.Priority != b.Priority:
@@ -446,15 +465,15 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 		}
 		nd.ix = -1
 		var bgs [][]int
-		if len(n.stars) > 0 {
-			bgs = chooseBigrams(n.stars) // per pattern, rarest first
+		if len(stars) > 0 {
+			bgs = chooseBigrams(stars) // per pattern, rarest first
 		}
-		indexed := len(n.stars) >= minIndexed
+		indexed := len(stars) >= minIndexed
 		first := int32(len(m.stars))
 		// Scanned patterns first, contiguous; indexed ones (those with a
 		// bigram, in a long list) after them; both keep the sorted order.
 		var scan, ixd []int
-		for i := range n.stars {
+		for i := range stars {
 			if indexed && len(bgs[i]) > 0 {
 				ixd = append(ixd, i)
 			} else {
@@ -462,7 +481,7 @@ func (b *trieBuilder) flatten(rules []Rule, root *bnode) int32 {
 			}
 		}
 		for _, i := range append(scan, ixd...) {
-			s := n.stars[i]
+			s := stars[i]
 			sp := starPat{
 				rule: s.rule, prio: int32(rules[s.rule].Priority), allow: rules[s.rule].Kind == Allow,
 				anchored: s.anchored, seg0: int32(len(m.segs)),
