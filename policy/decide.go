@@ -110,7 +110,16 @@ func Both(d, also Decision) Decision {
 
 // match runs the matcher of rule set si over the canonical target in sc.
 func (r *Robots) match(si int32, sc *scratch, res *result) {
-	r.m.match(r.rules, r.sets[si].root, sc.target, res, false)
+	r.matchSet(si, sc.target, res, false)
+}
+
+// matchSet runs the tries of rule set si over target (see ruleSet).
+func (r *Robots) matchSet(si int32, target []byte, res *result, all bool) {
+	set := &r.sets[si]
+	r.m.match(r.rules, set.root, target, res, all)
+	for _, root := range set.more {
+		r.m.match(r.rules, root, target, res, all)
+	}
 }
 
 // verdict fills Allowed and Rule from the matching rules.

@@ -76,7 +76,7 @@ groups:
 			}
 			probed[string(sc.target)] = true
 			res := newResult()
-			r.m.match(r.rules, r.sets[m.set].root, sc.target, &res, true)
+			r.matchSet(m.set, sc.target, &res, true)
 			d := Decision{Allowed: true}
 			r.verdict(&res, &d)
 			if res.first < 0 || d.Rule == nil {

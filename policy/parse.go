@@ -496,6 +496,19 @@ func (r *Robots) compile() {
 	setOfFG := make([]int32, len(r.groups)) // sets of one file group, + 1
 	var key []byte
 	var ids []int32
+	// rootOf compiles the trie of file group fg once (roots holds it + 1).
+	roots := make([]int32, len(r.groups))
+	rootOf := func(fg int32) int32 {
+		if roots[fg] == 0 {
+			g := r.groups[fg]
+			ids = ids[:0]
+			for ri := g.ruleLo; ri < g.ruleHi; ri++ {
+				ids = append(ids, ri)
+			}
+			roots[fg] = b.build(r.rules, ids, implied) + 1
+		}
+		return roots[fg] - 1
+	}
 	for i := range r.merged {
 		m := &r.merged[i]
 		for _, fg := range m.fgs {
@@ -532,16 +545,12 @@ func (r *Robots) compile() {
 			si, ok = setByKey[string(key)]
 		}
 		if !ok {
-			ids = ids[:0]
-			for _, fg := range m.fgs {
-				g := r.groups[fg]
-				for ri := g.ruleLo; ri < g.ruleHi; ri++ {
-					ids = append(ids, ri)
-				}
-			}
-			root := b.build(r.rules, ids, implied)
 			si = int32(len(r.sets))
-			r.sets = append(r.sets, ruleSet{root: root})
+			set := ruleSet{root: rootOf(m.fgs[0])}
+			for _, fg := range m.fgs[1:] {
+				set.more = append(set.more, rootOf(fg))
+			}
+			r.sets = append(r.sets, set)
 			if len(m.fgs) == 1 {
 				setOfFG[m.fgs[0]] = si + 1
 			} else {

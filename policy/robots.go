@@ -58,11 +58,16 @@ type mergedGroup struct {
 	signals []int32
 }
 
-// ruleSet is the compiled union of the rules of some file groups. Merged
-// groups made of the same file groups share one (a group of 166 agents with
-// one rule compiles once).
+// ruleSet is the compiled union of the rules of some file groups: one trie
+// per file group, so that a group that several merged groups share (the
+// "*" group that also names applebot, which a later group names again) is
+// compiled once. Merged groups made of the same file groups share one set
+// (a group of 166 agents with one rule compiles once). The best match over
+// the tries is the best match over the union (result.improves is a total
+// order), so a set of several is matched trie by trie.
 type ruleSet struct {
-	root int32
+	root int32   // the first file group's trie
+	more []int32 // the others', for a token named by several groups
 }
 
 // Groups returns the groups of the file as written, in file order, without
