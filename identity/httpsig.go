@@ -463,15 +463,15 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member, av 
 		case "@authority":
 			b, authority = appendAuthority(b, r.Scheme, r.Authority), true
 		case "@method":
-			b = appendUpper(b, r.Method)
+			b = append(b, strings.ToUpper(r.Method)...)
 		case "@scheme":
-			b = appendLower(b, r.Scheme)
+			b = append(b, strings.ToLower(r.Scheme)...)
 		case "@path":
 			b = appendPath(b, r.Path)
 		case "@query":
 			b = append(append(b, '?'), r.Query...)
 		case "@target-uri":
-			b = appendLower(b, r.Scheme)
+			b = append(b, strings.ToLower(r.Scheme)...)
 			b = append(b, "://"...)
 			b = appendPath(appendAuthority(b, r.Scheme, r.Authority), r.Path)
 			if r.Query != "" {
@@ -518,29 +518,7 @@ func appendAuthority(b []byte, scheme, authority string) []byte {
 		strings.EqualFold(scheme, "http") && strings.HasSuffix(authority, ":80"):
 		n = strings.LastIndexByte(authority, ':')
 	}
-	return appendLower(b, authority[:n])
-}
-
-func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	return b
-}
-
-func appendUpper(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		b = append(b, c)
-	}
-	return b
+	return append(b, strings.ToLower(authority[:n])...)
 }
 
 // appendPath appends the escaped path, "/" when it is empty.
