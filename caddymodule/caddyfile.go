@@ -57,6 +57,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    ban_after <denials> <window>
 //	    max_bans <n>
 //	    store redis <redis:// or rediss:// URL> [{
+//	        cluster
 //	        key_prefix <prefix>
 //	        timeout <duration>
 //	        on_store_error allow|deny
@@ -272,6 +273,13 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()
+		if name == "cluster" {
+			if len(args) != 0 {
+				return nil, d.Errf("store: cluster takes no value (the nodes go in the URL: redis://host1:port?addr=host2:port&addr=host3:port)")
+			}
+			sc.Cluster = true
+			continue
+		}
 		if len(args) != 1 {
 			return nil, d.Errf("store: %s: want exactly one value, got %d", name, len(args))
 		}
@@ -287,7 +295,7 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 		case "on_store_error":
 			sc.OnStoreError = args[0]
 		default:
-			return nil, d.Errf("store: unknown subdirective %q (want key_prefix, timeout or on_store_error)", name)
+			return nil, d.Errf("store: unknown subdirective %q (want cluster, key_prefix, timeout or on_store_error)", name)
 		}
 	}
 	return sc, nil

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
@@ -80,6 +81,11 @@ type RedisConfig struct {
 	// TLS replaces the TLS configuration of a rediss:// URL (which
 	// otherwise trusts the system's roots), for a private CA.
 	TLS *tls.Config
+	// Cluster makes URL a Redis Cluster (or Valkey cluster): go-redis's
+	// cluster URL form, redis://host1:port?addr=host2:port&addr=host3:port,
+	// any of whose nodes lets the client discover the others. Bans are
+	// then announced through sharded pub/sub (SPUBLISH, Redis 7+).
+	Cluster bool
 	// clientClock sends the caller's clock to the script instead of the
 	// server's TIME: for tests that compare the script with Memory on
 	// the same arrival sequences.
@@ -138,9 +144,39 @@ func CheckRedisURL(u string) error {
 		return fmt.Errorf("%s: not a valid URL (percent-encode special characters of the password)", RedactURL(u))
 	}
 	if _, err := redis.ParseURL(u); err != nil {
+		if _, cerr := redis.ParseClusterURL(u); cerr == nil && strings.Contains(u, "addr=") {
+			return fmt.Errorf("%s: a cluster's URL (addr=...): add cluster to the store (JSON \"cluster\": true)", RedactURL(u))
+		}
 		return fmt.Errorf("%s: %s (want redis://[:password@]host:port[/db] or rediss://...)", RedactURL(u), scrub(err.Error(), u))
 	}
 	return nil
+}
+
+// CheckStoreURL checks the URL of a server (CheckRedisURL) or, with
+// cluster, of a cluster. Its error never contains the password.
+func CheckStoreURL(u string, cluster bool) error {
+	if cluster {
+		_, err := checkClusterURL(u)
+		return err
+	}
+	return CheckRedisURL(u)
+}
+
+// checkClusterURL checks the form of a cluster's URL (ParseClusterURL's:
+// redis://host:port?addr=host:port&addr=...). Its error never contains
+// the password.
+func checkClusterURL(u string) (*redis.ClusterOptions, error) {
+	if !strings.Contains(u, "://") {
+		return nil, CheckRedisURL(u) // says how to write it
+	}
+	if _, err := url.Parse(u); err != nil {
+		return nil, fmt.Errorf("%s: not a valid URL (percent-encode special characters of the password)", RedactURL(u))
+	}
+	opt, err := redis.ParseClusterURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s (want redis://[:password@]host:port?addr=host:port&addr=... for a cluster)", RedactURL(u), scrub(err.Error(), u))
+	}
+	return opt, nil
 }
 
 // gcraScript is GCRA on the server, atomically: the key holds the
@@ -196,7 +232,7 @@ return 0
 // in-memory limiter decides meanwhile; the first call after a pause that
 // succeeds ends it.
 type Redis struct {
-	client   *redis.Client
+	client   redis.UniversalClient
 	cfg      RedisConfig
 	redacted string
 	local    *Memory
@@ -218,12 +254,24 @@ type Redis struct {
 // Redis. An invalid URL or setting is an error that never contains the
 // password.
 func NewRedis(cfg RedisConfig) (*Redis, error) {
-	if err := CheckRedisURL(cfg.URL); err != nil {
-		return nil, err
-	}
-	opt, _ := redis.ParseURL(cfg.URL)
-	if cfg.TLS != nil && opt.TLSConfig != nil {
-		opt.TLSConfig = cfg.TLS
+	var opt *redis.Options
+	var copt *redis.ClusterOptions
+	if cfg.Cluster {
+		var err error
+		if copt, err = checkClusterURL(cfg.URL); err != nil {
+			return nil, err
+		}
+		if cfg.TLS != nil && copt.TLSConfig != nil {
+			copt.TLSConfig = cfg.TLS
+		}
+	} else {
+		if err := CheckRedisURL(cfg.URL); err != nil {
+			return nil, err
+		}
+		opt, _ = redis.ParseURL(cfg.URL)
+		if cfg.TLS != nil && opt.TLSConfig != nil {
+			opt.TLSConfig = cfg.TLS
+		}
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
@@ -247,15 +295,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	// One attempt per call, bounded by the call's context: no retries
-	// that would stretch a decision past Timeout.
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true
-	opt.PoolTimeout = cfg.Timeout
-	opt.DialTimeout = max(opt.DialTimeout, time.Second)
-	opt.MinIdleConns = 1
-	r := &Redis{
-		client:   redis.NewClient(opt),
+	r := &Redis{client: newClient(opt, copt, cfg.Timeout),
 		cfg:      cfg,
 		redacted: RedactURL(cfg.URL),
 		local:    NewMemory(cfg.LocalKeys, cfg.Tolerance),
@@ -280,6 +320,28 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		}
 	}()
 	return r, nil
+}
+
+// newClient makes the client of a server (opt) or of a cluster (copt):
+// one attempt per call, bounded by the call's context, with no retries
+// that would stretch a decision past its timeout. A cluster client still
+// follows a MOVED or ASK answer (a slot that moved, a failover), within
+// the same deadline.
+func newClient(opt *redis.Options, copt *redis.ClusterOptions, timeout time.Duration) redis.UniversalClient {
+	if copt != nil {
+		copt.MaxRetries = -1
+		copt.ContextTimeoutEnabled = true
+		copt.PoolTimeout = timeout
+		copt.DialTimeout = max(copt.DialTimeout, time.Second)
+		copt.MinIdleConns = 1
+		return redis.NewClusterClient(copt)
+	}
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true
+	opt.PoolTimeout = timeout
+	opt.DialTimeout = max(opt.DialTimeout, time.Second)
+	opt.MinIdleConns = 1
+	return redis.NewClient(opt)
 }
 
 // Ping connects to the server and loads the script. NewRedis calls it in
@@ -321,9 +383,9 @@ func (r *Redis) key(k Key) string { return string(r.appendKey(nil, k)) }
 // appendKey appends the server's key of k to b.
 func (r *Redis) appendKey(b []byte, k Key) []byte {
 	b = append(b, r.cfg.KeyPrefix...)
-	b = append(b, "cd:"...)
+	b = append(b, "cd:{"...)
 	b = appendKeyPart(b, k.Site)
-	b = append(b, ' ')
+	b = append(b, "} "...)
 	b = appendKeyPart(b, k.Group)
 	b = append(b, ' ')
 	return hex.AppendEncode(b, k.Client[:])
@@ -385,7 +447,11 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		c.spend = 1
 	}
 	c.now = now / 1000
-	c.key.b = r.appendKey(c.key.b[:0], k)
+	c.keyBuf = r.appendKey(c.keyBuf[:0], k)
+	// A view of the pooled buffer, not a copy: the buffer is not written
+	// again until this call has returned and the call is back in the
+	// pool, and nothing keeps the command after it returns.
+	c.key = unsafe.String(unsafe.SliceData(c.keyBuf), len(c.keyBuf))
 	args := c.args[:]
 	if !r.cfg.clientClock {
 		args = args[:len(args)-1]
@@ -393,11 +459,19 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 	start := time.Now()
 	ctx := c.ctx.start(parent, start.Add(r.cfg.Timeout))
 	cmd := redis.NewIntCmd(ctx, args...)
+	// For a cluster's routing: the key's position, and a key step, which
+	// spares the client a look-up of the command's metadata (under a
+	// context.WithTimeout of its own) on every call; EVALSHA is routed by
+	// its one key, and the step serves only commands split over shards.
+	cmd.SetFirstKeyPos(3)
+	cmd.SetStepCount(1)
 	err := r.client.Process(ctx, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// The server lost its scripts (a restart, SCRIPT FLUSH): EVAL
 		// loads it again. Rare, so not tuned.
 		cmd = redis.NewIntCmd(ctx, append([]any{"eval", gcraSource}, args[2:]...)...)
+		cmd.SetFirstKeyPos(3)
+		cmd.SetStepCount(1)
 		err = r.client.Process(ctx, cmd)
 	}
 	wait := cmd.Val()
@@ -424,28 +498,24 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 }
 
 // scriptCall holds the arguments of one call of gcraScript. Calls take
-// them from a pool and go-redis writes *int64 and BinaryMarshaler
-// arguments in place, so a decision boxes nothing into interfaces and
-// builds no key string: what is left is go-redis's own (its command, and
-// its health check of the connection it takes from its pool).
+// them from a pool and go-redis writes *int64 and *string arguments in
+// place (and a cluster client reads the key's slot from the *string), so
+// a decision boxes nothing into interfaces and copies no key: what is
+// left is go-redis's own (its command, and its health check of the
+// connection it takes from its pool).
 type scriptCall struct {
 	args                   [8]any
-	key                    keyArg
+	keyBuf                 []byte
+	key                    string // a view of keyBuf
 	delay, tau, spend, now int64
 	ctx                    *callCtx
 }
 
 func (r *Redis) newScriptCall() any {
 	c := &scriptCall{ctx: newCallCtx()}
-	c.args = [8]any{"evalsha", r.sha, 1, &c.key, &c.delay, &c.tau, &c.spend, &c.now}
+	c.args = [8]any{"evalsha", r.sha, "1", &c.key, &c.delay, &c.tau, &c.spend, &c.now}
 	return c
 }
-
-// keyArg is a key, written by go-redis without a string copy.
-type keyArg struct{ b []byte }
-
-// MarshalBinary implements encoding.BinaryMarshaler.
-func (k *keyArg) MarshalBinary() ([]byte, error) { return k.b, nil }
 
 func isTimeout(err error) bool {
 	var ne net.Error
@@ -474,6 +544,12 @@ func (r *Redis) onError(ctx context.Context, k Key, now int64, delay time.Durati
 // failed counts a failed call and pauses calls after failuresToBackoff in
 // a row, or after a timeout.
 func (r *Redis) failed(err error, timeout bool) {
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		// A primary may have gone and its replica taken over: read the
+		// cluster's slots again (in the background), so that the next
+		// call goes to the node that serves them now.
+		cc.ReloadState(context.Background())
+	}
 	n := r.failures.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -491,7 +567,12 @@ func (r *Redis) failed(err error, timeout bool) {
 		zap.String("store", r.redacted), zap.Duration("pause", r.backoff), zap.Int32("failures", n),
 		zap.Error(redactErr(err, r.cfg.URL)))
 	r.down = true
-	r.backoff = min(2*r.backoff, backoffMax)
+	if !r.cfg.Cluster {
+		// On a cluster the pause stays at 1 s: a failover takes a few
+		// seconds, and the first call after it should find the new
+		// primary, not wait out a longer pause.
+		r.backoff = min(2*r.backoff, backoffMax)
+	}
 }
 
 // mono is the monotonic time of pauses: a wall clock that steps back

@@ -104,7 +104,7 @@ func TestRedisShared(t *testing.T) {
 	cl := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer cl.Close()
 	keys, _ := cl.Keys(context.Background(), "robots_guard:*").Result()
-	if len(keys) != 1 || keys[0] != "robots_guard:cd:https://example.com SlowBot c0000201000000000000000000000000" {
+	if len(keys) != 1 || keys[0] != "robots_guard:cd:{https://example.com} SlowBot c0000201000000000000000000000000" {
 		t.Fatalf("keys %q", keys)
 	}
 	ttl, _ := cl.PTTL(context.Background(), keys[0]).Result()

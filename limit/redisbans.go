@@ -24,14 +24,16 @@ const resyncEvery = 10 * time.Second
 // The set holds at most max bans: ended ones leave it first, and when it
 // holds max live bans the new one is refused (returns {0, 0, 2}) rather
 // than lifting another, so a flood of addresses cannot undo a ban.
-// KEYS: ban, strikes, set. ARGV: base ms, max ms, memory ms, client hex,
-// reason, channel, max bans kept, (tests) now ms. Returns {until ms,
+// KEYS: ban, strikes, set (one hash tag: one slot of a cluster). ARGV:
+// base ms, max ms, memory ms, client hex, reason, channel, max bans kept,
+// "1" to announce through sharded pub/sub (a cluster), (tests) now ms.
+// Returns {until ms,
 // strikes, 1} for a new ban, {until ms, strikes, 0} for one in force, or
 // {0, 0, 2} when the list is full.
 var banScript = redis.NewScript(`
 local now
-if ARGV[8] then
-  now = tonumber(ARGV[8])
+if ARGV[9] then
+  now = tonumber(ARGV[9])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -59,7 +61,9 @@ local untilMs = now + len
 redis.call('PEXPIRE', KEYS[2], len + tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], string.format('%d %d %s', untilMs, strikes, ARGV[5]), 'PX', len)
 redis.call('ZADD', KEYS[3], untilMs, ARGV[4])
-redis.call('PUBLISH', ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
+local publish = 'PUBLISH'
+if ARGV[8] == '1' then publish = 'SPUBLISH' end
+redis.call(publish, ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
 return {untilMs, strikes, 1}
 `)
 
@@ -94,10 +98,31 @@ func (r *Redis) NewBans(max int) *RedisBans {
 	return b
 }
 
-func (b *RedisBans) banKey(hexc string) string     { return b.r.cfg.KeyPrefix + "ban:" + hexc }
-func (b *RedisBans) strikesKey(hexc string) string { return b.r.cfg.KeyPrefix + "strikes:" + hexc }
-func (b *RedisBans) setKey() string                { return b.r.cfg.KeyPrefix + "bans" }
-func (b *RedisBans) channel() string               { return b.r.cfg.KeyPrefix + "bans" }
+// The ban list's keys and channel share one hash tag, {bans}, so that the
+// ban script, which touches three of them, runs on one slot of a cluster
+// (and its sharded announcement goes out on that slot's shard).
+func (b *RedisBans) banKey(hexc string) string { return b.r.cfg.KeyPrefix + "{bans}:ban:" + hexc }
+func (b *RedisBans) strikesKey(hexc string) string {
+	return b.r.cfg.KeyPrefix + "{bans}:strikes:" + hexc
+}
+func (b *RedisBans) setKey() string  { return b.r.cfg.KeyPrefix + "{bans}" }
+func (b *RedisBans) channel() string { return b.r.cfg.KeyPrefix + "{bans}" }
+
+// sharded reports whether bans are announced through sharded pub/sub.
+func (b *RedisBans) sharded() string {
+	if b.r.cfg.Cluster {
+		return "1"
+	}
+	return "0"
+}
+
+// publish announces a message to the other instances.
+func (b *RedisBans) publish(ctx context.Context, msg string) error {
+	if b.r.cfg.Cluster {
+		return b.r.client.SPublish(ctx, b.channel(), msg).Err()
+	}
+	return b.r.client.Publish(ctx, b.channel(), msg).Err()
+}
 
 // Close stops following the other instances' bans.
 func (b *RedisBans) Close() error {
@@ -110,7 +135,7 @@ func (b *RedisBans) Close() error {
 func (b *RedisBans) Ban(ctx context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	hexc := hex.EncodeToString(client[:])
 	reason = strings.ReplaceAll(reason, "\n", " ")
-	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max}
+	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max, b.sharded()}
 	if b.r.cfg.clientClock {
 		args = append(args, now/int64(time.Millisecond))
 	}
@@ -151,7 +176,7 @@ func (b *RedisBans) Unban(ctx context.Context, client Client) bool {
 	n, err := b.r.client.Del(ctx, b.banKey(hexc), b.strikesKey(hexc)).Result()
 	if err == nil {
 		b.r.client.ZRem(ctx, b.setKey(), hexc)
-		b.r.client.Publish(ctx, b.channel(), "unban "+hexc)
+		b.publish(ctx, "unban "+hexc)
 	} else {
 		b.r.log.Warn("robots_guard: store: unban not shared (lifted on this instance only)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
@@ -233,7 +258,12 @@ func parseBan(hexc, v string) (BanInfo, bool) {
 // as they come, and a full reload every resyncEvery.
 func (b *RedisBans) follow(ctx context.Context) {
 	defer b.wg.Done()
-	sub := b.r.client.Subscribe(ctx, b.channel())
+	var sub *redis.PubSub
+	if b.r.cfg.Cluster {
+		sub = b.r.client.SSubscribe(ctx, b.channel())
+	} else {
+		sub = b.r.client.Subscribe(ctx, b.channel())
+	}
 	defer sub.Close()
 	msgs := sub.Channel()
 	tick := time.NewTicker(resyncEvery)

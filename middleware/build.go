@@ -152,6 +152,7 @@ func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
 	sc := cfg.Store
 	rc := limit.RedisConfig{
 		URL:       sc.Redis,
+		Cluster:   sc.Cluster,
 		KeyPrefix: sc.KeyPrefix,
 		Timeout:   time.Duration(sc.Timeout),
 		OnError:   sc.OnStoreError,

@@ -234,9 +234,17 @@ type BanAfter struct {
 // Redis-protocol server (Redis 6+, Valkey). See package limit, type Redis.
 type StoreConfig struct {
 	// Redis is the server's URL: redis://[:password@]host:port[/db], or
-	// rediss:// for TLS. Required. The password never appears in logs or
-	// errors.
+	// rediss:// for TLS; with Cluster, a cluster's nodes in go-redis's
+	// form, redis://host1:port?addr=host2:port&addr=host3:port (one node
+	// is enough to find the others). Required. The password never appears
+	// in logs or errors.
 	Redis string `json:"redis"`
+
+	// Cluster makes Redis a Redis Cluster or Valkey cluster. Every script
+	// runs on one slot (a site's Crawl-delay keys share the site's hash
+	// tag, the ban list's keys one tag of their own), and bans are
+	// announced through sharded pub/sub, which needs Redis 7 or Valkey 7.2.
+	Cluster bool `json:"cluster,omitempty"`
 
 	// KeyPrefix starts every key, so that several sites or apps can share
 	// one server. Default "robots_guard:".
@@ -262,7 +270,7 @@ func (c StoreConfig) withDefaults() (*StoreConfig, error) {
 	if c.Redis == "" {
 		return nil, errf("redis", "the server's URL is required, e.g. redis://127.0.0.1:6379")
 	}
-	if err := limit.CheckRedisURL(c.Redis); err != nil {
+	if err := limit.CheckStoreURL(c.Redis, c.Cluster); err != nil {
 		return nil, errf("redis", "%v", err)
 	}
 	if c.KeyPrefix == "" {

@@ -203,3 +203,201 @@ func (s *Server) ping() error {
 	}
 	return nil
 }
+
+// Cluster is a Redis Cluster (or Valkey cluster) on loopback ports: its
+// primaries, each with its replicas, made with redis-cli --cluster create.
+type Cluster struct {
+	// Nodes are the servers, primaries first as created; a failover
+	// changes which is which (Primaries says).
+	Nodes []*Server
+	// URL is the go-redis cluster URL of the primaries as created:
+	// redis://first?addr=second&addr=third.
+	URL string
+
+	t   testing.TB
+	cli string
+}
+
+// CLIBinary returns the path of redis-cli (or valkey-cli), or "".
+func CLIBinary() string {
+	for _, name := range []string{"redis-cli", "valkey-cli"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// StartCluster starts primaries servers in cluster mode, and replicas
+// replicas of each, joins them into one cluster with every slot covered,
+// and waits until every node says the cluster is ok. Nodes time out after
+// 1 s (cluster-node-timeout), so that a killed primary's replica takes
+// over within a few seconds whatever its data's age (a validity factor of
+// 0); the cluster keeps serving the slots it still covers meanwhile
+// (cluster-require-full-coverage no). It returns once every replica has
+// synced, and is stopped when the test ends.
+func StartCluster(t testing.TB, primaries, replicas int) *Cluster {
+	t.Helper()
+	cli := CLIBinary()
+	if cli == "" {
+		msg := "redis-cli not found: install it to run the Redis Cluster tests (Debian/Ubuntu: apt-get install -y redis-tools; .ci/run does)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	c := &Cluster{t: t, cli: cli}
+	n := primaries * (1 + replicas)
+	args := []string{"--cluster", "create"}
+	for range n {
+		s := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+			"--cluster-allow-reads-when-down", "no", "--cluster-replica-validity-factor", "0")
+		c.Nodes = append(c.Nodes, s)
+		args = append(args, s.Addr)
+	}
+	args = append(args, "--cluster-replicas", fmt.Sprint(replicas), "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("testredis: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.URL = "redis://" + c.Nodes[0].Addr
+	for i, s := range c.Nodes[1:primaries] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		c.URL += sep + "addr=" + s.Addr
+	}
+	c.WaitOK(30 * time.Second)
+	c.WaitReplicas(30 * time.Second)
+	return c
+}
+
+// WaitReplicas waits until every running replica has synced with its
+// primary (master_link_status:up), so that a primary killed next has a
+// replica ready to take over.
+func (c *Cluster) WaitReplicas(within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for _, s := range c.Nodes {
+		for s.Running() {
+			out, err := c.Cmd(s, "info", "replication")
+			if err == nil && (strings.Contains(out, "role:master") || strings.Contains(out, "master_link_status:up")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("testredis: replica %s did not sync within %s:\n%s", s.Addr, within, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// Cmd runs redis-cli against node s and returns its output.
+func (c *Cluster) Cmd(s *Server, args ...string) (string, error) {
+	host, port, _ := net.SplitHostPort(s.Addr)
+	out, err := exec.Command(c.cli, append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// WaitOK waits until every running node reports cluster_state:ok and
+// knows a primary for every slot.
+func (c *Cluster) WaitOK(within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for _, s := range c.Nodes {
+			if !s.Running() {
+				continue
+			}
+			out, err := c.Cmd(s, "cluster", "info")
+			if err != nil || !strings.Contains(out, "cluster_state:ok") || !strings.Contains(out, "cluster_slots_ok:16384") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			out, _ := c.Cmd(c.Nodes[0], "cluster", "nodes")
+			c.t.Fatalf("testredis: the cluster was not ok within %s; cluster nodes:\n%s", within, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// PrimaryOf returns the running node that serves key's slot as primary,
+// as the running nodes see it (nil when none does).
+func (c *Cluster) PrimaryOf(key string) *Server {
+	c.t.Helper()
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		out, err := c.Cmd(s, "cluster", "keyslot", key)
+		if err != nil {
+			continue
+		}
+		var slot int
+		fmt.Sscan(out, &slot)
+		nodes, err := c.Cmd(s, "cluster", "nodes")
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(nodes) {
+			f := strings.Fields(line)
+			if len(f) < 8 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			addr := strings.SplitN(f[1], "@", 2)[0]
+			for _, r := range f[8:] {
+				lo, hi, found := strings.Cut(r, "-")
+				var a, b int
+				fmt.Sscan(lo, &a)
+				b = a
+				if found {
+					fmt.Sscan(hi, &b)
+				}
+				if slot >= a && slot <= b {
+					for _, n := range c.Nodes {
+						if n.Addr == addr && n.Running() {
+							return n
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// Primaries returns the running nodes that are primaries with slots.
+func (c *Cluster) Primaries() []*Server {
+	c.t.Helper()
+	var out []*Server
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		if info, err := c.Cmd(s, "role"); err == nil && strings.HasPrefix(info, "master") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Running reports whether the process is up (not Stopped).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Log returns the server's log so far, for a test's failure message.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return string(b)
+}
