@@ -232,3 +232,46 @@ func TestFleetSharesBans(t *testing.T) {
 		t.Fatalf("/robots.txt for a banned client: %d", code)
 	}
 }
+
+// TestFleetOnCluster: three Caddy instances sharing a 3-primary Redis
+// Cluster hold a bot to its Crawl-delay across all of them, as one Redis
+// does, and a trap hit on one bans the client on the others within 1 s
+// (sharded pub/sub).
+func TestFleetOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three Caddy processes and a Redis Cluster")
+	}
+	c := testredis.StartCluster(t, 3, 0)
+	// fleetRobots, with a trap every group disallows.
+	up := newUpstream(t, "User-agent: SlowBot\nCrawl-delay: 1\nDisallow: /private/\nDisallow: /no-robots/\n\n"+
+		"User-agent: FastBot\nDisallow: /private/\nDisallow: /no-robots/\n\nUser-agent: *\nDisallow: /no-robots/\n")
+	store := "store redis " + c.URL + " {\n\t\t\tcluster\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0"
+	f := startFleet(t, 3, up.addr(), store)
+	const flood = 8 * time.Second
+	bound := func(w time.Duration) int { return int(math.Ceil(w.Seconds()/1.0)) + burst }
+	admitted, window, ras := floodFleet(t, f, flood)
+	t.Logf("cluster: %d requests over %v, %d admitted in a window of %v (bound ⌈T/d⌉+%d = %d)", admitted+len(ras), flood, admitted, window.Round(time.Millisecond), burst, bound(window))
+	if admitted > bound(window+50*time.Millisecond) {
+		t.Fatalf("%d admitted over %v, bound %d", admitted, window, bound(window))
+	}
+	if admitted < 3 {
+		t.Fatalf("%d admitted: the bot was not let through at its Crawl-delay", admitted)
+	}
+	// A trap hit on instance 1 bans the client on 2 and 3 within 1 s.
+	if code, _ := f.getPath(t, f.addrs[0], "/no-robots/x", browserUA); code != 403 {
+		t.Fatalf("trap on instance 1: %d", code)
+	}
+	hit := time.Now()
+	for _, a := range f.addrs[1:] {
+		for {
+			if code, _ := f.getPath(t, a, "/page", browserUA); code == 403 {
+				break
+			}
+			if time.Since(hit) > time.Second {
+				t.Fatalf("the ban did not reach %s within 1 s", a)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("ban enforced on the other instances %v after the trap hit", time.Since(hit).Round(time.Millisecond))
+}
