@@ -44,6 +44,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 			`{"verify":{"operators":[{"name":"acme","tokens":["AcmeBot"],"signature_agents":["https://bot.acme.example"]}],"web_bot_auth":{"agents":[{"origin":"https://bot.acme.example","operator":"acme","keys":["/etc/acme.jwk"]},{"origin":"https://chatgpt.com","operator":"openai"}],"discover":true,"max_window":"1h0m0s","allow_private_directories":true,"accept_signature":true}}}`},
 		{"traps and bans", "robots_guard {\n trap /no-robots/ /*/print-all$\n trap /honeypot\n ban_for 30m\n ban_max 48h\n ban_after 20 1m\n max_bans 5000\n}", `{"traps":["/no-robots/","/*/print-all$","/honeypot"],"ban_for":"30m0s","ban_max":"48h0m0s","ban_after":{"denials":20,"window":"1m0s"},"max_bans":5000}`},
 		{"store block", "robots_guard {\n store redis rediss://:pw@redis.internal:6380/2 {\n key_prefix site1:\n timeout 100ms\n on_store_error deny\n }\n}", `{"store":{"redis":"rediss://:pw@redis.internal:6380/2","key_prefix":"site1:","timeout":"100ms","on_store_error":"deny"}}`},
+		{"store cluster", "robots_guard {\n store redis redis://10.0.0.1:7001?addr=10.0.0.2:7001&addr=10.0.0.3:7001 {\n cluster\n }\n}", `{"store":{"redis":"redis://10.0.0.1:7001?addr=10.0.0.2:7001\u0026addr=10.0.0.3:7001","cluster":true}}`},
 		{"verify block", `robots_guard {
 			verify {
 				on_spoofed star
@@ -132,6 +133,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"store without redis", "robots_guard {\n store memory\n}", `store: want "store redis <redis:// or rediss:// URL>"`},
 		{"store bad URL", "robots_guard {\n store redis http://:secret@x:1\n}", `robots_guard: store: redis: http://:xxxxx@x:1`},
 		{"store without a scheme", "robots_guard {\n store redis 127.0.0.1:21079\n}", `127.0.0.1:21079: no scheme: write it as redis://127.0.0.1:21079`},
+		{"store cluster with a value", "robots_guard {\n store redis redis://10.0.0.1:7001 {\n cluster yes\n }\n}", `store: cluster takes no value`},
+		{"a cluster's URL without cluster", "robots_guard {\n store redis redis://:pw@10.0.0.1:7001?addr=10.0.0.2:7001\n}", `a cluster's URL (addr=...): add cluster to the store`},
 		{"store without a scheme, password", "robots_guard {\n store redis :secret@127.0.0.1:6379\n}", `no scheme: write it as redis://:xxxxx@127.0.0.1:6379`},
 		{"store unknown", "robots_guard {\n store redis redis://x:1 {\n prefix a\n }\n}", `store: unknown subdirective "prefix"`},
 		{"store on_store_error", "robots_guard {\n store redis redis://x:1 {\n on_store_error maybe\n }\n}", `store: on_store_error: must be "allow" or "deny"`},
