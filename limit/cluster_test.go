@@ -1,12 +1,16 @@
 package limit
 
 import (
+	"context"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/robotsguard/robotsguard/internal/testredis"
 )
@@ -170,5 +174,34 @@ func BenchmarkRedisClusterAllow(b *testing.B) {
 	if n := len(obs.d); n > 0 {
 		b.ReportMetric(float64(obs.d[n/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(obs.d[n*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+// Bans written in the key layout of earlier versions (no hash tags) are
+// carried over when an instance starts: their ends, strikes and reasons.
+func TestRedisBansImportOldLayout(t *testing.T) {
+	srv := testredis.Start(t)
+	cl := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer cl.Close()
+	ctx := context.Background()
+	c := Client(client(5))
+	hexc := hex.EncodeToString(c[:])
+	until := time.Now().Add(time.Hour).UnixMilli()
+	cl.Set(ctx, "robots_guard:ban:"+hexc, fmt.Sprintf("%d 2 trap /old/", until), time.Hour)
+	cl.Set(ctx, "robots_guard:strikes:"+hexc, "2", 2*time.Hour)
+	cl.ZAdd(ctx, "robots_guard:bans", redis.Z{Score: float64(until), Member: hexc})
+	// An ended one is not carried over.
+	cl.ZAdd(ctx, "robots_guard:bans", redis.Z{Score: float64(time.Now().Add(-time.Minute).UnixMilli()), Member: "00"})
+
+	r := newRedis(t, RedisConfig{URL: srv.URL})
+	b := r.NewBans(100)
+	defer b.Close()
+	waitFor(t, 5*time.Second, "the old ban to be carried over", func() bool { return b.Until(c, time.Now().UnixNano()) != 0 })
+	l := b.List(ctx, time.Now().UnixNano())
+	if len(l) != 1 || l[0].Reason != "trap /old/" || l[0].Strikes != 2 || l[0].Until/int64(time.Millisecond) != until {
+		t.Fatalf("list %+v", l)
+	}
+	if s, _ := cl.Get(ctx, "robots_guard:{bans}:strikes:"+hexc).Result(); s != "2" {
+		t.Fatalf("strikes %q", s)
 	}
 }

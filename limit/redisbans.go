@@ -276,6 +276,11 @@ func (b *RedisBans) follow(ctx context.Context) {
 			b.mirror.replace(list, now)
 		}
 	}
+	if !b.r.cfg.Cluster {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b.importOld(c, time.Now().UnixNano())
+		cancel()
+	}
 	resync()
 	for {
 		select {
@@ -299,6 +304,46 @@ func (b *RedisBans) follow(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// importOld carries the bans in force of the key layout before hash tags
+// (<prefix>bans, <prefix>ban:<client>, <prefix>strikes:<client>, written
+// by versions before Redis Cluster support) over to the current one, at
+// most max of them, keeping their ends and strikes; a ban the current
+// layout already holds is left as it is. The old keys are left to expire,
+// for instances of the old version still running. Each instance does it
+// once, at start, on a single server (a cluster never held the old
+// layout: its ban script spanned slots).
+func (b *RedisBans) importOld(ctx context.Context, now int64) {
+	p := b.r.cfg.KeyPrefix
+	members, err := b.r.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: p + "bans", ByScore: true, Rev: true,
+		Start: "+inf", Stop: strconv.FormatInt(now/int64(time.Millisecond), 10), Count: int64(b.max)}).Result()
+	if err != nil || len(members) == 0 {
+		return
+	}
+	n := 0
+	for _, m := range members {
+		v, err1 := b.r.client.Get(ctx, p+"ban:"+m).Result()
+		ttl, err2 := b.r.client.PTTL(ctx, p+"ban:"+m).Result()
+		in, ok := parseBan(m, v)
+		if err1 != nil || err2 != nil || !ok || ttl <= 0 {
+			continue
+		}
+		if set, err := b.r.client.SetNX(ctx, b.banKey(m), v, ttl).Result(); err != nil || !set {
+			continue
+		}
+		b.r.client.ZAdd(ctx, b.setKey(), redis.Z{Score: float64(in.Until / int64(time.Millisecond)), Member: m})
+		if st, err := b.r.client.Get(ctx, p+"strikes:"+m).Result(); err == nil {
+			if sttl, err := b.r.client.PTTL(ctx, p+"strikes:"+m).Result(); err == nil && sttl > 0 {
+				b.r.client.SetNX(ctx, b.strikesKey(m), st, sttl)
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		b.r.log.Info("robots_guard: store: bans carried over from the key layout of earlier versions",
+			zap.String("store", b.r.redacted), zap.Int("bans", n))
 	}
 }
 
