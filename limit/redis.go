@@ -357,7 +357,12 @@ func (r *Redis) Ping(ctx context.Context) error {
 func (r *Redis) Close() error { return r.client.Close() }
 
 // String describes the store without its password.
-func (r *Redis) String() string { return "redis " + r.redacted + " prefix " + r.cfg.KeyPrefix }
+func (r *Redis) String() string {
+	if r.cfg.Cluster {
+		return "redis cluster " + r.redacted + " prefix " + r.cfg.KeyPrefix
+	}
+	return "redis " + r.redacted + " prefix " + r.cfg.KeyPrefix
+}
 
 // maxKeyPart is the longest site or group written into a key as it is;
 // a longer one (a Host header or a group token nobody writes by hand) is
