@@ -60,6 +60,7 @@ func main() {
 	conc := flag.Int("c", 50, "concurrent keep-alive clients")
 	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
 	seed := flag.Uint64("seed", 1, "seed of the phases' order in each round")
+	only := flag.String("only", "", "comma-separated handlers whose phases run (plain, robots_guard, recipe, vars, rate_limit); default all. Fewer phases allow more rounds in the same time")
 	rate := flag.Float64("rate", 4000, "requests a second, over all clients (0: as fast as they can); a fixed rate keeps Caddy in one regime of load across phases")
 	profiles := flag.String("profiles", "", "directory: after the rounds, one more round writes a CPU profile of Caddy per phase there (diff them with go tool pprof -diff_base)")
 	attribute := flag.String("attribute", "", "directory of profiles written by -profiles: print each handler's own share of Caddy's CPU in them, and stop")
@@ -71,13 +72,13 @@ func main() {
 		}
 		return
 	}
-	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *rate, *profiles); err != nil {
+	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *rate, *only, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float64, profiles string) error {
+func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float64, only, profiles string) error {
 	taskset, others, err := caddyrun.PinAway(caddyCPU)
 	if err != nil {
 		return err
@@ -183,6 +184,16 @@ http://127.0.0.1:%[3]d {
 		cpu  time.Duration
 		lat  []time.Duration
 	}
+	if only != "" {
+		keep := strings.Split(only, ",")
+		phases = slices.DeleteFunc(phases, func(p phase) bool {
+			_, handler, _ := strings.Cut(p.name, ", ")
+			return !slices.Contains(keep, handler)
+		})
+		if len(phases) == 0 {
+			return fmt.Errorf("-only %q: no phase of plain, robots_guard, recipe, vars, rate_limit", only)
+		}
+	}
 	totals := make([]total, len(phases))
 	perRound := make([][]float64, len(phases)) // µs CPU per request, per round
 	rng := rand.New(rand.NewPCG(seed, 42))
@@ -233,13 +244,30 @@ http://127.0.0.1:%[3]d {
 		}
 		return out
 	}
+	// The phase of traffic and handler, -1 when it did not run.
+	find := func(traffic, handler string) int {
+		return slices.IndexFunc(phases, func(p phase) bool { return p.name == traffic+", "+handler })
+	}
+	cell := func(traffic, a, b string) string {
+		i, j := find(traffic, a), find(traffic, b)
+		if i < 0 || j < 0 {
+			return "—"
+		}
+		return summary(ratios(i, j), rng)
+	}
+	perOf := func(traffic, handler string) string {
+		if i := find(traffic, handler); i >= 0 {
+			return fmt.Sprintf("%.1f", per(totals[i]))
+		}
+		return "—"
+	}
 	fmt.Println()
 	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | vars ÷ plain, same | robots_guard ÷ vars, same | rate_limit ÷ plain, same | recipe ÷ plain, same |")
 	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|")
-	for i := 0; i < len(phases); i += 5 {
-		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %s | %s | %s |\n", strings.Split(phases[i].name, ",")[0],
-			per(totals[i]), per(totals[i+1]), summary(ratios(i+1, i), rng), summary(ratios(i+3, i), rng),
-			summary(ratios(i+1, i+3), rng), summary(ratios(i+4, i), rng), summary(ratios(i+2, i), rng))
+	for _, tr := range []string{"browser", "bot"} {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", tr, perOf(tr, "plain"), perOf(tr, "robots_guard"),
+			cell(tr, "robots_guard", "plain"), cell(tr, "vars", "plain"), cell(tr, "robots_guard", "vars"),
+			cell(tr, "rate_limit", "plain"), cell(tr, "recipe", "plain"))
 	}
 	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
 	for i, p := range phases {
