@@ -181,6 +181,7 @@ type KeyLookup func(agent, keyid string) (PublicKey, bool)
 // the headers' text (package sfv), kept on the stack of VerifySignature.
 type sigHeaders struct {
 	input, sig, agent sfv.Field
+	agentDict         bool // agent holds Signature-Agent parsed as a dictionary
 }
 
 // VerifySignature checks the Web Bot Auth signature of r at now: the first
@@ -281,7 +282,7 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	if sm.Inner || !ok {
 		return sig, fmt.Errorf("Signature member %q is not a byte sequence", sig.Label)
 	}
-	av, agent, err := signatureAgent(r, h, m)
+	agent, err := signatureAgent(r, h, m)
 	if err != nil {
 		return sig, err
 	}
@@ -299,7 +300,7 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 		return sig, err
 	}
 	var baseBuf [512]byte
-	base, err := signatureBase(baseBuf[:0], r, h, m, av)
+	base, err := signatureBase(baseBuf[:0], r, h, m)
 	if err != nil {
 		return sig, err
 	}
@@ -349,16 +350,11 @@ func checkComponents(in *sfv.Field, m *sfv.Member) error {
 	return nil
 }
 
-// agentValue is the signature-agent component's value: the header's value
-// (joined), or the dictionary member its key parameter names.
-type agentValue struct {
-	joined string
-	member *sfv.Item // in sigHeaders.agent
-}
-
-// signatureAgent returns, when m covers signature-agent, its value as the
-// signature base has it and the key directory origin it names.
-func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (value agentValue, agent string, err error) {
+// signatureAgent returns the key directory origin that the first
+// signature-agent component of m names ("" when m covers none, or the
+// member is of another type), and an error when the header is absent or
+// lacks the member.
+func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (agent string, err error) {
 	in := &h.input
 	for i := range in.Items(m) {
 		it := in.Item(m, i)
@@ -367,26 +363,40 @@ func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (value agent
 		}
 		vals := r.Header.Values("Signature-Agent")
 		if len(vals) == 0 {
-			return value, "", errors.New("signature-agent is covered but absent")
+			return "", errors.New("signature-agent is covered but absent")
 		}
-		key, hasKey := in.ItemParam(it, "key")
-		if !hasKey {
+		if _, hasKey := in.ItemParam(it, "key"); !hasKey {
 			if item, err := h.agent.ParseItem(vals); err == nil {
 				agent, _ = item.Value.Str()
 			}
-			return agentValue{joined: joinValues(vals)}, agent, nil
+			h.agentDict = false
+			return agent, nil
 		}
-		if err := h.agent.ParseDictionary(vals); err != nil {
-			return value, "", fmt.Errorf("Signature-Agent: %w", err)
+		am, err := h.agentMember(r, in, it)
+		if err != nil {
+			return "", err
 		}
-		ks, _ := key.Str()
-		am, ok := h.agent.Get(ks)
-		if !ok || am.Inner {
-			return value, "", fmt.Errorf("Signature-Agent has no member %q", ks)
-		}
-		return agentValue{member: &am.Item}, agentURI(&h.agent, &am.Item), nil
+		return agentURI(&h.agent, am), nil
 	}
-	return value, "", nil
+	return "", nil
+}
+
+// agentMember returns the Signature-Agent dictionary member that
+// component it (with a key parameter) names, parsing the header once.
+func (h *sigHeaders) agentMember(r *SignedRequest, in *sfv.Field, it *sfv.Item) (*sfv.Item, error) {
+	if !h.agentDict {
+		if err := h.agent.ParseDictionary(r.Header.Values("Signature-Agent")); err != nil {
+			return nil, fmt.Errorf("Signature-Agent: %w", err)
+		}
+		h.agentDict = true
+	}
+	key, _ := in.ItemParam(it, "key")
+	ks, _ := key.Str()
+	am, ok := h.agent.Get(ks)
+	if !ok || am.Inner {
+		return nil, fmt.Errorf("Signature-Agent has no member %q", ks)
+	}
+	return &am.Item, nil
 }
 
 // joinValues joins the values of a header as RFC 9421 §2.1 does, in one
@@ -445,10 +455,10 @@ func verifyWith(key PublicKey, base []byte, raw []byte) bool {
 }
 
 // signatureBase appends the RFC 9421 §2.5 signature base of r for the
-// covered components of m to b; av is the signature-agent component's
-// value (signatureAgent). Its size is bounded by the headers it reads,
-// which VerifySignature bounds first.
-func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member, av agentValue) ([]byte, error) {
+// covered components of m to b: each signature-agent component with its
+// own value (the header, or the member its key names). Its size is
+// bounded by the headers it reads, which VerifySignature bounds first.
+func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member) ([]byte, error) {
 	in := &h.input
 	authority := false
 	for i := range in.Items(m) {
@@ -479,10 +489,18 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member, av 
 			}
 			authority = true // the draft's §5.2: @authority or @target-uri
 		case "signature-agent":
-			if av.member != nil {
-				b = h.agent.AppendItem(b, av.member)
+			vals := r.Header.Values("Signature-Agent")
+			if len(vals) == 0 {
+				return nil, errors.New("signature-agent is covered but absent")
+			}
+			if _, hasKey := in.ItemParam(it, "key"); hasKey {
+				am, err := h.agentMember(r, in, it)
+				if err != nil {
+					return nil, err
+				}
+				b = h.agent.AppendItem(b, am)
 			} else {
-				b = append(b, av.joined...)
+				b = append(b, joinValues(vals)...)
 			}
 		default:
 			if strings.HasPrefix(name, "@") || in.Params(it) > 0 {
@@ -550,11 +568,10 @@ func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, create
 		return err
 	}
 	m := h.input.Member(0)
-	av, _, err := signatureAgent(sr, &h, m)
-	if err != nil {
+	if _, err := signatureAgent(sr, &h, m); err != nil {
 		return err
 	}
-	base, err := signatureBase(nil, sr, &h, m, av)
+	base, err := signatureBase(nil, sr, &h, m)
 	if err != nil {
 		return err
 	}

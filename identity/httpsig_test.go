@@ -232,7 +232,7 @@ func TestECDSASignature(t *testing.T) {
 	created := time.Now()
 	in := fmt.Sprintf(`sig1=("@authority" "@method");created=%d;expires=%d;keyid=%q;alg="ecdsa-p256-sha256";tag="web-bot-auth"`, created.Unix(), created.Add(time.Minute).Unix(), pk.Thumbprint)
 	sh, m := parseInput(t, in, "sig1")
-	base, err := signatureBase(nil, sr, sh, m, agentValue{})
+	base, err := signatureBase(nil, sr, sh, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,11 +363,10 @@ func signWith(t *testing.T, sr *SignedRequest, priv ed25519.PrivateKey, label, c
 	now := time.Now()
 	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid="k1";alg="ed25519";tag="web-bot-auth"`, components, now.Unix(), now.Add(time.Minute).Unix())
 	h, m := parseInput(t, label+"="+in, label)
-	av, _, err := signatureAgent(sr, h, m)
-	if err != nil {
+	if _, err := signatureAgent(sr, h, m); err != nil {
 		t.Fatal(err)
 	}
-	base, err := signatureBase(nil, sr, h, m, av)
+	base, err := signatureBase(nil, sr, h, m)
 	if err != nil {
 		base = []byte("no base: " + err.Error()) // a signature the verifier refuses before it
 	}
@@ -433,5 +432,36 @@ func TestSignatureConformance(t *testing.T) {
 		if got := agentURI(&f, &m.Item); got != want {
 			t.Errorf("Signature-Agent %s: agent %q, want %q", agent, got, want)
 		}
+	}
+}
+
+// Each signature-agent component of a signature has its own value in the
+// signature base (RFC 9421 §2.1.2): the member its key names, or the
+// whole header without a key.
+func TestSignatureBaseAgentComponents(t *testing.T) {
+	sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "Example.com:443", Path: "/x", Header: http.Header{}}
+	sr.Header.Set("Signature-Agent", `a="https://a.example", b="https://b.example";type=directory`)
+	in := `sig1=("@authority" "signature-agent";key="a" "signature-agent";key="b" "signature-agent");created=1;keyid="k"`
+	h, m := parseInput(t, in, "sig1")
+	agent, err := signatureAgent(sr, h, m)
+	if err != nil || agent != "https://a.example" {
+		t.Fatalf("agent %q %v", agent, err)
+	}
+	base, err := signatureBase(nil, sr, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"@authority": example.com
+"signature-agent";key="a": "https://a.example"
+"signature-agent";key="b": "https://b.example";type=directory
+"signature-agent": a="https://a.example", b="https://b.example";type=directory
+"@signature-params": ("@authority" "signature-agent";key="a" "signature-agent";key="b" "signature-agent");created=1;keyid="k"`
+	if string(base) != want {
+		t.Fatalf("base:\n%s\nwant:\n%s", base, want)
+	}
+	// A key the header does not have fails, whichever component names it.
+	h, m = parseInput(t, `sig1=("@authority" "signature-agent";key="a" "signature-agent";key="c");created=1;keyid="k"`, "sig1")
+	if _, err := signatureBase(nil, sr, h, m); err == nil || !strings.Contains(err.Error(), `no member "c"`) {
+		t.Fatalf("err %v", err)
 	}
 }

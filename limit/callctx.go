@@ -21,9 +21,12 @@ import (
 type callCtx struct {
 	parent   context.Context
 	deadline time.Time
-	timer    *time.Timer
-	done     chan struct{}
-	expired  atomic.Bool
+	// parentFirst: the parent's deadline came first, so reaching it is
+	// the caller's doing, not the store's.
+	parentFirst bool
+	timer       *time.Timer
+	done        chan struct{}
+	expired     atomic.Bool
 }
 
 func newCallCtx() *callCtx {
@@ -43,8 +46,9 @@ func (c *callCtx) expire() {
 // start arms c for a call with parent's values that ends by deadline (or
 // parent's deadline, if earlier), and returns it as a context.
 func (c *callCtx) start(parent context.Context, deadline time.Time) context.Context {
+	c.parentFirst = false
 	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, c.parentFirst = d, true
 	}
 	c.parent, c.deadline = parent, deadline
 	c.timer.Reset(time.Until(deadline))
@@ -64,7 +68,22 @@ func (c *callCtx) finish() {
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *callCtx) Done() <-chan struct{}       { return c.done }
-func (c *callCtx) Value(key any) any           { return c.parent.Value(key) }
+
+// Value is the parent's; nil once the call is finished (nothing should
+// hold a call's context past it, but a late reader must not panic).
+func (c *callCtx) Value(key any) any {
+	if p := c.parent; p != nil {
+		return p.Value(key)
+	}
+	return nil
+}
+
+// callerEnded reports whether the call's end came from its caller: the
+// caller's context is done, or its deadline (earlier than the store's
+// timeout) has passed. Such a failure says nothing of the store.
+func (c *callCtx) callerEnded(parent context.Context) bool {
+	return parent.Err() != nil || c.parentFirst && !time.Now().Before(c.deadline)
+}
 
 func (c *callCtx) Err() error {
 	if c.expired.Load() {

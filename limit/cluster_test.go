@@ -210,4 +210,13 @@ func TestRedisBansImportOldLayout(t *testing.T) {
 	if s, _ := cl.Get(ctx, "robots_guard:{bans}:strikes:"+hexc).Result(); s != "2" {
 		t.Fatalf("strikes %q", s)
 	}
+	// Lifted, it is not carried over again by the next instance.
+	b.Unban(ctx, c)
+	r2 := newRedis(t, RedisConfig{URL: srv.URL})
+	b2 := r2.NewBans(100)
+	defer b2.Close()
+	time.Sleep(200 * time.Millisecond) // its import and first load
+	if b2.Until(c, time.Now().UnixNano()) != 0 || len(b2.List(ctx, time.Now().UnixNano())) != 0 {
+		t.Fatal("a lifted ban came back from the old layout")
+	}
 }

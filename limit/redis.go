@@ -152,6 +152,17 @@ func CheckRedisURL(u string) error {
 	return nil
 }
 
+// CheckKeyPrefix refuses a key prefix with '{' or '}': keys carry hash
+// tags after it, and a brace in the prefix would make Redis Cluster hash
+// the prefix instead (every key on one slot, or the ban script's keys on
+// different ones).
+func CheckKeyPrefix(p string) error {
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("key_prefix: %q must not contain '{' or '}' (the keys' hash tags follow it)", p)
+	}
+	return nil
+}
+
 // CheckStoreURL checks the URL of a server (CheckRedisURL) or, with
 // cluster, of a cluster. Its error never contains the password.
 func CheckStoreURL(u string, cluster bool) error {
@@ -276,6 +287,9 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
+	if err := CheckKeyPrefix(cfg.KeyPrefix); err != nil {
+		return nil, err
+	}
 	switch {
 	case cfg.Timeout == 0:
 		cfg.Timeout = DefaultStoreTimeout
@@ -368,7 +382,7 @@ func (r *Redis) String() string {
 // a longer one (a Host header or a group token nobody writes by hand) is
 // written as '#' and 16 hex digits of its SHA-256 (a collision needs
 // billions of long names, and costs two of them a shared budget), so that
-// every key is at most len(KeyPrefix) + 3 + 2×65 + 2 + 32 bytes whatever the
+// every key is at most len(KeyPrefix) + 4 + 2×65 + 3 + 32 bytes whatever the
 // clients send, and a long name's key is no longer than a usual one's.
 const maxKeyPart = 64
 
@@ -480,9 +494,10 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		err = r.client.Process(ctx, cmd)
 	}
 	wait := cmd.Val()
+	gone := err != nil && c.ctx.callerEnded(parent)
 	c.ctx.finish()
 	took := time.Since(start)
-	if err != nil && parent.Err() != nil {
+	if gone {
 		return false, 0, errGone
 	}
 	if err != nil {

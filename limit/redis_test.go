@@ -321,6 +321,7 @@ func TestRedisConfigErrors(t *testing.T) {
 		{RedisConfig{URL: "http://127.0.0.1:6379"}, "want redis://"},
 		{RedisConfig{URL: "redis://127.0.0.1:6379", Timeout: time.Minute}, "timeout: must be between 0 and 5s"},
 		{RedisConfig{URL: "redis://127.0.0.1:6379", OnError: "panic"}, `on_store_error: must be "allow" or "deny"`},
+		{RedisConfig{URL: "redis://127.0.0.1:6379", KeyPrefix: "shop{1}:"}, `key_prefix: "shop{1}:" must not contain '{' or '}'`},
 	} {
 		if _, err := NewRedis(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
@@ -397,7 +398,7 @@ func TestRedisKeyBytes(t *testing.T) {
 	if long > normal*1.1 || long < normal*0.9 {
 		t.Fatalf("a key of a 253-byte Host and a 1,050-byte group costs %.0f bytes, a normal one %.0f: want within 10%%", long, normal)
 	}
-	if k := r.key(Key{Site: strings.Repeat("x", 12<<10), Group: strings.Repeat("y", 12<<10)}); len(k) > len(DefaultKeyPrefix)+3+2*(maxKeyPart+1)+2+32 {
+	if k := r.key(Key{Site: strings.Repeat("x", 12<<10), Group: strings.Repeat("y", 12<<10)}); len(k) > len(DefaultKeyPrefix)+4+2*(maxKeyPart+1)+3+32 {
 		t.Fatalf("a key of 12 KiB parts is %d bytes", len(k))
 	}
 }

@@ -177,6 +177,13 @@ func (b *RedisBans) Unban(ctx context.Context, client Client) bool {
 	if err == nil {
 		b.r.client.ZRem(ctx, b.setKey(), hexc)
 		b.publish(ctx, "unban "+hexc)
+		if !b.r.cfg.Cluster {
+			// The key layout of earlier versions too, so that a lifted
+			// ban is not carried over again when an instance starts.
+			p := b.r.cfg.KeyPrefix
+			b.r.client.Del(ctx, p+"ban:"+hexc, p+"strikes:"+hexc)
+			b.r.client.ZRem(ctx, p+"bans", hexc)
+		}
 	} else {
 		b.r.log.Warn("robots_guard: store: unban not shared (lifted on this instance only)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
@@ -310,9 +317,10 @@ func (b *RedisBans) follow(ctx context.Context) {
 // importOld carries the bans in force of the key layout before hash tags
 // (<prefix>bans, <prefix>ban:<client>, <prefix>strikes:<client>, written
 // by versions before Redis Cluster support) over to the current one, at
-// most max of them, keeping their ends and strikes; a ban the current
-// layout already holds is left as it is. The old keys are left to expire,
-// for instances of the old version still running. Each instance does it
+// most max live bans in all, keeping their ends and strikes; a ban the
+// current layout already holds is left as it is. The old keys are left to
+// expire, for instances of the old version still running (Unban removes
+// them too, so that a lifted ban is not carried over again). Each instance does it
 // once, at start, on a single server (a cluster never held the old
 // layout: its ban script spanned slots).
 func (b *RedisBans) importOld(ctx context.Context, now int64) {
@@ -322,8 +330,15 @@ func (b *RedisBans) importOld(ctx context.Context, now int64) {
 	if err != nil || len(members) == 0 {
 		return
 	}
+	live, err := b.r.client.ZCount(ctx, b.setKey(), strconv.FormatInt(now/int64(time.Millisecond)+1, 10), "+inf").Result()
+	if err != nil {
+		return
+	}
 	n := 0
 	for _, m := range members {
+		if int(live)+n >= b.max {
+			break // as the ban script does, no more than max live bans
+		}
 		v, err1 := b.r.client.Get(ctx, p+"ban:"+m).Result()
 		ttl, err2 := b.r.client.PTTL(ctx, p+"ban:"+m).Result()
 		in, ok := parseBan(m, v)

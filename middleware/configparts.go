@@ -276,6 +276,9 @@ func (c StoreConfig) withDefaults() (*StoreConfig, error) {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = limit.DefaultKeyPrefix
 	}
+	if err := limit.CheckKeyPrefix(c.KeyPrefix); err != nil {
+		return nil, errf("key_prefix", "%q must not contain '{' or '}': the keys' hash tags follow it", c.KeyPrefix)
+	}
 	switch d := time.Duration(c.Timeout); {
 	case d == 0:
 		c.Timeout = Duration(limit.DefaultStoreTimeout)
