@@ -113,10 +113,7 @@ http://127.0.0.1:%[3]d {
 	@guard header X-Phase guard
 	@vars header X-Phase vars
 	@ratelimit header X-Phase ratelimit
-	@recipe {
-		header X-Phase recipe
-		header_regexp User-Agent "%[4]s"
-	}
+	@recipe header X-Phase recipe
 	route {
 		robots_guard @guard
 		vars @vars loadtest_noop 1
@@ -127,7 +124,12 @@ http://127.0.0.1:%[3]d {
 				window 1s
 			}
 		}
-		respond @recipe 403
+		# The recipe's regexp runs in its phase only (in one matcher set
+		# with the header, Caddy would evaluate it for every request).
+		route @recipe {
+			@bots header_regexp User-Agent "%[4]s"
+			respond @bots 403
+		}
 		reverse_proxy %[2]s {
 			transport http {
 				keepalive_idle_conns 1024
