@@ -161,26 +161,7 @@ func TestRedisClusterFailover(t *testing.T) {
 // BenchmarkRedisClusterAllow is BenchmarkRedisAllow on a 3-primary cluster.
 func BenchmarkRedisClusterAllow(b *testing.B) {
 	c := testredis.StartCluster(b, 3, 0)
-	obs := &storeCounts{}
-	r := newRedis(b, RedisConfig{URL: c.URL, Cluster: true, Observer: obs})
-	now := time.Now().UnixNano()
-	i := 0
-	// Warm the client (connections, and on a cluster its slot map)
-	// before measuring.
-	for i := range 200 {
-		r.Allow(bg, Key{Site: "warm", Group: "g", Client: [16]byte{byte(i)}}, now, time.Second)
-	}
-	obs.d = obs.d[:0]
-	b.ReportAllocs()
-	for b.Loop() {
-		i++
-		r.Allow(bg, Key{Site: "bench", Group: "g", Client: [16]byte{byte(i), byte(i >> 8), byte(i >> 16)}}, now, time.Second)
-	}
-	sort.Slice(obs.d, func(i, j int) bool { return obs.d[i] < obs.d[j] })
-	if n := len(obs.d); n > 0 {
-		b.ReportMetric(float64(obs.d[n/2].Microseconds()), "p50-µs")
-		b.ReportMetric(float64(obs.d[n*99/100].Microseconds()), "p99-µs")
-	}
+	benchAllow(b, RedisConfig{URL: c.URL, Cluster: true})
 }
 
 // Bans written in the key layout of earlier versions (no hash tags) are
