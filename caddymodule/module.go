@@ -507,7 +507,9 @@ func (t *ruleTexts) text(r *policy.Rule) any {
 // stops it.
 func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	ctx := r.Context()
-	if caddyhttp.GetVar(ctx, varSpent) != nil {
+	// Caddy's variables, found once (each look-up walks the context).
+	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
+	if vars[varSpent] != nil {
 		// An earlier robots_guard of this request let it pass and spent
 		// its Crawl-delay budget (handlers with the same limiter settings
 		// share one limiter); judging it again would refuse it.
@@ -519,7 +521,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if o, ok := ctx.Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok {
 		orig = &o
 	}
-	clientIP, _ := caddyhttp.GetVar(ctx, caddyhttp.ClientIPVarKey).(string)
+	clientIP, _ := vars[caddyhttp.ClientIPVarKey].(string)
 	if clientIP == "" {
 		clientIP = r.RemoteAddr
 	}
@@ -551,8 +553,8 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		}
 	}
 	if !v.Enforced() {
-		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
-			caddyhttp.SetVar(ctx, varSpent, true)
+		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 && vars != nil {
+			vars[varSpent] = true // as caddyhttp.SetVar does
 		}
 		return next.ServeHTTP(w, r)
 	}

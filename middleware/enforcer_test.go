@@ -475,3 +475,52 @@ func TestThrottleLineNamesCrawlDelay(t *testing.T) {
 		t.Fatalf("explain: %+v %v", x, err)
 	}
 }
+
+// The guard's own robots.txt fetch passes a guard that stands in front of
+// the server it asks (as in Caddy, where the origin is the whole server),
+// redirects included; a client that comes from the fetch's address but
+// without its mark is judged as any client.
+func TestSelfFetchPassesTheGuard(t *testing.T) {
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.Redirect(w, r, "/rules/robots.txt", http.StatusMovedPermanently)
+		case "/rules/robots.txt":
+			io.WriteString(w, "User-agent: *\nDisallow: /rules/\nDisallow: /page\n")
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	e := mustNew(t, Config{})
+	var internal []string
+	var server http.Handler
+	server = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := e.DecideHTTP(r, nil, r.RemoteAddr, server)
+		if v.Reason == ReasonInternal {
+			internal = append(internal, r.URL.Path)
+		}
+		if v.Enforced() {
+			e.Respond(w, r, v)
+			return
+		}
+		origin.ServeHTTP(w, r)
+	})
+	get := func(peer, path string) int {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = peer
+		req.Header.Set("User-Agent", uaAhrefs)
+		rec := httptest.NewRecorder()
+		server.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := get("192.0.2.1:1234", "/page"); code != 403 {
+		t.Fatalf("/page: %d, want 403 from the fetched rules", code)
+	}
+	if strings.Join(internal, " ") != "/robots.txt /rules/robots.txt" {
+		t.Fatalf("passed as internal: %q", internal)
+	}
+	internal = nil
+	if code := get(sites.SelfFetchAddr, "/rules/x"); code != 403 || len(internal) != 0 {
+		t.Fatalf("a client from the fetch's address: %d (internal %q), want 403", code, internal)
+	}
+}

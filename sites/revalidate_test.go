@@ -35,7 +35,7 @@ func TestRevalidateConditional(t *testing.T) {
 	if st := get(c, "example.com", s); !denies(st, "/a") {
 		t.Fatalf("first: %s", st.Outcome)
 	}
-	if r := s.Last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != selfFetchAddr || r.Header.Get("If-None-Match") != "" {
+	if r := s.Last(); r.RequestURI != "/robots.txt" || r.RemoteAddr != SelfFetchAddr || r.Header.Get("If-None-Match") != "" {
 		t.Fatalf("first self-fetch: RequestURI %q RemoteAddr %q If-None-Match %q", r.RequestURI, r.RemoteAddr, r.Header.Get("If-None-Match"))
 	}
 	browser := func() { c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, s, false, "") }

@@ -151,9 +151,13 @@ func (siteSource) Fetch(ctx context.Context, req Request) (Result, error) {
 	return virtualGet(ctx, req.Origin, req)
 }
 
-// selfFetchAddr is the client address of virtual fetches: loopback, port 0,
+// SelfFetchAddr is the client address of virtual fetches: loopback, port 0,
 // so that access logs show an internal request and no real peer.
-const selfFetchAddr = "127.0.0.1:0"
+//
+// A front end with the request's RemoteAddr looks at the context (a walk
+// of its whole chain, IsInternal) only when RemoteAddr is this one, which
+// no TCP connection has: a client can neither reach the check nor pass it.
+const SelfFetchAddr = "127.0.0.1:0"
 
 // virtualGet sends GET req.URL to h in-process and captures the answer.
 func virtualGet(ctx context.Context, h http.Handler, req Request) (res Result, err error) {
@@ -164,7 +168,7 @@ func virtualGet(ctx context.Context, h http.Handler, req Request) (res Result, e
 		return res, err
 	}
 	r.RequestURI = u.RequestURI()
-	r.RemoteAddr = selfFetchAddr
+	r.RemoteAddr = SelfFetchAddr
 	r.Header = http.Header{
 		"User-Agent":      {"robotsguard (robots.txt self-fetch)"},
 		"Accept":          {"text/plain"},
