@@ -132,6 +132,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"ban_for over ban_max", "robots_guard {\n ban_for 48h\n}", `ban_for: must be at most ban_max (24h0m0s), got 48h0m0s`},
 		{"store without redis", "robots_guard {\n store memory\n}", `store: want "store redis <redis:// or rediss:// URL>"`},
 		{"store bad URL", "robots_guard {\n store redis http://:secret@x:1\n}", `robots_guard: store: redis: http://:xxxxx@x:1`},
+		{"store key_prefix with a brace", "robots_guard {\n store redis redis://10.0.0.1:6379 {\n key_prefix shop{1}:\n }\n}", `robots_guard: store: key_prefix: "shop{1}:" must not contain '{' or '}'`},
 		{"store without a scheme", "robots_guard {\n store redis 127.0.0.1:21079\n}", `127.0.0.1:21079: no scheme: write it as redis://127.0.0.1:21079`},
 		{"store cluster with a value", "robots_guard {\n store redis redis://10.0.0.1:7001 {\n cluster yes\n }\n}", `store: cluster takes no value`},
 		{"a cluster's URL without cluster", "robots_guard {\n store redis redis://:pw@10.0.0.1:7001?addr=10.0.0.2:7001\n}", `a cluster's URL (addr=...): add cluster to the store`},

@@ -55,6 +55,22 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("keys per primary %v: want every primary to hold some of 61 sites' keys", per)
 	}
 
+	// A site name a client wrote with braces (from its Host) moves its
+	// own key's hash tag only: its one-key script still runs, on some
+	// slot, and decides that client alone.
+	obs := &storeCounts{}
+	o := newRedis(t, RedisConfig{URL: c.URL, Cluster: true, Observer: obs})
+	for _, site := range []string{"https://a}{b.example", "https://{x}.example", "https://}.example{"} {
+		kk := Key{Site: site, Group: "g", Client: Client{7}}
+		if ok, _ := o.Allow(bg, kk, now, 10*time.Second); !ok {
+			t.Fatalf("%s: first request refused", site)
+		}
+		spend(t, o, kk, now)
+	}
+	if obs.get(StoreOK) == 0 || obs.get(StoreError) != 0 || obs.get(StoreTimeout) != 0 {
+		t.Fatalf("calls %v: keys with braces in the site must work on a cluster", obs.m)
+	}
+
 	// Bans: sharded announcements reach the other instance.
 	ba, bb := a.NewBans(100), b.NewBans(100)
 	defer ba.Close()

@@ -277,7 +277,7 @@ func (c StoreConfig) withDefaults() (*StoreConfig, error) {
 		c.KeyPrefix = limit.DefaultKeyPrefix
 	}
 	if err := limit.CheckKeyPrefix(c.KeyPrefix); err != nil {
-		return nil, errf("key_prefix", "%q must not contain '{' or '}': the keys' hash tags follow it", c.KeyPrefix)
+		return nil, fmt.Errorf("robots_guard: store: %w", err) // names key_prefix
 	}
 	switch d := time.Duration(c.Timeout); {
 	case d == 0:
