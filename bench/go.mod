@@ -10,7 +10,7 @@ require (
 require (
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/jimsmart/grobotstxt v1.0.3
-	github.com/mholt/caddy-ratelimit v0.0.0-00010101000000-000000000000
+	github.com/mholt/caddy-ratelimit v0.1.0
 )
 
 require (
@@ -184,5 +184,3 @@ require (
 )
 
 replace github.com/robotsguard/robotsguard => ../
-
-replace github.com/mholt/caddy-ratelimit => ./third_party/caddy-ratelimit

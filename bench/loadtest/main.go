@@ -4,36 +4,39 @@
 // recipe operators copy today instead (a header_regexp matcher over the
 // ~150 AI crawler names of testdata/robots/ai-robots-txt.txt with respond
 // 403), a handler that does next to nothing (vars: the cost of any handler
-// in Caddy's chain), or caddy-ratelimit keyed on the User-Agent (from
-// third_party/, with a limit the load never reaches). Every phase goes
-// through the same listener, matchers and connection pool, so that the
-// handler is the only difference. Throughput on a shared machine is too
-// noisy to show a few percent, so the figure is Caddy's CPU time per
-// request (user + system, from /proc/<pid>/stat), with Caddy pinned to one
-// core and this program (load generator and upstream) to the other, at a
-// fixed request rate (-rate; a server's CPU time per request depends on how
-// busy it is, so phases are compared at one load; -rate 0 runs as fast as
-// the clients can).
+// in Caddy's chain), or caddy-ratelimit v0.1.0 keyed on the User-Agent
+// (with a limit the load never reaches). Every phase goes through the same
+// listener, matchers and connection pool, so that the handler is the only
+// difference. Throughput on a shared machine is too noisy to show a few
+// percent, so the figure is Caddy's CPU time per request (the scheduler's
+// run time of its threads), with Caddy pinned to one core and this program
+// (load generator and upstream) to the other.
 //
 // Run it from the bench directory (it builds ./cmd/caddybench):
 //
-//	go run ./loadtest                  # 3 rounds of 5 s per phase
-//	go run ./loadtest -d 2s -rounds 12 -rate 4000
+//	go run ./loadtest                               # 40 rounds of 1 s per comparison
+//	go run ./loadtest -only control,robots_guard -base vars
+//	go run ./loadtest -mode sequential -d 25s -rounds 1 -profiles /tmp/lt
 //
-// Each round runs the phases in a random order (-seed), so that drift
-// on a shared machine does not favour one; the figure of merit is the
-// median, over rounds, of each round's paired ratio (robots_guard ÷ plain
-// and the others, same traffic), with its min–max and a bootstrap 95 %
-// interval of the median, and the p50/p99 latency of each phase over all
-// rounds. Many short rounds beat a few long ones.
+// In the default mode, twin, two Caddy processes with the same
+// configuration share Caddy's core and run at the same time, one the
+// reference phase (-base, plain by default) and the other a handler's: the
+// machine's speed, which drifts by 20–60 % from one minute to the next on a
+// shared VM, is the same for both. control is the reference again, the
+// instrument's own error. In sequential mode one Caddy runs the phases one
+// after the other in a random order. Either way the figure of merit is
+// the median, over rounds, of each round's paired ratio of CPU time per
+// request, with its min–max and a bootstrap 95 % interval of the median,
+// and the p50/p99 latency over all rounds. -rate holds a fixed request
+// rate (0: as fast as the clients can); -profiles writes CPU profiles of
+// Caddy (see -attribute).
 //
-// It listens on loopback only and stops after rounds × 10 phases × d.
+// It listens on loopback only.
 package main
 
 import (
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -55,13 +58,15 @@ const (
 )
 
 func main() {
-	dur := flag.Duration("d", 5*time.Second, "duration of one phase")
-	rounds := flag.Int("rounds", 3, "rounds of the ten phases (browser/bot × plain/robots_guard/header_regexp recipe/a vars handler/caddy-ratelimit)")
+	dur := flag.Duration("d", time.Second, "duration of one phase (one comparison in twin mode)")
+	rounds := flag.Int("rounds", 40, "rounds of every phase (twin: of every comparison)")
+	mode := flag.String("mode", "twin", "twin: the reference and a handler at the same time on two Caddy processes sharing Caddy's core; sequential: one Caddy, phases one after the other")
+	base := flag.String("base", "plain", "twin mode: the reference every handler is compared with (plain, vars, ...); control is this again")
 	conc := flag.Int("c", 50, "concurrent keep-alive clients")
 	caddyCPU := flag.Int("caddy-cpu", 0, "core Caddy is pinned to; this program takes the others")
 	seed := flag.Uint64("seed", 1, "seed of the phases' order in each round")
-	only := flag.String("only", "", "comma-separated handlers whose phases run (plain, robots_guard, recipe, vars, rate_limit); default all. Fewer phases allow more rounds in the same time")
-	rate := flag.Float64("rate", 4000, "requests a second, over all clients (0: as fast as they can); a fixed rate keeps Caddy in one regime of load across phases")
+	only := flag.String("only", "", "comma-separated handlers whose phases run (plain, control, robots_guard, recipe, vars, rate_limit); default all. Fewer phases allow more rounds in the same time")
+	rate := flag.Float64("rate", 0, "requests a second, over all clients (0: as fast as they can); a fixed rate keeps Caddy in one regime of load across phases")
 	profiles := flag.String("profiles", "", "directory: after the rounds, one more round writes a CPU profile of Caddy per phase there (diff them with go tool pprof -diff_base)")
 	attribute := flag.String("attribute", "", "directory of profiles written by -profiles: print each handler's own share of Caddy's CPU in them, and stop")
 	flag.Parse()
@@ -72,13 +77,17 @@ func main() {
 		}
 		return
 	}
-	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *rate, *only, *profiles); err != nil {
+	if *mode != "twin" && *mode != "sequential" {
+		fmt.Fprintf(os.Stderr, "loadtest: -mode %q: twin or sequential\n", *mode)
+		os.Exit(2)
+	}
+	if err := run(*dur, *rounds, *conc, *caddyCPU, *seed, *rate, *only, *profiles, *mode == "twin", *base); err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float64, only, profiles string) error {
+func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float64, only, profiles string, twin bool, base string) error {
 	taskset, others, err := caddyrun.PinAway(caddyCPU)
 	if err != nil {
 		return err
@@ -99,46 +108,10 @@ func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float6
 		// Caddy's admin serves /debug/pprof/.
 		admin = fmt.Sprintf("admin localhost:%d", adminPort)
 	}
-	// One site, one listener, one reverse_proxy (one connection pool):
-	// the phases differ only by a request header that selects the
-	// handler in front of the proxy, so every phase pays the same
-	// matchers and nothing else differs but the handler measured.
-	caddyfile := fmt.Sprintf(`{
-	`+admin+`
-	persist_config off
-	storage file_system %[1]s/storage
-}
-
-http://127.0.0.1:%[3]d {
-	@guard header X-Phase guard
-	@vars header X-Phase vars
-	@ratelimit header X-Phase ratelimit
-	@recipe header X-Phase recipe
-	route {
-		robots_guard @guard
-		vars @vars loadtest_noop 1
-		rate_limit @ratelimit {
-			zone per_user_agent {
-				key {http.request.header.User-Agent}
-				events 100000
-				window 1s
-			}
-		}
-		# The recipe's regexp runs in its phase only (in one matcher set
-		# with the header, Caddy would evaluate it for every request).
-		route @recipe {
-			@bots header_regexp User-Agent "%[4]s"
-			respond @bots 403
-		}
-		reverse_proxy %[2]s {
-			transport http {
-				keepalive_idle_conns 1024
-				keepalive_idle_conns_per_host 1024
-			}
-		}
+	if twin {
+		return runTwin(bin, tmp, upstream, recipe, taskset, caddyCPU, others, dur, rounds, conc, seed, rate, only, profiles, base)
 	}
-}
-`, tmp, upstream, port, recipe)
+	caddyfile := siteConfig(admin, tmp, upstream, port, recipe)
 	pid, stop, err := caddyrun.Start(bin, tmp, caddyfile, taskset, caddyCPU)
 	if err != nil {
 		return err
@@ -154,7 +127,7 @@ http://127.0.0.1:%[3]d {
 
 	type phase struct {
 		name  string
-		phase string // X-Phase: "" (plain), guard, recipe, vars
+		phase string // X-Phase: plain, control, guard, recipe, vars, ratelimit
 		ua    string
 	}
 	// In groups of five per traffic: plain, robots_guard, the recipe, one
@@ -163,23 +136,21 @@ http://127.0.0.1:%[3]d {
 	// User-Agent with a limit the load never reaches (the cost of its
 	// check, as robots_guard's is measured on an allowed path).
 	phases := []phase{
-		{"browser, plain", "", browserUA},
+		{"browser, plain", "plain", browserUA},
+		{"browser, control", "control", browserUA},
 		{"browser, robots_guard", "guard", browserUA},
 		{"browser, recipe", "recipe", browserUA},
 		{"browser, vars", "vars", browserUA},
 		{"browser, rate_limit", "ratelimit", browserUA},
-		{"bot, plain", "", botUA},
+		{"bot, plain", "plain", botUA},
+		{"bot, control", "control", botUA},
 		{"bot, robots_guard", "guard", botUA},
 		{"bot, recipe", "recipe", botUA},
 		{"bot, vars", "vars", botUA},
 		{"bot, rate_limit", "ratelimit", botUA},
 	}
 	header := func(p phase) http.Header {
-		h := http.Header{"User-Agent": {p.ua}}
-		if p.phase != "" {
-			h.Set("X-Phase", p.phase)
-		}
-		return h
+		return http.Header{"User-Agent": {p.ua}, "X-Phase": {p.phase}}
 	}
 	type total struct {
 		reqs int64
@@ -264,11 +235,11 @@ http://127.0.0.1:%[3]d {
 		return "—"
 	}
 	fmt.Println()
-	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | vars ÷ plain, same | robots_guard ÷ vars, same | rate_limit ÷ plain, same | recipe ÷ plain, same |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Println("| traffic | plain µs CPU/req | robots_guard µs CPU/req | robots_guard ÷ plain, median of rounds [bootstrap 95 %] (min–max) | control ÷ plain, same | vars ÷ plain, same | robots_guard ÷ vars, same | rate_limit ÷ plain, same | recipe ÷ plain, same |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, tr := range []string{"browser", "bot"} {
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", tr, perOf(tr, "plain"), perOf(tr, "robots_guard"),
-			cell(tr, "robots_guard", "plain"), cell(tr, "vars", "plain"), cell(tr, "robots_guard", "vars"),
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", tr, perOf(tr, "plain"), perOf(tr, "robots_guard"),
+			cell(tr, "robots_guard", "plain"), cell(tr, "control", "plain"), cell(tr, "vars", "plain"), cell(tr, "robots_guard", "vars"),
 			cell(tr, "rate_limit", "plain"), cell(tr, "recipe", "plain"))
 	}
 	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
@@ -292,19 +263,7 @@ http://127.0.0.1:%[3]d {
 	for _, p := range phases {
 		done := make(chan error, 1)
 		file := filepath.Join(profiles, strings.NewReplacer(", ", "-", " ", "_").Replace(p.name)+".pprof")
-		go func() {
-			resp, err := http.Get(fmt.Sprintf("http://localhost:%d/debug/pprof/profile?seconds=%d", adminPort, secs))
-			if err != nil {
-				done <- err
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err == nil {
-				err = os.WriteFile(file, b, 0o644)
-			}
-			done <- err
-		}()
+		go func() { done <- caddyrun.Profile(adminPort, secs, file) }()
 		caddyrun.LoadPaced(client, url, header(p), conc, time.Duration(secs)*time.Second+200*time.Millisecond, nil, rate, nil)
 		if err := <-done; err != nil {
 			return fmt.Errorf("profile of %s: %w", p.name, err)
@@ -430,4 +389,49 @@ func recipeRegexp(file string) (string, error) {
 		return "", fmt.Errorf("%s: no User-agent lines", file)
 	}
 	return "(?i)(" + strings.Join(toks, "|") + ")", nil
+}
+
+// siteConfig is the Caddyfile of the one site every phase runs on, with
+// its storage under dir, on port, proxying to upstream. One site, one
+// listener, one reverse_proxy (one connection pool): the phases differ only
+// by a request header that selects the handler in front of the proxy, so
+// every phase pays the same matchers and nothing else differs but the
+// handler measured.
+func siteConfig(admin, dir, upstream string, port int, recipe string) string {
+	return fmt.Sprintf(`{
+	%[5]s
+	persist_config off
+	storage file_system %[1]s/storage
+}
+
+http://127.0.0.1:%[3]d {
+	@guard header X-Phase guard
+	@vars header X-Phase vars
+	@ratelimit header X-Phase ratelimit
+	@recipe header X-Phase recipe
+	route {
+		robots_guard @guard
+		vars @vars loadtest_noop 1
+		rate_limit @ratelimit {
+			zone per_user_agent {
+				key {http.request.header.User-Agent}
+				events 100000
+				window 1s
+			}
+		}
+		# The recipe's regexp runs in its phase only (in one matcher set
+		# with the header, Caddy would evaluate it for every request).
+		route @recipe {
+			@bots header_regexp User-Agent "%[4]s"
+			respond @bots 403
+		}
+		reverse_proxy %[2]s {
+			transport http {
+				keepalive_idle_conns 1024
+				keepalive_idle_conns_per_host 1024
+			}
+		}
+	}
+}
+`, dir, upstream, port, recipe, admin)
 }

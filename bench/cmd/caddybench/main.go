@@ -1,6 +1,6 @@
 // Command caddybench is the Caddy that bench/loadtest runs: Caddy's
 // standard modules, robots_guard, and the modules robots_guard is compared
-// with (caddy-ratelimit, from third_party/: see its README).
+// with (caddy-ratelimit v0.1.0, its latest release on the Go module proxy).
 package main
 
 import (
