@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,6 +114,7 @@ type state struct {
 	enforcer *middleware.Enforcer
 	log      *swapCore
 	rules    ruleTexts
+	names    nameBoxes
 }
 
 // Destruct stops the Enforcer's background work when the last config that
@@ -421,49 +423,93 @@ const (
 	phTrapLink     = "http.robots_guard.trap_link"
 )
 
-// boxes holds the placeholder values of the fixed sets (actions,
-// verification verdicts) as interface values made once: setting a
-// placeholder then does not allocate.
-var boxes = func() map[string]any {
-	m := map[string]any{}
-	for _, s := range []string{"allow", "deny", "throttle", "dry_run_deny", "dry_run_throttle", "none", "verified", "spoofed", "unverifiable"} {
-		m[s] = s
-	}
-	return m
-}()
-
-// boxed returns s as an interface value, without allocating for the
-// values of boxes.
-func boxed(s string) any {
-	if b, ok := boxes[s]; ok {
-		return b
-	}
-	return s
-}
-
-// groupBoxes holds group names boxed once (at most maxGroupBoxes of them:
-// group names come from the sites' robots.txt files).
+// actionBoxes and verdictBoxes hold the placeholder values of the fixed
+// sets (actions, verification verdicts) as interface values made once,
+// found by index: setting a placeholder then neither allocates nor hashes
+// a name.
 var (
-	groupBoxes    sync.Map // string → any
-	groupBoxCount atomic.Int32
+	actionBoxes = func() (b [middleware.Throttle + 1][2]any) {
+		for a := range b {
+			for d := range b[a] {
+				b[a][d] = middleware.Verdict{Action: middleware.Action(a), DryRun: d == 1}.ActionName()
+			}
+		}
+		return b
+	}()
+	verdictBoxes = func() (b [identity.Unverifiable + 1]any) {
+		for v := range b {
+			b[v] = identity.Verdict(v).String()
+		}
+		return b
+	}()
 )
 
-const maxGroupBoxes = 1000
+// actionBox returns v's action placeholder value.
+func actionBox(v *middleware.Verdict) any {
+	if int(v.Action) < len(actionBoxes) {
+		d := 0
+		if v.DryRun {
+			d = 1
+		}
+		return actionBoxes[v.Action][d]
+	}
+	return v.ActionName()
+}
 
-// boxedGroup returns a group or operator name as an interface value, made
-// once per name.
-func boxedGroup(g string) any {
-	if g == "" {
+// verdictBox returns a verification verdict's placeholder value.
+func verdictBox(v identity.Verdict) any {
+	if int(v) < len(verdictBoxes) {
+		return verdictBoxes[v]
+	}
+	return v.String()
+}
+
+// nameBoxes holds group and operator names as interface values, made once
+// per name, for their placeholders. Names come from the sites' parsed
+// robots.txt files and the verifier's operators, whose strings stay put,
+// so a name is found by the address of its bytes in a small direct-mapped
+// table, without hashing it; a name whose slot holds another takes the map
+// (at most maxNameBoxes names there).
+type nameBoxes struct {
+	slots [nameSlots]atomic.Pointer[nameBox]
+	m     sync.Map // string → any
+	n     atomic.Int32
+}
+
+type nameBox struct {
+	name string
+	box  any
+}
+
+const (
+	nameSlots    = 64
+	maxNameBoxes = 1000
+)
+
+// box returns name as an interface value, made once per name.
+func (t *nameBoxes) box(name string) any {
+	if name == "" {
 		return ""
 	}
-	if b, ok := groupBoxes.Load(g); ok {
-		return b
+	p := unsafe.StringData(name)
+	slot := &t.slots[(uintptr(unsafe.Pointer(p))>>4)%nameSlots]
+	if b := slot.Load(); b != nil && unsafe.StringData(b.name) == p && len(b.name) == len(name) {
+		return b.box
 	}
-	var b any = strings.Clone(g)
-	if groupBoxCount.Load() < maxGroupBoxes {
-		if _, loaded := groupBoxes.LoadOrStore(g, b); !loaded {
-			groupBoxCount.Add(1)
+	b, ok := t.m.Load(name)
+	if !ok {
+		b = any(strings.Clone(name))
+		if t.n.Load() < maxNameBoxes {
+			if _, loaded := t.m.LoadOrStore(name, b); !loaded {
+				t.n.Add(1)
+			}
 		}
+	}
+	// The slot keeps name, so its address is not reused while it is
+	// there. A taken slot changes hands now and then only: two names that
+	// share one would otherwise make a box each time.
+	if cur := slot.Load(); cur == nil || rand.Uint32()%nameSlots == 0 {
+		slot.Store(&nameBox{name: name, box: b})
 	}
 	return b
 }
@@ -536,16 +582,16 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set(phGroup, boxedGroup(v.Group))
+		repl.Set(phGroup, g.state.names.box(v.Group))
 		if v.Rule != nil {
 			repl.Set(phRule, g.state.rules.text(v.Rule))
 		} else {
 			repl.Set(phRule, "")
 		}
-		repl.Set(phAction, boxed(v.ActionName()))
+		repl.Set(phAction, actionBox(&v))
 		if g.state.enforcer.Verifier() != nil {
-			repl.Set(phVerification, boxed(v.Verification.String()))
-			repl.Set(phOperator, boxedGroup(v.Operator))
+			repl.Set(phVerification, verdictBox(v.Verification))
+			repl.Set(phOperator, g.state.names.box(v.Operator))
 		}
 		if g.trapLinks {
 			// Made only when a template or header reads it.

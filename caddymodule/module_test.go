@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -228,5 +229,44 @@ func TestRuleTextsHoldRulesWeakly(t *testing.T) {
 	}
 	if v.(*ruleTextEntry).rule.Value() != nil {
 		t.Fatal("the table kept a rule alive")
+	}
+}
+
+// TestNameBoxes covers the placeholder values of group and operator names:
+// the value is the name whichever way it is found (its slot, the map, or
+// neither once the map is full), and a name found again through its slot
+// is the same interface value, made once.
+func TestNameBoxes(t *testing.T) {
+	var nb nameBoxes
+	names := make([]string, 300) // more than the slots: some share one
+	for i := range names {
+		names[i] = strings.Repeat("x", i%7) + "Bot" + strconv.Itoa(i)
+	}
+	for round := 0; round < 3; round++ {
+		for _, n := range names {
+			if got := nb.box(n); got != any(n) {
+				t.Fatalf("box(%q) = %v", n, got)
+			}
+		}
+	}
+	// The same bytes at another address give the same value.
+	other := strings.Clone(names[5])
+	if got := nb.box(other); got != any(names[5]) {
+		t.Errorf("box of a copy = %v", got)
+	}
+	if got := nb.box(""); got != any("") {
+		t.Errorf(`box("") = %v`, got)
+	}
+	if n := testing.AllocsPerRun(100, func() { nb.box(names[0]) }); n != 0 {
+		t.Errorf("box of a known name: %v allocs", n)
+	}
+	for i := range maxNameBoxes + 10 {
+		nb.box("Many" + strconv.Itoa(i))
+	}
+	if n := nb.n.Load(); n > maxNameBoxes {
+		t.Errorf("%d names in the map, at most %d", n, maxNameBoxes)
+	}
+	if got := nb.box("Many1005"); got != any("Many1005") {
+		t.Errorf("past the bound: %v", got)
 	}
 }
