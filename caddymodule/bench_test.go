@@ -49,6 +49,40 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkServeHTTPFreshReplacer is BenchmarkServeHTTP's browser with a
+// new replacer per request, as Caddy makes them, beside the same set-up
+// without the module: the difference is what the module adds to a request
+// whose other handlers set no placeholder. Its first Set makes the
+// replacer's map (one allocation); a reverse_proxy, an access log or a
+// file matcher makes it anyway when the module does not.
+func BenchmarkServeHTTPFreshReplacer(b *testing.B) {
+	g := benchGuard(b)
+	g.state.log.set(zapcore.NewNopCore())
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	r0 := httptest.NewRequest(http.MethodGet, "http://example.com/page", nil)
+	r0.RequestURI = "/page"
+	r0.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36")
+	r0.RemoteAddr = "192.0.2.1:1234"
+	w := &nopWriter{h: http.Header{}}
+	for _, guard := range []bool{false, true} {
+		name := "caddy only"
+		if guard {
+			name = "robots_guard"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := r0.WithContext(context.WithValue(r0.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
+				if guard {
+					_ = g.ServeHTTP(w, r, next)
+				} else {
+					_ = next.ServeHTTP(w, r)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkParallelServeHTTP is BenchmarkServeHTTP from GOMAXPROCS
 // goroutines, each with its own requests and replacers (as Caddy has),
 // cycling over 16 of them; run it with -cpu 1,2. "logged" writes the
