@@ -102,7 +102,7 @@ func runTwin(bin, tmp, upstream, recipe, taskset string, caddyCPU int, others []
 		}
 	}
 	ratios := make([][]float64, len(cmps))
-	lats := make([][2][]time.Duration, len(cmps)) // plain, handler
+	lats := make([][2][]time.Duration, len(cmps)) // reference, handler
 	rng := rand.New(rand.NewPCG(seed, 42))
 	pace := "as fast as they can"
 	if rate > 0 {
