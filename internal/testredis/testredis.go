@@ -57,18 +57,26 @@ func Binary() string {
 	return ""
 }
 
+// require stops the test when bin, a program it needs, was not found:
+// it fails under CI (which installs it) and is skipped elsewhere, saying
+// what is missing.
+func require(t testing.TB, bin, msg string) {
+	t.Helper()
+	if bin != "" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 // Start starts a server that is stopped when the test ends. args are
 // extra redis-server options, such as "--requirepass", "secret".
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin := Binary()
-	if bin == "" {
-		msg := "redis-server not found: install it to run the Redis tests (Debian/Ubuntu: apt-get install -y redis-server; .ci/run does)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	require(t, bin, "redis-server not found: install it to run the Redis tests (Debian/Ubuntu: apt-get install -y redis-server; .ci/run does)")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -239,13 +247,7 @@ func CLIBinary() string {
 func StartCluster(t testing.TB, primaries, replicas int) *Cluster {
 	t.Helper()
 	cli := CLIBinary()
-	if cli == "" {
-		msg := "redis-cli not found: install it to run the Redis Cluster tests (Debian/Ubuntu: apt-get install -y redis-tools; .ci/run does)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	require(t, cli, "redis-cli not found: install it to run the Redis Cluster tests (Debian/Ubuntu: apt-get install -y redis-tools; .ci/run does)")
 	c := &Cluster{t: t, cli: cli}
 	n := primaries * (1 + replicas)
 	args := []string{"--cluster", "create"}
