@@ -465,11 +465,12 @@ func verdictBox(v identity.Verdict) any {
 }
 
 // nameBoxes holds group and operator names as interface values, made once
-// per name, for their placeholders. Names come from the sites' parsed
-// robots.txt files and the verifier's operators, whose strings stay put,
-// so a name is found by the address of its bytes in a small direct-mapped
-// table, without hashing it; a name whose slot holds another takes the map
-// (at most maxNameBoxes names there).
+// per name, for their placeholders. A name is looked for first in a small
+// direct-mapped table whose slot the address of its bytes picks (names come
+// from the sites' parsed robots.txt files and the verifier's operators,
+// whose strings stay put, so a name keeps its slot without being hashed),
+// then in a map (at most maxNameBoxes names). Both hold copies: a name
+// that is part of a robots.txt file's text does not keep the file alive.
 type nameBoxes struct {
 	slots [nameSlots]atomic.Pointer[nameBox]
 	m     sync.Map // string → any
@@ -477,8 +478,8 @@ type nameBoxes struct {
 }
 
 type nameBox struct {
-	name string
-	box  any
+	name string // a copy
+	box  any    // name, boxed
 }
 
 const (
@@ -491,25 +492,26 @@ func (t *nameBoxes) box(name string) any {
 	if name == "" {
 		return ""
 	}
-	p := unsafe.StringData(name)
-	slot := &t.slots[(uintptr(unsafe.Pointer(p))>>4)%nameSlots]
-	if b := slot.Load(); b != nil && unsafe.StringData(b.name) == p && len(b.name) == len(name) {
+	slot := &t.slots[(uintptr(unsafe.Pointer(unsafe.StringData(name)))>>4)%nameSlots]
+	if b := slot.Load(); b != nil && b.name == name {
 		return b.box
 	}
 	b, ok := t.m.Load(name)
 	if !ok {
-		b = any(strings.Clone(name))
+		key := strings.Clone(name)
+		b = any(key)
 		if t.n.Load() < maxNameBoxes {
-			if _, loaded := t.m.LoadOrStore(name, b); !loaded {
+			if v, loaded := t.m.LoadOrStore(key, b); loaded {
+				b = v
+			} else {
 				t.n.Add(1)
 			}
 		}
 	}
-	// The slot keeps name, so its address is not reused while it is
-	// there. A taken slot changes hands now and then only: two names that
-	// share one would otherwise make a box each time.
+	// A taken slot changes hands now and then only: two names that share
+	// one would otherwise make a nameBox each time.
 	if cur := slot.Load(); cur == nil || rand.Uint32()%nameSlots == 0 {
-		slot.Store(&nameBox{name: name, box: b})
+		slot.Store(&nameBox{name: b.(string), box: b})
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
@@ -269,4 +270,31 @@ func TestNameBoxes(t *testing.T) {
 	if got := nb.box("Many1005"); got != any("Many1005") {
 		t.Errorf("past the bound: %v", got)
 	}
+}
+
+// TestNameBoxesHoldCopies: a group name is part of its robots.txt file's
+// text; boxing it must not keep that text alive once the file is replaced.
+func TestNameBoxesHoldCopies(t *testing.T) {
+	var nb nameBoxes
+	text := new([1 << 16]byte)
+	copy(text[100:], "HeldBot")
+	freed := make(chan struct{})
+	runtime.AddCleanup(text, func(ch chan struct{}) { close(ch) }, freed)
+	if got := nb.box(unsafe.String(&text[100], 7)); got != any("HeldBot") {
+		t.Fatalf("box of a name in a text = %v", got)
+	}
+	text = nil
+	for i := 0; i < 50; i++ {
+		runtime.GC()
+		select {
+		case <-freed:
+			if got := nb.box("HeldBot"); got != any("HeldBot") {
+				t.Errorf("box after the text went = %v", got)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	runtime.KeepAlive(&nb)
+	t.Error("a boxed name keeps the text it came from alive")
 }
