@@ -333,15 +333,28 @@ func headerBytes(h http.Header, name string) int {
 	return n
 }
 
-// checkComponents refuses a signature that covers too many components, or
-// one of them twice (the same name and parameters, in any order).
+// checkComponents refuses a signature that covers too many components, a
+// component with a parameter RFC 9421 does not define (§2.1: sf, key, bs,
+// req, tr, name), or one component twice (the same name and parameters, in
+// any order). With the parameters known, comparing two components takes
+// at most six short look-ups.
 func checkComponents(in *sfv.Field, m *sfv.Member) error {
 	n := in.Items(m)
 	if n > MaxCoveredComponents {
 		return fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	for i := range n {
-		for j := range i { // at most 276 pairs, compared in place
+		it := in.Item(m, i)
+		for k := range in.Params(it) {
+			switch key := in.Param(it, k).Key; key {
+			case "sf", "key", "bs", "req", "tr", "name":
+			default:
+				return fmt.Errorf("covered component %s has parameter %q, which RFC 9421 does not define", in.AppendItem(nil, it), key)
+			}
+		}
+	}
+	for i := range n {
+		for j := range i { // at most 276 pairs of at most six parameters, compared in place
 			if in.SameItem(in.Item(m, i), in.Item(m, j)) {
 				return fmt.Errorf("covered component %s appears twice", in.AppendItem(nil, in.Item(m, i)))
 			}

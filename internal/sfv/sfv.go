@@ -126,7 +126,10 @@ func (b Bare) Equal(o Bare) bool {
 	case String:
 		return o.IsString(mustStr(b))
 	case Bytes, Decimal, DisplayString:
-		return string(b.Append(nil)) == string(o.Append(nil))
+		// Compared as serialized, in buffers on the stack for values of
+		// the usual sizes.
+		var x, y [128]byte
+		return string(b.Append(x[:0])) == string(o.Append(y[:0]))
 	}
 	return false
 }
