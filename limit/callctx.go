@@ -24,6 +24,7 @@ type callCtx struct {
 	// parentFirst: the parent's deadline came first, so reaching it is
 	// the caller's doing, not the store's.
 	parentFirst bool
+	armed       bool // between start and finish
 	timer       *time.Timer
 	done        chan struct{}
 	expired     atomic.Bool
@@ -50,14 +51,19 @@ func (c *callCtx) start(parent context.Context, deadline time.Time) context.Cont
 	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline, c.parentFirst = d, true
 	}
-	c.parent, c.deadline = parent, deadline
+	c.parent, c.deadline, c.armed = parent, deadline, true
 	c.timer.Reset(time.Until(deadline))
 	return c
 }
 
-// finish disarms c once its call has returned. When the timer fired (or
-// is firing), it waits for done to be closed and makes a new channel.
+// finish disarms c once its call has returned (again: nothing). When the
+// timer fired (or is firing), it waits for done to be closed and makes a
+// new channel.
 func (c *callCtx) finish() {
+	if !c.armed {
+		return
+	}
+	c.armed = false
 	if !c.timer.Stop() {
 		<-c.done
 		c.done = make(chan struct{})

@@ -458,7 +458,12 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		return false, 0, errPaused
 	}
 	c := r.calls.Get().(*scriptCall)
-	defer r.calls.Put(c)
+	defer func() {
+		// Disarmed even if the client panics, so that the pool never
+		// hands out a context that is still running (or already done).
+		c.ctx.finish()
+		r.calls.Put(c)
+	}()
 	c.delay = max(1, int64(delay/time.Microsecond))
 	c.tau = int64(Tolerance(delay, r.cfg.Tolerance) / time.Microsecond)
 	c.spend = 0
