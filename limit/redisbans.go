@@ -283,12 +283,18 @@ func (b *RedisBans) follow(ctx context.Context) {
 			b.mirror.replace(list, now)
 		}
 	}
+	// The bans in force first: the import of an earlier layout's (its
+	// round trips, repeated at each start while its keys live) must not
+	// leave the mirror empty meanwhile.
+	resync()
 	if !b.r.cfg.Cluster {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b.importOld(c, time.Now().UnixNano())
+		n := b.importOld(c, time.Now().UnixNano())
 		cancel()
+		if n > 0 {
+			resync()
+		}
 	}
-	resync()
 	for {
 		select {
 		case <-ctx.Done():
@@ -320,19 +326,20 @@ func (b *RedisBans) follow(ctx context.Context) {
 // most max live bans in all, keeping their ends and strikes; a ban the
 // current layout already holds is left as it is. The old keys are left to
 // expire, for instances of the old version still running (Unban removes
-// them too, so that a lifted ban is not carried over again). Each instance does it
-// once, at start, on a single server (a cluster never held the old
-// layout: its ban script spanned slots).
-func (b *RedisBans) importOld(ctx context.Context, now int64) {
+// them too, so that a lifted ban is not carried over again). Each instance
+// does it once, at start, after its first read of the bans in force, on a
+// single server (a cluster never held the old layout: its ban script
+// spanned slots). It returns how many bans it carried over.
+func (b *RedisBans) importOld(ctx context.Context, now int64) (imported int) {
 	p := b.r.cfg.KeyPrefix
 	members, err := b.r.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: p + "bans", ByScore: true, Rev: true,
 		Start: "+inf", Stop: strconv.FormatInt(now/int64(time.Millisecond), 10), Count: int64(b.max)}).Result()
 	if err != nil || len(members) == 0 {
-		return
+		return 0
 	}
 	live, err := b.r.client.ZCount(ctx, b.setKey(), strconv.FormatInt(now/int64(time.Millisecond)+1, 10), "+inf").Result()
 	if err != nil {
-		return
+		return 0
 	}
 	n := 0
 	for _, m := range members {
@@ -360,6 +367,7 @@ func (b *RedisBans) importOld(ctx context.Context, now int64) {
 		b.r.log.Info("robots_guard: store: bans carried over from the key layout of earlier versions",
 			zap.String("store", b.r.redacted), zap.Int("bans", n))
 	}
+	return n
 }
 
 var _ Bans = (*RedisBans)(nil)
