@@ -412,25 +412,16 @@ func (h *sigHeaders) agentMember(r *SignedRequest, in *sfv.Field, it *sfv.Item) 
 	return &am.Item, nil
 }
 
-// joinValues joins the values of a header as RFC 9421 §2.1 does, in one
-// pass: each trimmed, ", " between them.
-func joinValues(vals []string) string {
-	if len(vals) == 1 {
-		return strings.TrimSpace(vals[0])
-	}
-	n := 0
-	for _, v := range vals {
-		n += len(v) + 2
-	}
-	var b strings.Builder
-	b.Grow(n)
+// appendJoined appends the values of a header joined as RFC 9421 §2.1
+// does, in one pass: each trimmed, ", " between them.
+func appendJoined(b []byte, vals []string) []byte {
 	for i, v := range vals {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		b.WriteString(strings.TrimSpace(v))
+		b = append(b, strings.TrimSpace(v)...)
 	}
-	return b.String()
+	return b
 }
 
 // agentURI returns the key directory origin a Signature-Agent member names:
@@ -513,7 +504,7 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member) ([]
 				}
 				b = h.agent.AppendItem(b, am)
 			} else {
-				b = append(b, joinValues(vals)...)
+				b = appendJoined(b, vals)
 			}
 		default:
 			if strings.HasPrefix(name, "@") || in.Params(it) > 0 {
@@ -523,12 +514,7 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member) ([]
 			if len(vals) == 0 {
 				return nil, fmt.Errorf("covered header %s is absent", name)
 			}
-			for i, v := range vals { // joined as RFC 9421 §2.1 says
-				if i > 0 {
-					b = append(b, ", "...)
-				}
-				b = append(b, strings.TrimSpace(v)...)
-			}
+			b = appendJoined(b, vals)
 		}
 		b = append(b, '\n')
 	}
