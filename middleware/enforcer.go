@@ -315,11 +315,8 @@ type trace struct {
 }
 
 func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict {
-	// The guard's own robots.txt fetch passes. Its mark is in the context,
-	// whose whole chain a look-up walks: a request from a connection is
-	// looked at only when it comes from the fetch's address, which no
-	// connection has (sites.SelfFetchAddr).
-	if (req.peer == "" || req.peer == sites.SelfFetchAddr) && sites.IsInternal(ctx) {
+	// The guard's own robots.txt fetch passes.
+	if sites.IsSelfFetch(ctx, req.peer) {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
 	}
 	target, targetOK := policy.RequestTarget(req.Target)

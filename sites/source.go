@@ -130,6 +130,15 @@ func IsInternal(ctx context.Context) bool {
 	return ctx.Value(internalKey{}) != nil
 }
 
+// IsSelfFetch is IsInternal for a request whose client address is
+// remoteAddr ("" when the front end has none): the context, a walk of its
+// whole chain, is looked at only when remoteAddr is SelfFetchAddr, which no
+// TCP connection has, so a request from a connection costs a string
+// comparison, and a client can neither reach the check nor pass it.
+func IsSelfFetch(ctx context.Context, remoteAddr string) bool {
+	return (remoteAddr == "" || remoteAddr == SelfFetchAddr) && IsInternal(ctx)
+}
+
 // SelfSource returns the default source: the site's own /robots.txt, sent
 // as a virtual GET to Request.Origin (the handler that serves the
 // site) with a private response writer and a fresh header set, so no
@@ -152,11 +161,8 @@ func (siteSource) Fetch(ctx context.Context, req Request) (Result, error) {
 }
 
 // SelfFetchAddr is the client address of virtual fetches: loopback, port 0,
-// so that access logs show an internal request and no real peer.
-//
-// A front end with the request's RemoteAddr looks at the context (a walk
-// of its whole chain, IsInternal) only when RemoteAddr is this one, which
-// no TCP connection has: a client can neither reach the check nor pass it.
+// so that access logs show an internal request and no real peer (see
+// IsSelfFetch).
 const SelfFetchAddr = "127.0.0.1:0"
 
 // virtualGet sends GET req.URL to h in-process and captures the answer.

@@ -91,3 +91,25 @@ func TestIsPublic(t *testing.T) {
 }
 
 func netipMust(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestIsSelfFetch: only a request with the mark in its context and the
+// self-fetch address (or none) is the guard's own fetch; the address alone,
+// which a client cannot have anyway, or the mark behind a real peer, is not.
+func TestIsSelfFetch(t *testing.T) {
+	marked := context.WithValue(context.Background(), internalKey{}, true)
+	for _, c := range []struct {
+		ctx  context.Context
+		addr string
+		want bool
+	}{
+		{marked, SelfFetchAddr, true},
+		{marked, "", true},
+		{marked, "192.0.2.1:1234", false},
+		{context.Background(), SelfFetchAddr, false},
+		{context.Background(), "", false},
+	} {
+		if got := IsSelfFetch(c.ctx, c.addr); got != c.want {
+			t.Errorf("IsSelfFetch(marked=%v, %q) = %v, want %v", c.ctx == marked, c.addr, got, c.want)
+		}
+	}
+}
