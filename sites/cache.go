@@ -422,12 +422,7 @@ func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin ht
 				c.background(e, origin)
 				return e, st
 			}
-			timer := time.NewTimer(c.timeout)
-			defer timer.Stop()
-			if st, ok := c.fresh(ctx, e, origin, g, timer.C); ok {
-				return e, st
-			}
-			return e, e.state.Load()
+			return e, c.waitFresh(ctx, e, origin, g)
 		}
 		if c.isDue(e) {
 			c.background(e, origin)
@@ -449,16 +444,33 @@ func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin ht
 		c.background(e, origin)
 		return e, c.pending
 	}
+	return e, c.waitFirst(ctx, e, origin)
+}
+
+// waitFresh waits, up to the cache's timeout, for e's copy of generation g
+// (a reload's revalidation), and returns the copy it gets or the one in
+// place. It is out of Get, where a defer would cost every call.
+func (c *Cache) waitFresh(ctx context.Context, e *Site, origin http.Handler, g uint64) *State {
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	if st, ok := c.fresh(ctx, e, origin, g, timer.C); ok {
+		return st
+	}
+	return e.state.Load()
+}
+
+// waitFirst waits, up to the cache's timeout, for e's first copy.
+func (c *Cache) waitFirst(ctx context.Context, e *Site, origin http.Handler) *State {
 	ch := c.flight(e, origin)
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	select {
 	case r := <-ch:
-		return e, r.Val.(*State)
+		return r.Val.(*State)
 	case <-timer.C:
 	case <-ctx.Done():
 		// The client went away: decide as unreachable for it alone.
-		return e, &State{Robots: c.empty, Outcome: Unreachable, Unreachable: true}
+		return &State{Robots: c.empty, Outcome: Unreachable, Unreachable: true}
 	}
 	// The fetch hangs: decide as unreachable, and make later requests do
 	// the same without waiting until the fetch ends or a retry is due.
@@ -466,7 +478,7 @@ func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin ht
 	if e.state.CompareAndSwap(nil, st) {
 		c.setDue(e, c.now(), c.retry)
 	}
-	return e, e.state.Load()
+	return e.state.Load()
 }
 
 // sameHandler reports whether a and b are the same handler. Handlers of a
