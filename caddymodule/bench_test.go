@@ -20,60 +20,36 @@ import (
 
 // BenchmarkServeHTTP measures what the module adds to a request inside
 // Caddy: the decision, the placeholders and the hand-over to next (a no-op
-// here). A proxied request costs Caddy about 140-200 µs of CPU on the
-// machines this was measured on; see bench/loadtest for the end-to-end
-// comparison.
+// here). Every request gets a new context, replacer and variables from
+// caddyhttp.PrepareRequest, as Caddy's server gives them; "caddy only" is
+// that set-up alone, to subtract. A proxied request costs Caddy about
+// 140-200 µs of CPU on the machines this was measured on; see
+// bench/loadtest for the end-to-end comparison.
 func BenchmarkServeHTTP(b *testing.B) {
 	g := benchGuard(b)
 	g.state.log.set(zapcore.NewNopCore()) // keep denial lines out of the output
 	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	for _, bc := range []struct{ name, ua, target string }{
-		{"browser", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36", "/private/x?y=1"},
-		{"bot allowed", "Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7"},
-		{"bot denied", gptUA, "/blog/post"},
+	const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	for _, bc := range []struct {
+		name, ua, target string
+		guard            bool
+	}{
+		{"caddy only", chrome, "/private/x?y=1", false},
+		{"browser", chrome, "/private/x?y=1", true},
+		{"bot allowed", "Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7", true},
+		{"bot denied", gptUA, "/blog/post", true},
 	} {
-		r := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
-		r.RequestURI = bc.target // origin-form, as Caddy's requests have
-		r.Header.Set("User-Agent", bc.ua)
-		r.RemoteAddr = "192.0.2.1:1234"
-		repl := caddy.NewReplacer()
-		r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
-		w := httptest.NewRecorder()
+		r0 := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
+		r0.RequestURI = bc.target // origin-form, as Caddy's requests have
+		r0.Header.Set("User-Agent", bc.ua)
+		r0.RemoteAddr = "192.0.2.1:1234"
+		w := &nopWriter{h: http.Header{}}
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Body.Reset()
-				_ = g.ServeHTTP(w, r, next)
-			}
-		})
-	}
-}
-
-// BenchmarkServeHTTPFreshReplacer is BenchmarkServeHTTP's browser with a
-// new replacer per request, as Caddy makes them, beside the same set-up
-// without the module: the difference is what the module adds to a request
-// whose other handlers set no placeholder. Its first Set makes the
-// replacer's map (one allocation); a reverse_proxy, an access log or a
-// file matcher makes it anyway when the module does not.
-func BenchmarkServeHTTPFreshReplacer(b *testing.B) {
-	g := benchGuard(b)
-	g.state.log.set(zapcore.NewNopCore())
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
-	r0 := httptest.NewRequest(http.MethodGet, "http://example.com/page", nil)
-	r0.RequestURI = "/page"
-	r0.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36")
-	r0.RemoteAddr = "192.0.2.1:1234"
-	w := &nopWriter{h: http.Header{}}
-	for _, guard := range []bool{false, true} {
-		name := "caddy only"
-		if guard {
-			name = "robots_guard"
-		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				r := r0.WithContext(context.WithValue(r0.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
-				if guard {
+				clear(w.h)
+				r := caddyhttp.PrepareRequest(r0, caddy.NewReplacer(), w, nil)
+				if bc.guard {
 					_ = g.ServeHTTP(w, r, next)
 				} else {
 					_ = next.ServeHTTP(w, r)
@@ -84,8 +60,9 @@ func BenchmarkServeHTTPFreshReplacer(b *testing.B) {
 }
 
 // BenchmarkParallelServeHTTP is BenchmarkServeHTTP from GOMAXPROCS
-// goroutines, each with its own requests and replacers (as Caddy has),
-// cycling over 16 of them; run it with -cpu 1,2. "logged" writes the
+// goroutines, each cycling over 16 requests of its own, prepared anew each
+// time as Caddy's server does ("caddy only": that alone); run it with -cpu
+// 1,2. "logged" writes the
 // denial lines through a real zap core (JSON to io.Discard) behind the
 // module's sampler. Denied and throttled requests come from 250 addresses,
 // "many UAs" cycles over 235 browser headers, "many sites" over 50 Hosts.
@@ -101,6 +78,7 @@ func BenchmarkParallelServeHTTP(b *testing.B) {
 		req    func(i int) (ua, target, host string)
 		logged bool
 	}{
+		{"caddy only", fixed(chrome, "/private/x?y=1"), false},
 		{"browser", fixed(chrome, "/private/x?y=1"), false},
 		{"bot allowed", fixed("Mozilla/5.0 (compatible; FooBot/1.0; +https://foo.example/bot)", "/blog/post?id=7"), false},
 		{"bot denied", fixed(gptUA, "/blog/post"), false},
@@ -130,14 +108,18 @@ func BenchmarkParallelServeHTTP(b *testing.B) {
 					r.RequestURI = target
 					r.Header.Set("User-Agent", ua)
 					r.RemoteAddr = "192.0.2." + strconv.Itoa((base+j)%250) + ":1234"
-					r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, caddy.NewReplacer()))
 					reqs[j] = r
 				}
 				w := &nopWriter{h: http.Header{}}
 				i := 0
 				for pb.Next() {
 					clear(w.h)
-					_ = g.ServeHTTP(w, reqs[i&15], next)
+					r := caddyhttp.PrepareRequest(reqs[i&15], caddy.NewReplacer(), w, nil)
+					if bc.name == "caddy only" {
+						_ = next.ServeHTTP(w, r)
+					} else {
+						_ = g.ServeHTTP(w, r, next)
+					}
 					i++
 				}
 			})

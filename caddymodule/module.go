@@ -9,16 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-	"weak"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -27,7 +23,6 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/middleware"
-	"github.com/robotsguard/robotsguard/policy"
 )
 
 func init() {
@@ -85,9 +80,12 @@ type RobotsGuard struct {
 	// server's proxy setup was checked for it (checkForwarded).
 	addressKeyed bool
 	proxyChecked *atomic.Bool
-	trapLinks    bool // per-client trap links: the trap_link placeholder is set
-	verifierKey  string
-	logger       *zap.Logger
+	// listenPort: the port every listener of the last server seen listens
+	// on (see portOf).
+	listenPort  *atomic.Pointer[serverPort]
+	trapLinks   bool // per-client trap links: the trap_link placeholder is set
+	verifierKey string
+	logger      *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -115,6 +113,7 @@ type state struct {
 	log      *swapCore
 	rules    ruleTexts
 	names    nameBoxes
+	ph       phCache
 }
 
 // Destruct stops the Enforcer's background work when the last config that
@@ -190,6 +189,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
+	g.listenPort = new(atomic.Pointer[serverPort])
 	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup || cfg.Verifying()
 	var secret []byte
 	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
@@ -409,147 +409,21 @@ func (g *RobotsGuard) Cleanup() error {
 	return err
 }
 
-// varSpent is the request variable that marks a request admitted under a
-// Crawl-delay by a robots_guard handler.
-const varSpent = "robots_guard.crawl_delay_spent"
+// varMark is the request variable in which robots_guard handlers leave a
+// requestMark for the later ones of the same request.
+const varMark = "robots_guard.seen"
 
-// Placeholder names set for every request the module sees.
-const (
-	phGroup        = "http.robots_guard.group"
-	phRule         = "http.robots_guard.rule"
-	phAction       = "http.robots_guard.action"
-	phVerification = "http.robots_guard.verification"
-	phOperator     = "http.robots_guard.operator"
-	phTrapLink     = "http.robots_guard.trap_link"
-)
-
-// actionBoxes and verdictBoxes hold the placeholder values of the fixed
-// sets (actions, verification verdicts) as interface values made once,
-// found by index: setting a placeholder then neither allocates nor hashes
-// a name.
-var (
-	actionBoxes = func() (b [middleware.Throttle + 1][2]any) {
-		for a := range b {
-			for d := range b[a] {
-				b[a][d] = middleware.Verdict{Action: middleware.Action(a), DryRun: d == 1}.ActionName()
-			}
-		}
-		return b
-	}()
-	verdictBoxes = func() (b [identity.Unverifiable + 1]any) {
-		for v := range b {
-			b[v] = identity.Verdict(v).String()
-		}
-		return b
-	}()
-)
-
-// actionBox returns v's action placeholder value.
-func actionBox(v *middleware.Verdict) any {
-	if int(v.Action) < len(actionBoxes) {
-		d := 0
-		if v.DryRun {
-			d = 1
-		}
-		return actionBoxes[v.Action][d]
-	}
-	return v.ActionName()
-}
-
-// verdictBox returns a verification verdict's placeholder value.
-func verdictBox(v identity.Verdict) any {
-	if int(v) < len(verdictBoxes) {
-		return verdictBoxes[v]
-	}
-	return v.String()
-}
-
-// nameBoxes holds group and operator names as interface values, made once
-// per name, for their placeholders. A name is looked for first in a small
-// direct-mapped table whose slot the address of its bytes picks (names come
-// from the sites' parsed robots.txt files and the verifier's operators,
-// whose strings stay put, so a name keeps its slot without being hashed),
-// then in a map (at most maxNameBoxes names). Both hold copies: a name
-// that is part of a robots.txt file's text does not keep the file alive.
-type nameBoxes struct {
-	slots [nameSlots]atomic.Pointer[nameBox]
-	m     sync.Map // string → any
-	n     atomic.Int32
-}
-
-type nameBox struct {
-	name string // a copy
-	box  any    // name, boxed
-}
+// requestMark says what the robots_guard handlers a request has been
+// through did with it.
+type requestMark uint8
 
 const (
-	nameSlots    = 64
-	maxNameBoxes = 1000
+	// markSpent: one admitted it under a Crawl-delay, spending its budget.
+	markSpent requestMark = 1 << iota
+	// markPlaceholders: one gave the replacer its placeholder values (a
+	// later one sets its own, which come first).
+	markPlaceholders
 )
-
-// box returns name as an interface value, made once per name.
-func (t *nameBoxes) box(name string) any {
-	if name == "" {
-		return ""
-	}
-	slot := &t.slots[(uintptr(unsafe.Pointer(unsafe.StringData(name)))>>4)%nameSlots]
-	if b := slot.Load(); b != nil && b.name == name {
-		return b.box
-	}
-	b, ok := t.m.Load(name)
-	if !ok {
-		key := strings.Clone(name)
-		b = any(key)
-		if t.n.Load() < maxNameBoxes {
-			if v, loaded := t.m.LoadOrStore(key, b); loaded {
-				b = v
-			} else {
-				t.n.Add(1)
-			}
-		}
-	}
-	// A taken slot changes hands now and then only: two names that share
-	// one would otherwise make a nameBox each time.
-	if cur := slot.Load(); cur == nil || rand.Uint32()%nameSlots == 0 {
-		slot.Store(&nameBox{name: b.(string), box: b})
-	}
-	return b
-}
-
-// ruleTexts holds the values of the rule placeholder ("3: Disallow:
-// /private/", a string, as CEL expressions and log filters expect), boxed
-// once per rule so that a denial does not allocate. Entries are keyed by
-// the rule's address and hold it weakly: a rule of a robots.txt copy that
-// was replaced is not kept alive, and its address, once reused, does not
-// match. At most maxRuleTexts entries; the table starts again when full.
-type ruleTexts struct {
-	m sync.Map // uintptr → *ruleTextEntry
-	n atomic.Int32
-}
-
-type ruleTextEntry struct {
-	rule weak.Pointer[policy.Rule]
-	text any // string
-}
-
-const maxRuleTexts = 4096
-
-// text returns the placeholder value of r, boxed.
-func (t *ruleTexts) text(r *policy.Rule) any {
-	k := uintptr(unsafe.Pointer(r))
-	if v, ok := t.m.Load(k); ok {
-		if e := v.(*ruleTextEntry); e.rule.Value() == r {
-			return e.text
-		}
-	}
-	var text any = strconv.Itoa(r.Line) + ": " + r.String()
-	if t.n.Add(1) > maxRuleTexts {
-		t.m.Clear()
-		t.n.Store(1)
-	}
-	t.m.Store(k, &ruleTextEntry{rule: weak.Make(r), text: text})
-	return text
-}
 
 // ServeHTTP decides the request with the Enforcer and passes it on, or
 // stops it.
@@ -557,7 +431,8 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	ctx := r.Context()
 	// Caddy's variables, found once (each look-up walks the context).
 	vars, _ := ctx.Value(caddyhttp.VarsCtxKey).(map[string]any)
-	if vars[varSpent] != nil {
+	mark, _ := vars[varMark].(requestMark)
+	if mark&markSpent != 0 {
 		// An earlier robots_guard of this request let it pass and spent
 		// its Crawl-delay budget (handlers with the same limiter settings
 		// share one limiter); judging it again would refuse it.
@@ -574,36 +449,37 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		clientIP = r.RemoteAddr
 	}
 	var origin http.Handler
+	port := -1 // unknown: DecideHTTPOn reads the connection's
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
 		if g.proxyChecked != nil && !g.proxyChecked.Load() {
 			g.checkForwarded(srv, clientIP, r.RemoteAddr)
 		}
+		port = g.portOf(srv)
 	}
-	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
+	v := g.state.enforcer.DecideHTTPOn(r, orig, clientIP, port, origin)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set(phGroup, g.state.names.box(v.Group))
-		if v.Rule != nil {
-			repl.Set(phRule, g.state.rules.text(v.Rule))
+		verify := g.state.enforcer.Verifier() != nil
+		if p := g.state.ph.find(g.state, &v, verify); p != nil && mark&markPlaceholders == 0 {
+			repl.Map(p.get)
 		} else {
-			repl.Set(phRule, "")
-		}
-		repl.Set(phAction, actionBox(&v))
-		if g.state.enforcer.Verifier() != nil {
-			repl.Set(phVerification, verdictBox(v.Verification))
-			repl.Set(phOperator, g.state.names.box(v.Operator))
+			g.state.setPlaceholders(repl, &v, verify)
 		}
 		if g.trapLinks {
 			// Made only when a template or header reads it.
 			repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, clientIP})
 		}
+		mark |= markPlaceholders
+	}
+	if !v.Enforced() && v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
+		mark |= markSpent
+	}
+	if vars != nil {
+		vars[varMark] = mark // as caddyhttp.SetVar does
 	}
 	if !v.Enforced() {
-		if v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 && vars != nil {
-			vars[varSpent] = true // as caddyhttp.SetVar does
-		}
 		return next.ServeHTTP(w, r)
 	}
 	var herr caddyhttp.HandlerError
@@ -626,6 +502,43 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr
+}
+
+// serverPort is the port a server's requests all come in on, or -1.
+type serverPort struct {
+	srv  *caddyhttp.Server
+	port int
+}
+
+// portOf returns the port of srv's listeners when they all listen on one
+// (as a site block with one address does: TCP, and UDP for HTTP/3, on the
+// same port), so that the request's connection need not be looked up in
+// its context (a walk up a dozen context values); -1 when they do not (a
+// port range, several ports, a socket), and the connection's is used.
+func (g *RobotsGuard) portOf(srv *caddyhttp.Server) int {
+	if g.listenPort == nil {
+		return -1
+	}
+	if sp := g.listenPort.Load(); sp != nil && sp.srv == srv {
+		return sp.port
+	}
+	sp := &serverPort{srv: srv, port: listenersPort(srv.Listen)}
+	g.listenPort.Store(sp)
+	return sp.port
+}
+
+// listenersPort returns the one port of the listener addresses, or -1.
+func listenersPort(listen []string) int {
+	port := -1
+	for _, a := range listen {
+		na, err := caddy.ParseNetworkAddress(a)
+		if err != nil || !strings.HasPrefix(na.Network, "tcp") && !strings.HasPrefix(na.Network, "udp") || na.StartPort == 0 || na.EndPort != na.StartPort ||
+			port >= 0 && int(na.StartPort) != port {
+			return -1
+		}
+		port = int(na.StartPort)
+	}
+	return port
 }
 
 // Interface guards.
