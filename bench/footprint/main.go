@@ -1,0 +1,296 @@
+// Command footprint counts what robots_guard's own code costs one request
+// inside a real Caddy: instructions, and misses in a simulated L1
+// instruction cache, L1 data cache and last-level cache. It runs Caddy
+// (cmd/caddybench) under valgrind's callgrind with a cache simulation (32
+// KiB L1i, 48 KiB L1d, 1 MiB L2 as the last level, as one core of the
+// machines this was written on has), sends a warm-up, zeroes the counters,
+// sends -batches batches of -n requests of each kind, and reports per
+// request the cost of robots_guard's ServeHTTP without the handlers after
+// it, in the median batch.
+//
+// The load test (loadtest) measures what a change costs Caddy's CPU, but
+// two runs differ by 2 %; these counts are the same from run to run, so
+// they tell apart changes of a few hundred instructions or cache lines,
+// which is what the guard's cost in place is made of (its code and data
+// are fetched from L2 for every request; see docs/performance.md). The
+// simulation is of one process with the caches to itself: what the guard
+// evicts of Caddy's own lines is not counted.
+//
+//	cd bench && go run ./footprint            # browser and bot, 3 batches of 1,000 requests
+//	go run ./footprint -n 500 -traffic browser
+//
+// It needs valgrind (Debian: apt-get install valgrind); Caddy runs about 50
+// times slower under it, so a run takes a minute or two.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robotsguard/robotsguard/bench/internal/caddyrun"
+)
+
+const (
+	robotsTxt = "User-agent: GPTBot\nDisallow: /private/\n\nUser-agent: *\nDisallow: /admin/\n"
+	page      = "<!doctype html><title>page</title><p>A small page of a demo site.</p>\n"
+	browserUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	botUA     = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+)
+
+func main() {
+	n := flag.Int("n", 1000, "requests counted per batch")
+	batches := flag.Int("batches", 3, "batches per kind of traffic, each counted on its own; the median batch is reported (a batch in which the Go scheduler switched goroutines inside the guard counts other goroutines' work as the guard's)")
+	traffic := flag.String("traffic", "browser,bot", "comma-separated kinds of traffic: browser (a Chrome User-Agent), bot (GPTBot on an allowed path)")
+	conc := flag.Int("c", 4, "concurrent clients")
+	keep := flag.String("keep", "", "a directory to keep callgrind's output files in (for callgrind_annotate)")
+	flag.Parse()
+	if err := run(*n, *batches, *conc, strings.Split(*traffic, ","), *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "footprint:", err)
+		os.Exit(1)
+	}
+}
+
+// cost is what the guard's code took per request.
+type cost struct {
+	ir, i1, d1, ll float64
+}
+
+func run(n, batches, conc int, traffic []string, keep string) error {
+	for _, tool := range []string{"valgrind", "callgrind_control", "callgrind_annotate"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: install valgrind (Debian: apt-get install valgrind)", tool)
+		}
+	}
+	uas := map[string]string{"browser": browserUA, "bot": botUA}
+	for _, t := range traffic {
+		if uas[t] == "" {
+			return fmt.Errorf("-traffic %q: want browser or bot", t)
+		}
+	}
+	dir, bin, upstream, cleanup, err := caddyrun.SetupBench("footprint", robotsTxt, page)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	fmt.Printf("| traffic | instructions (batches) | L1i misses | L1d misses | last-level misses |\n|---|--:|--:|--:|--:|\n")
+	for _, t := range traffic {
+		out := filepath.Join(dir, "callgrind.out."+t)
+		if keep != "" {
+			out = filepath.Join(keep, "callgrind.out."+t)
+		}
+		cs, err := measure(bin, dir, upstream, out, uas[t], n, batches, conc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		slices.SortFunc(cs, func(a, b cost) int { return cmp.Compare(a.ir, b.ir) })
+		irs := make([]string, len(cs))
+		for i, c := range cs {
+			irs[i] = strconv.FormatFloat(c.ir, 'f', 0, 64)
+		}
+		c := cs[len(cs)/2]
+		fmt.Printf("| %s | %.0f (%s) | %.1f | %.1f | %.1f |\n", t, c.ir, strings.Join(irs, ", "), c.i1, c.d1, c.ll)
+	}
+	fmt.Printf("\nper request, robots_guard's ServeHTTP without the handlers after it: the median of %d batches of %d requests, after a warm-up\n", batches, n)
+	return nil
+}
+
+// measure runs Caddy under callgrind and returns the guard's cost per
+// request in each of batches batches of n requests with User-Agent ua.
+func measure(bin, dir, upstream, out, ua string, n, batches, conc int) ([]cost, error) {
+	port := caddyrun.FreePort()
+	cfg := filepath.Join(dir, "Caddyfile")
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	storage file_system %[1]s/storage
+}
+
+http://127.0.0.1:%[3]d {
+	robots_guard
+	reverse_proxy %[2]s
+}
+`, dir, upstream, port)
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+out,
+		"--cache-sim=yes", "--I1=32768,8,64", "--D1=49152,12,64", "--LL=1048576,16,64",
+		bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	// One P, as in the load test; no asynchronous preemption, whose
+	// signals callgrind does not survive.
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}, Timeout: time.Minute}
+	url := fmt.Sprintf("http://127.0.0.1:%d/page", port)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if err := send(client, url, ua, 1, 1); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("caddy under valgrind not up after 2 minutes:\n%s", stderr.String())
+		}
+	}
+	// Warm-up: the robots.txt fetch, the caches of the guard and Caddy.
+	if err := send(client, url, ua, 400, conc); err != nil {
+		return nil, err
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if err := exec.Command("callgrind_control", "-z", pid).Run(); err != nil {
+		return nil, fmt.Errorf("callgrind_control -z: %w", err)
+	}
+	var costs []cost
+	for b := 1; b <= batches; b++ {
+		if err := send(client, url, ua, n, conc); err != nil {
+			return nil, err
+		}
+		// Each dump holds the counts since the last one, in "<out>.<b>".
+		if out, err := exec.Command("callgrind_control", "-d", pid).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("callgrind_control -d: %w: %s", err, out)
+		}
+		file := out + "." + strconv.Itoa(b)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if _, err := os.Stat(file); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("no callgrind dump %s within a minute", file)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // let the dump finish
+		ann, err := exec.Command("callgrind_annotate", "--inclusive=yes", "--tree=calling", "--threshold=100", file).Output()
+		if err != nil {
+			return nil, fmt.Errorf("callgrind_annotate %s: %w", file, err)
+		}
+		c, err := guardCost(bytes.NewReader(ann), n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		costs = append(costs, c)
+	}
+	return costs, nil
+}
+
+// send makes n GET requests with User-Agent ua from conc clients; any
+// status but 200 is an error.
+func send(client *http.Client, url, ua string, n, conc int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	for c := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < n; i += conc {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("User-Agent", ua)
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+var (
+	eventsLine = regexp.MustCompile(`^Events shown:\s+(.*)$`)
+	// A line of callgrind_annotate's call tree: the counts, then "*" for
+	// the function the block is about or ">" for one it calls.
+	treeLine  = regexp.MustCompile(`^(.*?)\s([*>])\s+(\S.*)$`)
+	percent   = regexp.MustCompile(`\(\s*[\d.]+%\)`)
+	guardFunc = regexp.MustCompile(`caddymodule\.\(\*RobotsGuard\)\.ServeHTTP('\d+)? `)
+	// The handlers after the guard, as Caddy calls them.
+	nextFunc = regexp.MustCompile(`caddyhttp\.HandlerFunc\.ServeHTTP|wrapMiddleware|caddyhttp\.\(\*Subroute\)\.ServeHTTP|reverseproxy\.`)
+)
+
+// guardCost reads callgrind_annotate's inclusive call tree and returns
+// the guard's ServeHTTP (every recursion level callgrind names) less its
+// calls of the next handlers, per request of n.
+func guardCost(r io.Reader, n int) (cost, error) {
+	var events []string
+	total := map[string]float64{}
+	inGuard, found := false, false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := eventsLine.FindStringSubmatch(line); m != nil {
+			events = strings.Fields(m[1])
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			inGuard = false
+			continue
+		}
+		m := treeLine.FindStringSubmatch(line)
+		if m == nil || events == nil {
+			continue
+		}
+		sign := 0.0
+		switch {
+		case m[2] == "*":
+			if inGuard = guardFunc.MatchString(m[3] + " "); inGuard {
+				sign, found = 1, true
+			}
+		case inGuard && nextFunc.MatchString(m[3]):
+			sign = -1
+		}
+		if sign == 0 {
+			continue
+		}
+		fields := strings.Fields(percent.ReplaceAllString(m[1], ""))
+		if len(fields) != len(events) {
+			return cost{}, fmt.Errorf("a tree line with %d counts for %d events: %q", len(fields), len(events), line)
+		}
+		for i, f := range fields {
+			v, _ := strconv.ParseFloat(strings.ReplaceAll(f, ",", ""), 64) // "." is none
+			total[events[i]] += sign * v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cost{}, err
+	}
+	if !found {
+		return cost{}, errors.New("robots_guard's ServeHTTP is not in the profile")
+	}
+	per := func(names ...string) float64 {
+		s := 0.0
+		for _, e := range names {
+			s += total[e]
+		}
+		return s / float64(n)
+	}
+	return cost{ir: per("Ir"), i1: per("I1mr"), d1: per("D1mr", "D1mw"), ll: per("ILmr", "DLmr", "DLmw")}, nil
+}
