@@ -2,7 +2,6 @@ package policy
 
 import (
 	"time"
-	"weak"
 )
 
 // Character classes used when scanning User-Agent headers (SEMANTICS.md §5).
@@ -313,9 +312,11 @@ type Agent struct {
 
 // WeakAgent is an Agent that does not keep its Robots alive, for caches of
 // group choices: a cache of many headers can hold one per header without
-// pinning compiled files that are no longer in use.
+// pinning compiled files that are no longer in use. It names its Robots by
+// the random 64-bit number each parsed file gets, which, unlike a weak
+// pointer, costs nothing to check.
 type WeakAgent struct {
-	r     weak.Pointer[Robots]
+	id    uint64 // of its Robots
 	group int32
 	ua    string
 	n     int
@@ -324,14 +325,17 @@ type WeakAgent struct {
 
 // Weak returns a's group choice without a strong reference to its Robots.
 func (a Agent) Weak() WeakAgent {
-	return WeakAgent{r: weak.Make(a.r), group: a.group, ua: a.ua, n: a.n, multi: a.multi}
+	var id uint64
+	if a.r != nil {
+		id = a.r.id
+	}
+	return WeakAgent{id: id, group: a.group, ua: a.ua, n: a.n, multi: a.multi}
 }
 
 // For returns the Agent that w stands for when it was made from an Agent of
-// r, and false otherwise (another file, or its file is gone). It does not
-// allocate.
+// r, and false otherwise (another file). It does not allocate.
 func (w WeakAgent) For(r *Robots) (Agent, bool) {
-	if r == nil || w.r.Value() != r {
+	if r == nil || r.id == 0 || r.id != w.id {
 		return Agent{}, false
 	}
 	return Agent{r: r, group: w.group, ua: w.ua, n: w.n, multi: w.multi}, true

@@ -22,6 +22,11 @@ func TestWeakAgent(t *testing.T) {
 	if _, ok := w.For(nil); ok {
 		t.Fatal("For(nil) succeeded")
 	}
+	// A Robots that Parse did not make has no number, and matches nothing,
+	// not even a zero WeakAgent.
+	if _, ok := (policy.WeakAgent{}).For(&policy.Robots{}); ok {
+		t.Fatal("a zero WeakAgent matched a zero Robots")
+	}
 	// A WeakAgent does not keep its Robots alive.
 	w2, wr := weakOfFresh()
 	runtime.GC()

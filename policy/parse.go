@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -192,7 +193,7 @@ type parser struct {
 // first MaxBodySize bytes are read. Any input, including HTML, binary data
 // and empty input, yields a usable *Robots; an empty one allows everything.
 func Parse(body []byte) *Robots {
-	r := &Robots{global: -1, size: len(body)}
+	r := &Robots{global: -1, size: len(body), id: rand.Uint64() | 1}
 	if len(body) > MaxBodySize {
 		body = body[:MaxBodySize]
 		r.trunc = true

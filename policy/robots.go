@@ -23,7 +23,10 @@ type Robots struct {
 	diags    []Diagnostic // found while parsing; Lint adds the rest
 	trunc    bool
 	html     bool // the body looks like an HTML document
-	size     int  // bytes of the original body
+	// id tells this Robots apart from every other (random, not 0), for
+	// WeakAgent, which must not keep it alive.
+	id   uint64
+	size int // bytes of the original body
 
 	m       matcher
 	scratch sync.Pool                // *scratch
