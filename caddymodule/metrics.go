@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,11 @@ const maxFastGroups = 256
 
 // tupleCounters are the counters of one (action, dry run, reason,
 // verification) tuple, by site label and group name, read without locks.
+// Counters without a group (browsers, robots.txt fetches) are found by the
+// site label alone, with the runtime's string-keyed map access, which
+// Caddy's own maps keep in the caches; the others by both labels.
 type tupleCounters struct {
+	bySite map[string]*cellCounter
 	groups map[labelKey]*cellCounter
 }
 
@@ -237,7 +242,11 @@ func (c *decisionCollector) inc(v middleware.Verdict) {
 	var cc *cellCounter
 	if fastOK {
 		if t := c.fast[idx].Load(); t != nil {
-			cc = t.groups[labelKey{v.SiteLabel, v.Group}]
+			if v.Group == "" {
+				cc = t.bySite[v.SiteLabel]
+			} else {
+				cc = t.groups[labelKey{v.SiteLabel, v.Group}]
+			}
 		}
 	}
 	if cc == nil {
@@ -276,15 +285,22 @@ func (c *decisionCollector) remember(idx int, key labelKey, cc *cellCounter) {
 	if old != nil {
 		*t = *old
 	}
-	if len(t.groups) >= maxFastGroups {
+	if len(t.bySite)+len(t.groups) >= maxFastGroups {
 		return
 	}
-	m := make(map[labelKey]*cellCounter, len(t.groups)+1)
-	for k, x := range t.groups {
-		m[k] = x
+	if key.group == "" {
+		t.bySite = maps.Clone(t.bySite)
+		if t.bySite == nil {
+			t.bySite = map[string]*cellCounter{}
+		}
+		t.bySite[strings.Clone(key.site)] = cc
+	} else {
+		t.groups = maps.Clone(t.groups)
+		if t.groups == nil {
+			t.groups = map[labelKey]*cellCounter{}
+		}
+		t.groups[labelKey{strings.Clone(key.site), strings.Clone(key.group)}] = cc
 	}
-	m[labelKey{strings.Clone(key.site), strings.Clone(key.group)}] = cc
-	t.groups = m
 	c.fast[idx].Store(t)
 }
 
