@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,12 +79,9 @@ type RobotsGuard struct {
 	// server's proxy setup was checked for it (checkForwarded).
 	addressKeyed bool
 	proxyChecked *atomic.Bool
-	// listenPort: the port every listener of the last server seen listens
-	// on (see portOf).
-	listenPort  *atomic.Pointer[serverPort]
-	trapLinks   bool // per-client trap links: the trap_link placeholder is set
-	verifierKey string
-	logger      *zap.Logger
+	trapLinks    bool // per-client trap links: the trap_link placeholder is set
+	verifierKey  string
+	logger       *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -189,7 +185,6 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
-	g.listenPort = new(atomic.Pointer[serverPort])
 	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup || cfg.Verifying()
 	var secret []byte
 	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
@@ -449,16 +444,14 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		clientIP = r.RemoteAddr
 	}
 	var origin http.Handler
-	port := -1 // unknown: DecideHTTPOn reads the connection's
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
 		if g.proxyChecked != nil && !g.proxyChecked.Load() {
 			g.checkForwarded(srv, clientIP, r.RemoteAddr)
 		}
-		port = g.portOf(srv)
 	}
-	v := g.state.enforcer.DecideHTTPOn(r, orig, clientIP, port, origin)
+	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
 
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		verify := g.state.enforcer.Verifier() != nil
@@ -502,43 +495,6 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr
-}
-
-// serverPort is the port a server's requests all come in on, or -1.
-type serverPort struct {
-	srv  *caddyhttp.Server
-	port int
-}
-
-// portOf returns the port of srv's listeners when they all listen on one
-// (as a site block with one address does: TCP, and UDP for HTTP/3, on the
-// same port), so that the request's connection need not be looked up in
-// its context (a walk up a dozen context values); -1 when they do not (a
-// port range, several ports, a socket), and the connection's is used.
-func (g *RobotsGuard) portOf(srv *caddyhttp.Server) int {
-	if g.listenPort == nil {
-		return -1
-	}
-	if sp := g.listenPort.Load(); sp != nil && sp.srv == srv {
-		return sp.port
-	}
-	sp := &serverPort{srv: srv, port: listenersPort(srv.Listen)}
-	g.listenPort.Store(sp)
-	return sp.port
-}
-
-// listenersPort returns the one port of the listener addresses, or -1.
-func listenersPort(listen []string) int {
-	port := -1
-	for _, a := range listen {
-		na, err := caddy.ParseNetworkAddress(a)
-		if err != nil || !strings.HasPrefix(na.Network, "tcp") && !strings.HasPrefix(na.Network, "udp") || na.StartPort == 0 || na.EndPort != na.StartPort ||
-			port >= 0 && int(na.StartPort) != port {
-			return -1
-		}
-		port = int(na.StartPort)
-	}
-	return port
 }
 
 // Interface guards.

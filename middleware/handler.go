@@ -52,16 +52,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // DecideHTTP is Decide for an http.Request: it maps r as RequestOf does,
 // in place, and decides it. Handler and the Caddy module call it.
 func (e *Enforcer) DecideHTTP(r, orig *http.Request, clientIP string, origin http.Handler) Verdict {
-	return e.DecideHTTPOn(r, orig, clientIP, -1, origin)
-}
-
-// DecideHTTPOn is DecideHTTP for a front end that knows the port r came in
-// on (a server whose listeners all listen on one): it saves looking up the
-// connection in r's context. A negative port means unknown, and the
-// connection's is used, as DecideHTTP does.
-func (e *Enforcer) DecideHTTPOn(r, orig *http.Request, clientIP string, port int, origin http.Handler) Verdict {
 	var req Request
-	e.fillRequest(&req, r, orig, clientIP, port, origin)
+	e.fillRequest(&req, r, orig, clientIP, origin)
 	return e.decideReq(r.Context(), &req)
 }
 
@@ -77,13 +69,12 @@ func (e *Enforcer) DecideHTTPOn(r, orig *http.Request, clientIP string, port int
 // only when Web Bot Auth is on and r carries a signature.
 func (e *Enforcer) RequestOf(r, orig *http.Request, clientIP string, origin http.Handler) Request {
 	var req Request
-	e.fillRequest(&req, r, orig, clientIP, -1, origin)
+	e.fillRequest(&req, r, orig, clientIP, origin)
 	return req
 }
 
-// fillRequest is RequestOf into a zero Request; a port of 0 or more is
-// taken as the one r came in on.
-func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP string, port int, origin http.Handler) {
+// fillRequest is RequestOf into a zero Request.
+func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP string, origin http.Handler) {
 	if orig == nil {
 		orig = r
 	}
@@ -98,10 +89,7 @@ func (e *Enforcer) fillRequest(req *Request, r, orig *http.Request, clientIP str
 	if req.Target == "" {
 		req.Target = r.URL.RequestURI()
 	}
-	if port < 0 {
-		port = LocalPort(r)
-	}
-	req.Host, req.Port, req.Method = r.Host, port, r.Method
+	req.Host, req.Port, req.Method = r.Host, LocalPort(r), r.Method
 	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
 	req.header, req.peer = r.Header, r.RemoteAddr
 	if e.traps != nil { // only traps read fetch metadata
