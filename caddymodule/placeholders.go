@@ -159,19 +159,45 @@ func (t *ruleTexts) text(r *policy.Rule) any {
 // phPrefix begins the name of every placeholder the module provides.
 const phPrefix = "http.robots_guard."
 
-// phValues is one verdict's placeholder values (all but trap_link), which a
-// request hands to its replacer as one provider (Replacer.Map) made once
-// per distinct set of values: a request then appends a function to its
-// replacer instead of setting five values (a lock and a map write each),
-// which in a Caddy under load costs about a quarter of what the guard
-// adds to a browser's request. Values are read when a placeholder is, and
-// never change.
+// phNames are the placeholders a verdict gives (all but trap_link), in the
+// order of placeholderValues.
+var phNames = [...]string{phGroup, phRule, phAction, phVerification, phOperator}
+
+// placeholderValues returns v's placeholder values in phNames' order; with
+// verify false (crawler verification off), the verification and operator
+// values are nil: those placeholders stay unknown.
+func (s *state) placeholderValues(v *middleware.Verdict, verify bool) (vals [len(phNames)]any) {
+	vals[0], vals[1], vals[2] = s.names.box(v.Group), "", actionBox(v)
+	if v.Rule != nil {
+		vals[1] = s.rules.text(v.Rule)
+	}
+	if verify {
+		vals[3], vals[4] = verdictBox(v.Verification), s.names.box(v.Operator)
+	}
+	return vals
+}
+
+// setPlaceholders sets v's placeholder values in repl one by one: for a
+// verdict whose values phCache does not hold, and for a second
+// robots_guard of one request, whose values must replace the first's (set
+// values come before every provider's).
+func (s *state) setPlaceholders(repl *caddy.Replacer, v *middleware.Verdict, verify bool) {
+	for i, val := range s.placeholderValues(v, verify) {
+		if val != nil {
+			repl.Set(phNames[i], val)
+		}
+	}
+}
+
+// phValues is one verdict's placeholder values, which a request hands to
+// its replacer as one provider (Replacer.Map) made once per distinct set of
+// values: a request then appends a function to its replacer instead of
+// setting five values (a lock and a map write each, about a quarter of the
+// instructions the guard ran for a browser; see bench/footprint). Values
+// are read when a placeholder is, and never change.
 type phValues struct {
-	group, rule, action any
-	// Left nil when verification is off, so that these stay unknown
-	// placeholders, as they are when set values are used.
-	verification, operator any
-	get                    caddy.ReplacerFunc // p.value
+	vals [len(phNames)]any  // placeholderValues
+	get  caddy.ReplacerFunc // p.value
 
 	// What the values were made for (phCache.find's check). Names are
 	// copies: a group name is part of its robots.txt file's text, which a
@@ -186,24 +212,15 @@ type phValues struct {
 
 // value is the provider: the value of one {http.robots_guard.*} name.
 func (p *phValues) value(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, phPrefix)
-	if !ok {
+	if !strings.HasPrefix(key, phPrefix) {
 		return nil, false
 	}
-	var v any
-	switch name {
-	case "group":
-		v = p.group
-	case "rule":
-		v = p.rule
-	case "action":
-		v = p.action
-	case "verification":
-		v = p.verification
-	case "operator":
-		v = p.operator
+	for i, name := range phNames {
+		if name == key {
+			return p.vals[i], p.vals[i] != nil
+		}
 	}
-	return v, v != nil
+	return nil, false
 }
 
 // phAct is the action and dry-run flag of v as phValues.act holds them.
@@ -260,9 +277,7 @@ func (c *phCache) find(s *state, v *middleware.Verdict, verify bool) *phValues {
 		return nil
 	}
 	p := &phValues{
-		group:     s.names.box(v.Group),
-		rule:      "",
-		action:    actionBox(v),
+		vals:      s.placeholderValues(v, verify),
 		groupName: strings.Clone(v.Group),
 		opName:    strings.Clone(v.Operator),
 		ruleAddr:  uintptr(unsafe.Pointer(v.Rule)),
@@ -270,31 +285,9 @@ func (c *phCache) find(s *state, v *middleware.Verdict, verify bool) *phValues {
 		ver:       v.Verification,
 	}
 	if v.Rule != nil {
-		p.rule = s.rules.text(v.Rule)
 		p.ruleRef = weak.Make(v.Rule)
-	}
-	if verify {
-		p.verification, p.operator = verdictBox(v.Verification), s.names.box(v.Operator)
 	}
 	p.get = p.value
 	slot.Store(p)
 	return p
-}
-
-// setPlaceholders sets v's placeholder values (all but trap_link) in repl
-// one by one: for a verdict whose values phCache does not hold, and for a
-// second robots_guard of one request, whose values must replace the
-// first's (set values come before every provider's).
-func (s *state) setPlaceholders(repl *caddy.Replacer, v *middleware.Verdict, verify bool) {
-	repl.Set(phGroup, s.names.box(v.Group))
-	if v.Rule != nil {
-		repl.Set(phRule, s.rules.text(v.Rule))
-	} else {
-		repl.Set(phRule, "")
-	}
-	repl.Set(phAction, actionBox(v))
-	if verify {
-		repl.Set(phVerification, verdictBox(v.Verification))
-		repl.Set(phOperator, s.names.box(v.Operator))
-	}
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/robotsguard/robotsguard/policy"
 )
 
-var phNames = []string{phGroup, phRule, phAction, phVerification, phOperator}
-
 // placeholderValues reads every placeholder of phNames from repl.
 func placeholderValues(repl *caddy.Replacer) map[string]string {
 	m := map[string]string{}
@@ -173,6 +171,45 @@ func TestPlaceholdersTwoGuards(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("%s, round %d: group %q action %q, want %q %q", tc.name, round, got.group, got.action, tc.want.group, tc.want.action)
 			}
+		}
+	}
+}
+
+// TestPlaceholderCacheBounded: verdicts a client can make distinct at will
+// (an agent-only signature names its operator per request) neither grow
+// the cache, which is a fixed table, nor allocate per request beyond one
+// slot taken now and then, and their values stay right when their slot
+// holds another's.
+func TestPlaceholderCacheBounded(t *testing.T) {
+	s := &state{}
+	const n = 4000
+	vs := make([]middleware.Verdict, n)
+	for i := range vs {
+		vs[i] = middleware.Verdict{Group: "*", Bot: true, Verification: identity.Unverifiable, Operator: fmt.Sprintf("agent https://%d.example", i)}
+	}
+	for i := range vs[:n/2] { // fill the table
+		s.ph.find(s, &vs[i], true)
+	}
+	i := n / 2
+	allocs := testing.AllocsPerRun(n/2-1, func() {
+		s.ph.find(s, &vs[i], true)
+		i++
+	})
+	// A slot is taken at one miss in phSlotTurn: a handful of allocations
+	// then (the values, the copied names, the boxed operator).
+	if allocs > 0.5 {
+		t.Errorf("%.2f allocations per new verdict, want at most one slot's in phSlotTurn misses", allocs)
+	}
+	for _, v := range []middleware.Verdict{vs[0], vs[n-1], {}} {
+		want, got := caddy.NewEmptyReplacer(), caddy.NewEmptyReplacer()
+		s.setPlaceholders(want, &v, true)
+		if p := s.ph.find(s, &v, true); p != nil {
+			got.Map(p.get)
+		} else {
+			s.setPlaceholders(got, &v, true)
+		}
+		if w, g := placeholderValues(want), placeholderValues(got); fmt.Sprint(w) != fmt.Sprint(g) {
+			t.Errorf("verdict %+v: %v, want %v", v, g, w)
 		}
 	}
 }
