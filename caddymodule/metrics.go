@@ -289,19 +289,22 @@ func (c *decisionCollector) remember(idx int, key labelKey, cc *cellCounter) {
 		return
 	}
 	if key.group == "" {
-		t.bySite = maps.Clone(t.bySite)
-		if t.bySite == nil {
-			t.bySite = map[string]*cellCounter{}
-		}
-		t.bySite[strings.Clone(key.site)] = cc
+		t.bySite = withCounter(t.bySite, strings.Clone(key.site), cc)
 	} else {
-		t.groups = maps.Clone(t.groups)
-		if t.groups == nil {
-			t.groups = map[labelKey]*cellCounter{}
-		}
-		t.groups[labelKey{strings.Clone(key.site), strings.Clone(key.group)}] = cc
+		t.groups = withCounter(t.groups, labelKey{strings.Clone(key.site), strings.Clone(key.group)}, cc)
 	}
 	c.fast[idx].Store(t)
+}
+
+// withCounter returns a copy of m with cc at k (m is read without locks,
+// so it is never written in place).
+func withCounter[K comparable](m map[K]*cellCounter, k K, cc *cellCounter) map[K]*cellCounter {
+	m = maps.Clone(m)
+	if m == nil {
+		m = map[K]*cellCounter{}
+	}
+	m[k] = cc
+	return m
 }
 
 // add counts one request in cc, in the cell of the caller's P.
