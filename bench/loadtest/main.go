@@ -244,14 +244,11 @@ func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float6
 	}
 	fmt.Println("\n| phase | p50 latency | p99 latency |\n|---|--:|--:|")
 	for i, p := range phases {
-		l := totals[i].lat
-		slices.Sort(l)
-		if len(l) == 0 {
-			continue
+		if l := totals[i].lat; len(l) > 0 {
+			fmt.Printf("| %s | %v | %v |\n", p.name, percentile(l, 50), percentile(l, 99))
 		}
-		fmt.Printf("| %s | %v | %v |\n", p.name, l[len(l)/2].Round(time.Microsecond), l[len(l)*99/100].Round(time.Microsecond))
 	}
-	fmt.Println("\n(the recipe answers the bot 403 itself, without proxying: its bot row is not comparable)")
+	fmt.Println("\n" + recipeNote)
 	if profiles == "" {
 		return nil
 	}
@@ -435,3 +432,16 @@ http://127.0.0.1:%[3]d {
 }
 `, dir, upstream, port, recipe, admin)
 }
+
+// percentile returns the p-th percentile of the latencies l (sorting l),
+// to the microsecond; 0 for none.
+func percentile(l []time.Duration, p int) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	return l[len(l)*p/100].Round(time.Microsecond)
+}
+
+// recipeNote follows a table that has the recipe's bot row.
+const recipeNote = "(the recipe answers the bot 403 itself, without proxying: its bot row is not comparable)"

@@ -160,20 +160,13 @@ func runTwin(bin, tmp, upstream, recipe, taskset string, caddyCPU int, others []
 				r+1, tr.name, h.name, per(hi), n[hi], ref.name, per(pi), n[pi], per(hi)/per(pi))
 		}
 	}
-	pct := func(l []time.Duration, p int) time.Duration {
-		if len(l) == 0 {
-			return 0
-		}
-		slices.Sort(l)
-		return l[len(l)*p/100].Round(time.Microsecond)
-	}
 	fmt.Printf("\n| traffic | handler | CPU per request, handler ÷ %[1]s in the same interval: median of rounds [bootstrap 95 %%] (min–max) | p50 / p99 latency, %[1]s | p50 / p99, handler |\n|---|---|--:|--:|--:|\n", ref.name)
 	for ci, c := range cmps {
 		fmt.Printf("| %s | %s | %s | %v / %v | %v / %v |\n", traffics[c.traffic].name, handlers[c.handler].name, summary(ratios[ci], rng),
-			pct(lats[ci][0], 50), pct(lats[ci][0], 99), pct(lats[ci][1], 50), pct(lats[ci][1], 99))
+			percentile(lats[ci][0], 50), percentile(lats[ci][0], 99), percentile(lats[ci][1], 50), percentile(lats[ci][1], 99))
 	}
 	if ref.name == "recipe" || slices.ContainsFunc(handlers, func(h struct{ name, phase string }) bool { return h.name == "recipe" }) {
-		fmt.Println("\n(the recipe answers the bot 403 itself, without proxying: its bot row is not comparable)")
+		fmt.Println("\n" + recipeNote)
 	}
 	if profiles == "" {
 		return nil
