@@ -88,6 +88,7 @@ func run(n, batches, conc int, traffic []string, keep string) error {
 	}
 	defer cleanup()
 	fmt.Printf("| traffic | instructions (batches) | L1i misses | L1d misses | last-level misses |\n|---|--:|--:|--:|--:|\n")
+	var unsure []string // kinds of traffic with no two batches alike
 	for _, t := range traffic {
 		out := filepath.Join(dir, "callgrind.out."+t)
 		if keep != "" {
@@ -104,8 +105,15 @@ func run(n, batches, conc int, traffic []string, keep string) error {
 		}
 		c := cs[0]
 		fmt.Printf("| %s | %.0f (%s) | %.1f | %.1f | %.1f |\n", t, c.ir, strings.Join(irs, ", "), c.i1, c.d1, c.ll)
+		if len(cs) > 1 && cs[1].ir > cs[0].ir*1.01 {
+			// Two clean batches agree within 0.2 %.
+			unsure = append(unsure, t)
+		}
 	}
 	fmt.Printf("\nper request, robots_guard's ServeHTTP without the handlers after it: the batch with the fewest instructions of %d batches of %d requests (all in brackets), after a warm-up\n", batches, n)
+	if len(unsure) > 0 {
+		fmt.Printf("no two batches within 1 %% of each other for %s: every batch was disturbed; run again\n", strings.Join(unsure, ", "))
+	}
 	return nil
 }
 
