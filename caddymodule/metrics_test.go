@@ -10,8 +10,6 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
-
-	"github.com/robotsguard/robotsguard/internal/stripe"
 )
 
 // freshGroupLabels starts a test below the group label cap, which is
@@ -78,7 +76,7 @@ func TestRequestsTotal(t *testing.T) {
 // maxFastGroups groups and counts the others all the same.
 func TestRequestsTotalFastIndex(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil)}
 	sum := func() map[[5]string]uint64 {
 		ch := make(chan prometheus.Metric, 1000)
 		c.Collect(ch)
@@ -150,7 +148,7 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 // (a second handler of the config) changes nothing.
 func TestGroupLabelsRetire(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil)}
 	deny := func(group string, n int) {
 		for range n {
 			c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: group})
@@ -230,7 +228,7 @@ func TestGroupLabelsRetire(t *testing.T) {
 // back.
 func TestGroupLabelsRetireConcurrently(t *testing.T) {
 	freshGroupLabels(t)
-	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil), stripes: stripe.New(counterCells)}
+	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil)}
 	total := func(group string) uint64 {
 		var n uint64
 		c.counters.Range(func(k, v any) bool {

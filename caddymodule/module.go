@@ -452,18 +452,8 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		}
 	}
 	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
-
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		verify := g.state.enforcer.Verifier() != nil
-		if p := g.state.ph.find(g.state, &v, verify); p != nil && mark&markPlaceholders == 0 {
-			repl.Map(p.get)
-		} else {
-			g.state.setPlaceholders(repl, &v, verify)
-		}
-		if g.trapLinks {
-			// Made only when a template or header reads it.
-			repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, clientIP})
-		}
+		g.placeholders(repl, &v, mark, clientIP)
 		mark |= markPlaceholders
 	}
 	if !v.Enforced() && v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
@@ -475,6 +465,28 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if !v.Enforced() {
 		return next.ServeHTTP(w, r)
 	}
+	return g.stop(w, r, srv, &v)
+}
+
+// placeholders gives repl the placeholder values of v: through the cached
+// provider when this is the request's first guard, set one by one
+// otherwise (set values come before providers, so the last guard wins).
+func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *middleware.Verdict, mark requestMark, clientIP string) {
+	verify := g.state.enforcer.Verifier() != nil
+	if p := g.state.ph.find(g.state, v, verify); p != nil && mark&markPlaceholders == 0 {
+		repl.Map(p.get)
+	} else {
+		g.state.setPlaceholders(repl, v, verify)
+	}
+	if g.trapLinks {
+		// Made only when a template or header reads it.
+		repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, clientIP})
+	}
+}
+
+// stop answers a request that v stops: with the guard's own answer, or
+// through the server's handle_errors routes when one takes its status.
+func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server, v *middleware.Verdict) error {
 	var herr caddyhttp.HandlerError
 	if srv != nil && srv.Errors != nil && len(srv.Errors.Routes) > 0 {
 		// Built only here: caddyhttp.Error records a stack trace.
@@ -484,7 +496,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		// No handle_errors route takes this status: answer with the
 		// body too, which Caddy's default error answer (status only)
 		// would drop (see errorRouteTakes).
-		g.state.enforcer.Respond(w, r, v)
+		g.state.enforcer.Respond(w, r, *v)
 		return nil
 	}
 	// handle_errors restyles the answer; these headers stay whatever its

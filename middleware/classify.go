@@ -4,8 +4,8 @@ import (
 	_ "embed"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mileusna/useragent"
@@ -138,10 +138,20 @@ type classifier struct {
 	tokens    *tokenSet
 	emptyBot  bool
 	toolsBots bool
-	cache     *lru.Cache[string, *uaInfo]
-	fast      *sync.Map          // string → *uaInfo: the LRU's entries, for lock-free reads
-	verifier  *identity.Verifier // nil when verification is off
-	purposes  *identity.Purposes // nil when content_signals is off
+	// cache is the authority: at most ua_cache_size classifications,
+	// least recently used out first.
+	cache *lru.Cache[string, *uaInfo]
+	// hot is a copy of cache's entries taken now and then, never written
+	// once stored: reads need no lock, and the runtime's string-keyed map
+	// code they run is the code Caddy's own maps keep in the core's
+	// caches (a sync.Map's was the guard's alone, about 20 instruction
+	// cache misses a request). Headers not in it go to cache; after
+	// enough of those, rebuilding makes a new copy in the background.
+	hot      atomic.Pointer[hotSet]
+	misses   atomic.Int64       // look-ups that missed hot since it was built
+	building atomic.Bool        // a rebuild is under way
+	verifier *identity.Verifier // nil when verification is off
+	purposes *identity.Purposes // nil when content_signals is off
 }
 
 // uaInfo is the cached classification of one header. spec memoises, for the
@@ -186,11 +196,26 @@ func newClassifier(cfg Config, v *identity.Verifier, purposes *identity.Purposes
 	for _, b := range cfg.Bots {
 		s.add(b, kindCrawler)
 	}
-	fast := &sync.Map{}
-	// size > 0 is checked by Config; evicted entries leave the mirror too.
-	cache, _ := lru.NewWithEvict[string, *uaInfo](cfg.UACacheSize, func(k string, _ *uaInfo) { fast.Delete(k) })
-	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, fast: fast, verifier: v, purposes: purposes}
+	cache, _ := lru.New[string, *uaInfo](cfg.UACacheSize) // size > 0 is checked by Config
+	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, verifier: v, purposes: purposes}
 }
+
+// hotSet is a copy of the classifier's cache, read without locks.
+type hotSet struct {
+	m     map[string]*uaInfo
+	built time.Time
+}
+
+// Rebuilding hot: after minMisses look-ups that missed it and
+// rebuildEvery since the last copy, or after a quarter of its size in
+// misses, whichever comes first. A copy costs O(ua_cache_size) once, in
+// a goroutine of its own; the quarter keeps a flood of new headers at
+// about four entries copied per header, and the interval lets a header
+// that is new but busy into the copy within a second.
+const (
+	minMisses    = 16
+	rebuildEvery = time.Second
+)
 
 // isBot reports whether ua is classified as a bot.
 func (c *classifier) isBot(ua string) bool { return c.lookup(ua).bot }
@@ -200,23 +225,53 @@ func (c *classifier) lookup(ua string) *uaInfo {
 	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
 		return c.info(ua)
 	}
-	// Reads go to a lock-free mirror of the LRU: no write to memory shared
-	// across requests (a lock's reader count, a hit counter) on a hit. One
-	// hit in promoteEvery, chosen by a per-thread random number, refreshes
-	// the entry's LRU position.
-	if v, ok := c.fast.Load(ua); ok {
-		if rand.Uint32()%promoteEvery == 0 {
-			c.cache.Get(ua)
+	// Reads go to the copy: no lock and no write to memory shared across
+	// requests on a hit. One hit in promoteEvery, chosen by a per-thread
+	// random number, refreshes the entry's LRU position, so that a busy
+	// header keeps its place in cache (and so in the next copy).
+	if h := c.hot.Load(); h != nil {
+		if v, ok := h.m[ua]; ok {
+			if rand.Uint32()%promoteEvery == 0 {
+				c.cache.Get(ua)
+			}
+			return v
 		}
-		return v.(*uaInfo)
 	}
-	v := c.info(ua)
-	key := strings.Clone(ua)
-	// The mirror first: an entry the LRU evicts leaves the mirror in its
-	// eviction callback, so the mirror never holds one the LRU does not.
-	c.fast.Store(key, v)
-	c.cache.Add(key, v)
+	return c.lookupSlow(ua)
+}
+
+// lookupSlow is lookup for a header not in the copy: from the LRU, or
+// classified and added to it. It starts a rebuild of the copy when enough
+// look-ups have missed it.
+func (c *classifier) lookupSlow(ua string) *uaInfo {
+	v, ok := c.cache.Get(ua)
+	if !ok {
+		v = c.info(ua)
+		c.cache.Add(strings.Clone(ua), v)
+	}
+	if n := c.misses.Add(1); n >= minMisses && !c.building.Load() {
+		h := c.hot.Load()
+		if h == nil || n >= int64(len(h.m)/4) || time.Since(h.built) >= rebuildEvery {
+			if c.building.CompareAndSwap(false, true) {
+				go c.rebuild()
+			}
+		}
+	}
 	return v
+}
+
+// rebuild replaces the copy with one of the cache's entries now.
+func (c *classifier) rebuild() {
+	defer c.building.Store(false)
+	keys := c.cache.Keys()
+	m := make(map[string]*uaInfo, len(keys))
+	for _, k := range keys {
+		if v, ok := c.cache.Peek(k); ok {
+			m[k] = v
+		}
+	}
+	c.misses.Store(0)
+	c.hot.Store(&hotSet{m: m, built: time.Now()})
 }
 
 // info classifies ua without the cache.

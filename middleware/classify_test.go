@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func loadBrowsers(t testing.TB) []string {
@@ -127,3 +129,74 @@ func FuzzClassify(f *testing.F) {
 }
 
 func lowerBytes(s string) []byte { return []byte(strings.ToLower(s)) }
+
+// TestClassifierCopy checks the lock-free copy of the classification
+// cache: headers reach it after a few look-ups and are then answered from
+// it without allocating, it says what the classification says, and a flood
+// of distinct headers keeps both the cache and the copy within
+// ua_cache_size.
+func TestClassifierCopy(t *testing.T) {
+	const size = 200
+	c := mustClassifier(t, Config{UACacheSize: size})
+	browsers := loadBrowsers(t)[:20]
+	crawlers := []string{"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)", "curl/8.5.0", "Wget/1.21.4"}
+	uas := append(append([]string{}, browsers...), crawlers...)
+	inCopy := func(ua string) bool {
+		h := c.hot.Load()
+		return h != nil && h.m[ua] != nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !inCopy(uas[len(uas)-1]) {
+		for _, ua := range uas {
+			c.lookup(ua)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("headers looked up over and over never reached the copy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for c.building.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	missed := c.misses.Load()
+	for _, ua := range uas {
+		got := c.lookup(ua)
+		bot, browser := c.compute(ua)
+		if got.bot != bot || got.browser != browser {
+			t.Errorf("%q: copy says bot %v browser %v, classification %v %v", ua, got.bot, got.browser, bot, browser)
+		}
+		if !inCopy(ua) {
+			t.Errorf("%q is not in the copy", ua)
+		}
+	}
+	if a := testing.AllocsPerRun(1000, func() { c.lookup(browsers[3]) }); a != 0 {
+		t.Errorf("a look-up answered from the copy allocates %.2f times", a)
+	}
+	if n := c.misses.Load() - missed; n != 0 {
+		t.Errorf("%d look-ups of headers in the copy went to the cache", n)
+	}
+
+	// A flood of distinct headers: both stay bounded, and what the copy
+	// answers is still right.
+	for i := range 20 * size {
+		ua := "FloodBot/" + strconv.Itoa(i)
+		if v := c.lookup(ua); !v.bot {
+			t.Fatalf("%q classified as no bot", ua)
+		}
+		if i%7 == 0 {
+			c.lookup(browsers[0])
+		}
+	}
+	for c.building.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	if n := c.cache.Len(); n > size {
+		t.Errorf("cache holds %d headers, more than %d", n, size)
+	}
+	if h := c.hot.Load(); len(h.m) > size {
+		t.Errorf("copy holds %d headers, more than %d", len(h.m), size)
+	}
+	if v := c.lookup(browsers[0]); v.bot || !v.browser {
+		t.Errorf("after the flood %q: bot %v browser %v", browsers[0], v.bot, v.browser)
+	}
+}

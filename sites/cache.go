@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,12 @@ type originRef struct{ h http.Handler }
 // fetches. A Site stays valid after the cache drops it (it is then no
 // longer refreshed).
 type Site struct {
-	key        Key
+	key Key
+	// spelled is how a request to the site was spelled (the first one
+	// GetRequest saw): the Host header and server port that MakeKey
+	// turned into key, with key.https. A request spelled the same has
+	// the same key.
+	spelled    atomic.Pointer[spelling]
 	named      bool   // the host is in Config.Named
 	site       string // "https://example.com"
 	siteURL    *url.URL
@@ -89,6 +95,12 @@ type Site struct {
 	charged    *State      // the state whose compiled file this entry is counted for; guarded by Cache.compiledMu
 	timerMu    sync.Mutex
 	timer      *time.Timer // marks the entry stale when a refresh is due (real clock only)
+}
+
+// spelling is a request's Host header and server port.
+type spelling struct {
+	host string
+	port int
 }
 
 // attachment boxes a value attached to a Site.
@@ -407,7 +419,30 @@ func (c *Cache) touch(k Key, e *Site, weight uint8) {
 // fetch timeout, and are decided with the old copy when it fails; other
 // callers start it in the background and go on with the copy.
 func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin http.Handler, wait bool, client string) (*Site, *State) {
-	e := c.entryFor(k, host, port)
+	return c.get(ctx, c.entryFor(k, host, port), origin, wait, client)
+}
+
+// GetRequest is Get for the site of a request with the given scheme,
+// Host header and server port (Get with MakeKey(scheme, host, port)). The
+// site of the last request, when this one is spelled the same, is found
+// without making the key: the hot path of a server with one site.
+func (c *Cache) GetRequest(ctx context.Context, scheme, host string, port int, origin http.Handler, wait bool, client string) (*Site, *State) {
+	https := scheme == "https" || scheme == "HTTPS"
+	if e := c.last.Load(); e != nil && e.key.https == https && !e.evicted.Load() {
+		if sp := e.spelled.Load(); sp != nil && sp.host == host && sp.port == port {
+			c.hit(e.key, e)
+			return c.get(ctx, e, origin, wait, client)
+		}
+	}
+	e := c.entryFor(MakeKey(scheme, host, port), host, port)
+	if e.spelled.Load() == nil {
+		e.spelled.CompareAndSwap(nil, &spelling{strings.Clone(host), port})
+	}
+	return c.get(ctx, e, origin, wait, client)
+}
+
+// get is Get once the entry is found.
+func (c *Cache) get(ctx context.Context, e *Site, origin http.Handler, wait bool, client string) (*Site, *State) {
 	if origin != nil {
 		// Remember the handler that serves the site, for fetches that
 		// have none (Fetch); after a Caddy reload it is the

@@ -58,11 +58,44 @@ func main() {
 	traffic := flag.String("traffic", "browser,bot", "comma-separated kinds of traffic: browser (a Chrome User-Agent), bot (GPTBot on an allowed path)")
 	conc := flag.Int("c", 1, "concurrent clients (with more, callgrind may see one request's guard nested in another's and count it twice)")
 	keep := flag.String("keep", "", "a directory to keep callgrind's output files in (for callgrind_annotate)")
+	whole := flag.Bool("whole", false, "count the whole Caddy process per request instead of the guard's code, for each of plain, vars, robots_guard and rate_limit in front of reverse_proxy (the load test's site), and compare each with plain")
 	flag.Parse()
-	if err := run(*n, *batches, *conc, strings.Split(*traffic, ","), *keep); err != nil {
+	do := run
+	if *whole {
+		do = runWhole
+	}
+	if err := check(strings.Split(*traffic, ","), *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "footprint:", err)
 		os.Exit(1)
 	}
+	if err := do(*n, *batches, *conc, strings.Split(*traffic, ","), *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "footprint:", err)
+		os.Exit(1)
+	}
+}
+
+// uas are the User-Agent headers of the kinds of traffic.
+var uas = map[string]string{"browser": browserUA, "bot": botUA}
+
+// check finds valgrind's tools, checks the kinds of traffic and makes the
+// directory -keep names.
+func check(traffic []string, keep string) error {
+	for _, t := range traffic {
+		if uas[t] == "" {
+			return fmt.Errorf("-traffic %q: want browser or bot", t)
+		}
+	}
+	for _, tool := range []string{"valgrind", "callgrind_control", "callgrind_annotate"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: install valgrind (Debian: apt-get install valgrind)", tool)
+		}
+	}
+	if keep != "" {
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			return fmt.Errorf("-keep: %w", err)
+		}
+	}
+	return nil
 }
 
 // cost is what the guard's code took per request.
@@ -70,18 +103,8 @@ type cost struct {
 	ir, i1, d1, ll float64
 }
 
+// run counts the guard's own code for each kind of traffic.
 func run(n, batches, conc int, traffic []string, keep string) error {
-	for _, tool := range []string{"valgrind", "callgrind_control", "callgrind_annotate"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found: install valgrind (Debian: apt-get install valgrind)", tool)
-		}
-	}
-	uas := map[string]string{"browser": browserUA, "bot": botUA}
-	for _, t := range traffic {
-		if uas[t] == "" {
-			return fmt.Errorf("-traffic %q: want browser or bot", t)
-		}
-	}
 	dir, bin, upstream, cleanup, err := caddyrun.SetupBench("footprint", robotsTxt, page)
 	if err != nil {
 		return err
@@ -121,7 +144,6 @@ func run(n, batches, conc int, traffic []string, keep string) error {
 // request in each of batches batches of n requests with User-Agent ua.
 func measure(bin, dir, upstream, out, ua string, n, batches, conc int) ([]cost, error) {
 	port := caddyrun.FreePort()
-	cfg := filepath.Join(dir, "Caddyfile")
 	caddyfile := fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -133,6 +155,55 @@ http://127.0.0.1:%[3]d {
 	reverse_proxy %[2]s
 }
 `, dir, upstream, port)
+	c, err := startCallgrind(bin, dir, caddyfile, out, port)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	h := http.Header{"User-Agent": {ua}}
+	// Warm-up: the robots.txt fetch, the caches of the guard and Caddy.
+	if err := send(c.client, c.url, h, 400, conc); err != nil {
+		return nil, err
+	}
+	if err := c.zero(); err != nil {
+		return nil, err
+	}
+	var costs []cost
+	for range batches {
+		if err := send(c.client, c.url, h, n, conc); err != nil {
+			return nil, err
+		}
+		file, err := c.dump()
+		if err != nil {
+			return nil, err
+		}
+		ann, err := exec.Command("callgrind_annotate", "--inclusive=yes", "--tree=calling", "--threshold=100", file).Output()
+		if err != nil {
+			return nil, fmt.Errorf("callgrind_annotate %s: %w", file, err)
+		}
+		c, err := guardCost(bytes.NewReader(ann), n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		costs = append(costs, c)
+	}
+	return costs, nil
+}
+
+// callgrind is a Caddy running under callgrind.
+type callgrind struct {
+	cmd    *exec.Cmd
+	pid    string
+	out    string // callgrind's output file; dump k goes to "<out>.<k>"
+	dumps  int
+	client *http.Client
+	url    string // a page of the site
+}
+
+// startCallgrind starts Caddy with caddyfile (its site on port) under
+// callgrind's cache simulation, and waits until it answers.
+func startCallgrind(bin, dir, caddyfile, out string, port int) (*callgrind, error) {
+	cfg := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o644); err != nil {
 		return nil, err
 	}
@@ -150,63 +221,57 @@ http://127.0.0.1:%[3]d {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}, Timeout: time.Minute}
-	url := fmt.Sprintf("http://127.0.0.1:%d/page", port)
+	c := &callgrind{cmd: cmd, pid: strconv.Itoa(cmd.Process.Pid), out: out,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: time.Minute},
+		url:    fmt.Sprintf("http://127.0.0.1:%d/page", port)}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if err := send(client, url, ua, 1, 1); err == nil {
-			break
+		if err := send(c.client, c.url, nil, 1, 1); err == nil {
+			return c, nil
 		}
 		if time.Now().After(deadline) {
+			c.stop()
 			return nil, fmt.Errorf("caddy under valgrind not up after 2 minutes:\n%s", stderr.String())
 		}
 	}
-	// Warm-up: the robots.txt fetch, the caches of the guard and Caddy.
-	if err := send(client, url, ua, 400, conc); err != nil {
-		return nil, err
-	}
-	pid := strconv.Itoa(cmd.Process.Pid)
-	if err := exec.Command("callgrind_control", "-z", pid).Run(); err != nil {
-		return nil, fmt.Errorf("callgrind_control -z: %w", err)
-	}
-	var costs []cost
-	for b := 1; b <= batches; b++ {
-		if err := send(client, url, ua, n, conc); err != nil {
-			return nil, err
-		}
-		// Each dump holds the counts since the last one, in "<out>.<b>".
-		if out, err := exec.Command("callgrind_control", "-d", pid).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("callgrind_control -d: %w: %s", err, out)
-		}
-		file := out + "." + strconv.Itoa(b)
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := os.Stat(file); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("no callgrind dump %s within a minute", file)
-			}
-		}
-		time.Sleep(500 * time.Millisecond) // let the dump finish
-		ann, err := exec.Command("callgrind_annotate", "--inclusive=yes", "--tree=calling", "--threshold=100", file).Output()
-		if err != nil {
-			return nil, fmt.Errorf("callgrind_annotate %s: %w", file, err)
-		}
-		c, err := guardCost(bytes.NewReader(ann), n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		costs = append(costs, c)
-	}
-	return costs, nil
 }
 
-// send makes n GET requests with User-Agent ua from conc clients; any
-// status but 200 is an error.
-func send(client *http.Client, url, ua string, n, conc int) error {
+// stop kills Caddy (callgrind does not survive Caddy's own shutdown).
+func (c *callgrind) stop() {
+	c.cmd.Process.Kill()
+	c.cmd.Wait()
+}
+
+// zero sets callgrind's counts to zero.
+func (c *callgrind) zero() error {
+	if err := exec.Command("callgrind_control", "-z", c.pid).Run(); err != nil {
+		return fmt.Errorf("callgrind_control -z: %w", err)
+	}
+	return nil
+}
+
+// dump writes the counts since the last dump (or zero) to a file of their
+// own and returns its name once it is written.
+func (c *callgrind) dump() (string, error) {
+	if out, err := exec.Command("callgrind_control", "-d", c.pid).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("callgrind_control -d: %w: %s", err, out)
+	}
+	c.dumps++
+	file := c.out + "." + strconv.Itoa(c.dumps)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no callgrind dump %s within a minute", file)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the dump finish
+	return file, nil
+}
+
+// send makes n GET requests with header h from conc clients; any status
+// but 200 is an error.
+func send(client *http.Client, url string, h http.Header, n, conc int) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, conc)
 	for c := range conc {
@@ -215,7 +280,9 @@ func send(client *http.Client, url, ua string, n, conc int) error {
 			defer wg.Done()
 			for i := c; i < n; i += conc {
 				req, _ := http.NewRequest(http.MethodGet, url, nil)
-				req.Header.Set("User-Agent", ua)
+				if h != nil {
+					req.Header = h.Clone()
+				}
 				resp, err := client.Do(req)
 				if err != nil {
 					errs <- err

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/robotsguard/robotsguard/bench/internal/caddyrun"
+)
+
+// handlers are the phases of -whole, as the load test names them, with the
+// X-Phase header value that selects each one's handler in wholeConfig.
+var handlers = []struct{ name, phase string }{
+	{"plain", "plain"},
+	{"vars", "vars"},
+	{"robots_guard", "guard"},
+	{"rate_limit", "ratelimit"},
+}
+
+// wholeConfig is the load test's site (loadtest.siteConfig without the
+// recipe, which proxies nothing for bots): one route in which a request
+// header picks the handler in front of reverse_proxy, so that every phase
+// pays the same matchers and nothing else differs but the handler.
+func wholeConfig(dir, upstream string, port int) string {
+	return fmt.Sprintf(`{
+	admin off
+	persist_config off
+	storage file_system %[1]s/storage
+}
+
+http://127.0.0.1:%[3]d {
+	@guard header X-Phase guard
+	@vars header X-Phase vars
+	@ratelimit header X-Phase ratelimit
+	route {
+		robots_guard @guard
+		vars @vars loadtest_noop 1
+		rate_limit @ratelimit {
+			zone per_user_agent {
+				key {http.request.header.User-Agent}
+				events 100000
+				window 1s
+			}
+		}
+		reverse_proxy %[2]s
+	}
+}
+`, dir, upstream, port)
+}
+
+// runWhole counts, for each handler and kind of traffic, everything Caddy
+// does per request (the whole process: the handler, what Caddy does to
+// call it, and what its code and data evict of Caddy's own), and compares
+// it with the plain phase. The load test's ratios are CPU time; these are
+// the counts that make it, without the machine's noise.
+func runWhole(n, batches, conc int, traffic []string, keep string) error {
+	dir, bin, upstream, cleanup, err := caddyrun.SetupBench("footprint", robotsTxt, page)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	fmt.Printf("| traffic | handler | instructions | L1i misses | L1d misses | last-level misses | instructions ÷ plain | L1i misses ÷ plain |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	var unsure []string
+	for _, t := range traffic {
+		out := filepath.Join(dir, "callgrind.out.whole."+t)
+		if keep != "" {
+			out = filepath.Join(keep, "callgrind.out.whole."+t)
+		}
+		port := caddyrun.FreePort()
+		c, err := startCallgrind(bin, dir, wholeConfig(dir, upstream, port), out, port)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		var plain cost
+		for _, hd := range handlers {
+			cs, err := wholeBatches(c, http.Header{"User-Agent": {uas[t]}, "X-Phase": {hd.phase}}, n, batches, conc)
+			if err != nil {
+				c.stop()
+				return fmt.Errorf("%s, %s: %w", t, hd.name, err)
+			}
+			slices.SortFunc(cs, func(a, b cost) int { return cmp.Compare(a.ir, b.ir) })
+			w := cs[0]
+			if len(cs) > 1 && cs[1].ir > w.ir*1.01 {
+				unsure = append(unsure, t+" "+hd.name)
+			}
+			if hd.name == "plain" {
+				plain = w
+			}
+			fmt.Printf("| %s | %s | %.0f | %.1f | %.1f | %.1f | %.3f× | %.3f× |\n", t, hd.name, w.ir, w.i1, w.d1, w.ll, w.ir/plain.ir, w.i1/plain.i1)
+		}
+		c.stop()
+	}
+	fmt.Printf("\nper request, the whole Caddy process: the batch with the fewest instructions of %d batches of %d requests, after a warm-up of each phase\n", batches, n)
+	if len(unsure) > 0 {
+		fmt.Printf("no two batches within 1 %% of each other for %s: every batch was disturbed; run again\n", strings.Join(unsure, ", "))
+	}
+	return nil
+}
+
+// wholeBatches warms a phase up and counts batches of n requests with
+// header h, each from callgrind's totals.
+func wholeBatches(c *callgrind, h http.Header, n, batches, conc int) ([]cost, error) {
+	if err := send(c.client, c.url, h, 200, conc); err != nil {
+		return nil, err
+	}
+	if err := c.zero(); err != nil {
+		return nil, err
+	}
+	var costs []cost
+	for range batches {
+		if err := send(c.client, c.url, h, n, conc); err != nil {
+			return nil, err
+		}
+		file, err := c.dump()
+		if err != nil {
+			return nil, err
+		}
+		w, err := totals(file, n)
+		if err != nil {
+			return nil, err
+		}
+		costs = append(costs, w)
+	}
+	return costs, nil
+}
+
+// totals reads the counts of a whole callgrind dump, per request of n.
+func totals(file string, n int) (cost, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return cost{}, err
+	}
+	defer f.Close()
+	var events, sums []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "events:"); ok {
+			events = strings.Fields(v)
+		}
+		if v, ok := strings.CutPrefix(line, "summary:"); ok {
+			sums = strings.Fields(v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cost{}, err
+	}
+	if len(events) == 0 || len(events) != len(sums) {
+		return cost{}, fmt.Errorf("%s: no events and summary lines that agree", file)
+	}
+	total := map[string]float64{}
+	for i, e := range events {
+		v, err := strconv.ParseFloat(sums[i], 64)
+		if err != nil {
+			return cost{}, fmt.Errorf("%s: summary: %w", file, err)
+		}
+		total[e] = v
+	}
+	per := func(names ...string) float64 {
+		s := 0.0
+		for _, e := range names {
+			s += total[e]
+		}
+		return s / float64(n)
+	}
+	return cost{ir: per("Ir"), i1: per("I1mr"), d1: per("D1mr", "D1mw"), ll: per("ILmr", "DLmr", "DLmw")}, nil
+}
