@@ -45,6 +45,9 @@ func ClientOfAddr(a netip.Addr, v4bits, v6bits int) Client {
 // unmapped and without zone, without allocating; the zero Addr when it
 // does not parse.
 func ParseAddr(s string) netip.Addr {
+	if a, ok := parseIPv4(s); ok {
+		return a // what Caddy's client_ip holds for IPv4 clients
+	}
 	// "[v6]:port" and "v4:port" carry a port; trying ParseAddr on them first
 	// would allocate an error on every request.
 	if withPort := strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1; withPort {
@@ -59,6 +62,43 @@ func ParseAddr(s string) netip.Addr {
 		return netip.Addr{}
 	}
 	return a.Unmap().WithZone("")
+}
+
+// parseIPv4 parses a dotted-decimal IPv4 address as netip.ParseAddr does
+// (four fields of 0 to 255, no leading zeros) and reports false for
+// anything else, which ParseAddr then hands to netip. It is ParseAddr's
+// fast path: for "203.0.113.7" it runs about 60 instructions where
+// netip's parse and the unmapping run 430, whose code no other part of a
+// request keeps in the core's caches (22 instruction cache misses per
+// bot request, counted by bench/footprint).
+func parseIPv4(s string) (netip.Addr, bool) {
+	if len(s) < len("0.0.0.0") || len(s) > len("255.255.255.255") {
+		return netip.Addr{}, false
+	}
+	var b [4]byte
+	field, val, digits := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			if digits == 1 && val == 0 {
+				return netip.Addr{}, false // a leading zero
+			}
+			if val = val*10 + int(c-'0'); val > 255 {
+				return netip.Addr{}, false
+			}
+			digits++
+		case c == '.' && digits > 0 && field < 3:
+			b[field] = byte(val)
+			field, val, digits = field+1, 0, 0
+		default:
+			return netip.Addr{}, false
+		}
+	}
+	if field != 3 || digits == 0 {
+		return netip.Addr{}, false
+	}
+	b[3] = byte(val)
+	return netip.AddrFrom4(b), true
 }
 
 // Format writes c as a prefix of v4bits or v6bits, "203.0.113.7/32" or

@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -59,3 +60,67 @@ func TestClientFormat(t *testing.T) {
 
 // bg is the context of the tests' calls.
 var bg = context.Background()
+
+// parseAddrRef is ParseAddr through netip alone, as it was before its
+// IPv4 fast path.
+func parseAddrRef(s string) netip.Addr {
+	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return netip.Addr{}
+		}
+		return ap.Addr().Unmap().WithZone("")
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap().WithZone("")
+}
+
+var parseAddrCases = []string{
+	"0.0.0.0", "1.2.3.4", "203.0.113.7", "255.255.255.255", "256.1.1.1", "1.2.3.256",
+	"01.2.3.4", "1.02.3.4", "1.2.3.04", "1.2.3.0", "0.0.0.00", "1.2.3", "1.2.3.4.5",
+	"1..3.4", ".1.2.3", "1.2.3.", "1.2.3.4:80", "1.2.3.4 ", " 1.2.3.4", "1.2.3.-4",
+	"1.2.3.4%eth0", "::ffff:1.2.3.4", "[::ffff:1.2.3.4]:80", "2001:db8::1", "[2001:db8::1]:443",
+	"fe80::1%eth0", "999.999.999.999", "1.2.3.a", "", "1234.1.1.1", "1.2.3.4444",
+}
+
+// TestParseAddrIPv4 checks ParseAddr's IPv4 fast path against netip.
+func TestParseAddrIPv4(t *testing.T) {
+	for _, s := range parseAddrCases {
+		if got, want := ParseAddr(s), parseAddrRef(s); got != want {
+			t.Errorf("ParseAddr(%q) = %v, netip says %v", s, got, want)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { ParseAddr("203.0.113.7") }); a != 0 {
+		t.Errorf("ParseAddr allocates %.1f times", a)
+	}
+}
+
+// FuzzParseAddr checks that ParseAddr says what netip says of any text.
+func FuzzParseAddr(f *testing.F) {
+	for _, s := range parseAddrCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ParseAddr(s), parseAddrRef(s); got != want {
+			t.Errorf("ParseAddr(%q) = %v, netip says %v", s, got, want)
+		}
+	})
+}
+
+func BenchmarkParseAddr(b *testing.B) {
+	for _, s := range []string{"203.0.113.7", "[2001:db8::1]:443"} {
+		b.Run(s, func(b *testing.B) {
+			for b.Loop() {
+				ParseAddr(s)
+			}
+		})
+		b.Run(s+"/netip", func(b *testing.B) {
+			for b.Loop() {
+				parseAddrRef(s)
+			}
+		})
+	}
+}
