@@ -2,27 +2,21 @@ package policy
 
 import (
 	"bytes"
+	"unsafe"
 )
 
 // canonicalTarget appends the target in the form in which it is matched:
-// normalised as patterns are, with raw '*' and '$' escaped. It also returns
-// the length of the path part (up to '?').
-func canonicalTarget(dst []byte, target string) ([]byte, int) {
+// normalised as patterns are, with raw '*' and '$' escaped.
+func canonicalTarget(dst []byte, target string) []byte {
 	p, slash := requestPath(target)
 	dst = dst[:0]
 	if slash {
 		dst = append(dst, '/')
 	}
 	if isCanonical(p) {
-		dst = append(dst, p...)
-	} else {
-		dst = appendNormalized(dst, p, true)
+		return append(dst, p...)
 	}
-	pathLen := bytes.IndexByte(dst, '?')
-	if pathLen < 0 {
-		pathLen = len(dst)
-	}
-	return dst, pathLen
+	return appendNormalized(dst, p, true)
 }
 
 const robotsPath = "/robots.txt"
@@ -59,22 +53,44 @@ func (a Agent) Decide(target string) Decision {
 	}
 	d.Group = r.merged[a.group].name
 	d.CrawlDelay, d.CrawlDelayLine = r.merged[a.group].delay, r.merged[a.group].delayLine
-	sc := r.scratch.Get().(*scratch)
-	var pathLen int
-	sc.target, pathLen = canonicalTarget(sc.target, target)
-	if string(sc.target[:pathLen]) == robotsPath {
-		r.scratch.Put(sc)
-		d.Exempt = true
-		return d
+	// The canonical target: most request targets are canonical already
+	// and are matched as they are (read only); others are normalised
+	// into a pooled scratch buffer.
+	var t []byte
+	var sc *scratch
+	if p, slash := requestPath(target); !slash && isCanonical(p) {
+		t = unsafe.Slice(unsafe.StringData(p), len(p))
+	} else {
+		sc = r.scratch.Get().(*scratch)
+		sc.target = canonicalTarget(sc.target, target)
+		t = sc.target
 	}
+	pathLen := bytes.IndexByte(t, '?')
+	if pathLen < 0 {
+		pathLen = len(t)
+	}
+	if string(t[:pathLen]) == robotsPath {
+		d.Exempt = true
+	} else {
+		d = r.decideSets(a, t, d)
+	}
+	if sc != nil {
+		r.scratch.Put(sc)
+	}
+	return d
+}
+
+// decideSets matches canonical target t against the rule sets of a's
+// group (or groups) and fills d's verdict (and Crawl-delay, for several).
+func (r *Robots) decideSets(a Agent, t []byte, d Decision) Decision {
 	res := newResult()
 	if !a.multi {
-		r.match(r.merged[a.group].set, sc, &res)
+		r.matchSet(r.merged[a.group].set, t, &res, false)
 	} else {
 		delay, line := d.CrawlDelay, d.CrawlDelayLine
 		r.tokens.scanTokens(a.ua, func(g int32, n int) {
 			if n == a.n {
-				r.match(r.merged[g].set, sc, &res)
+				r.matchSet(r.merged[g].set, t, &res, false)
 				if m := &r.merged[g]; m.delay > delay {
 					delay, line = m.delay, m.delayLine
 				}
@@ -82,7 +98,6 @@ func (a Agent) Decide(target string) Decision {
 		})
 		d.CrawlDelay, d.CrawlDelayLine = delay, line
 	}
-	r.scratch.Put(sc)
 	r.verdict(&res, &d)
 	return d
 }
@@ -106,11 +121,6 @@ func Both(d, also Decision) Decision {
 	}
 	d.CrawlDelay, d.CrawlDelayLine = longer.CrawlDelay, longer.CrawlDelayLine
 	return d
-}
-
-// match runs the matcher of rule set si over the canonical target in sc.
-func (r *Robots) match(si int32, sc *scratch, res *result) {
-	r.matchSet(si, sc.target, res, false)
 }
 
 // matchSet runs the tries of rule set si over target (see ruleSet).
