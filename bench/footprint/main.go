@@ -18,6 +18,14 @@
 //
 //	cd bench && go run ./footprint            # browser and bot, 5 batches of 1,000 requests
 //	go run ./footprint -n 500 -traffic browser
+//	go run ./footprint -whole -batches 3      # the whole process per handler, against plain
+//
+// With -whole it counts the whole Caddy process per request instead, on
+// the load test's site, for plain reverse_proxy and for vars, robots_guard
+// and caddy-ratelimit in front of it, and compares each with plain: what
+// the handler costs Caddy in all, with what Caddy does to call it and what
+// its code and data evict of Caddy's own, the counts behind the load
+// test's CPU ratios without the machine's noise.
 //
 // It needs valgrind (Debian: apt-get install valgrind); Caddy runs about 50
 // times slower under it, so a run takes a minute or two.

@@ -65,7 +65,7 @@ func runWhole(n, batches, conc int, traffic []string, keep string) error {
 		return err
 	}
 	defer cleanup()
-	fmt.Printf("| traffic | handler | instructions | L1i misses | L1d misses | last-level misses | instructions ÷ plain | L1i misses ÷ plain |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Printf("| traffic | handler | instructions (batches) | L1i misses | L1d misses | last-level misses | instructions ÷ plain | L1i misses ÷ plain |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	var unsure []string
 	for _, t := range traffic {
 		out := filepath.Join(dir, "callgrind.out.whole."+t)
@@ -92,7 +92,11 @@ func runWhole(n, batches, conc int, traffic []string, keep string) error {
 			if hd.name == "plain" {
 				plain = w
 			}
-			fmt.Printf("| %s | %s | %.0f | %.1f | %.1f | %.1f | %.3f× | %.3f× |\n", t, hd.name, w.ir, w.i1, w.d1, w.ll, w.ir/plain.ir, w.i1/plain.i1)
+			irs := make([]string, len(cs))
+			for i, c := range cs {
+				irs[i] = strconv.FormatFloat(c.ir, 'f', 0, 64)
+			}
+			fmt.Printf("| %s | %s | %.0f (%s) | %.1f | %.1f | %.1f | %.3f× | %.3f× |\n", t, hd.name, w.ir, strings.Join(irs, ", "), w.i1, w.d1, w.ll, w.ir/plain.ir, w.i1/plain.i1)
 		}
 		c.stop()
 	}
