@@ -77,13 +77,18 @@ func runWhole(n, batches, conc int, traffic []string, keep string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}
+		hs := make([]http.Header, len(handlers))
+		for i, hd := range handlers {
+			hs[i] = http.Header{"User-Agent": {uas[t]}, "X-Phase": {hd.phase}}
+		}
+		css, err := wholeBatches(c, hs, n, batches, conc)
+		if err != nil {
+			c.stop()
+			return fmt.Errorf("%s: %w", t, err)
+		}
 		var plain cost
-		for _, hd := range handlers {
-			cs, err := wholeBatches(c, http.Header{"User-Agent": {uas[t]}, "X-Phase": {hd.phase}}, n, batches, conc)
-			if err != nil {
-				c.stop()
-				return fmt.Errorf("%s, %s: %w", t, hd.name, err)
-			}
+		for i, hd := range handlers {
+			cs := css[i]
 			slices.SortFunc(cs, func(a, b cost) int { return cmp.Compare(a.ir, b.ir) })
 			w := cs[0]
 			if len(cs) > 1 && cs[1].ir > w.ir*1.01 {
@@ -100,36 +105,42 @@ func runWhole(n, batches, conc int, traffic []string, keep string) error {
 		}
 		c.stop()
 	}
-	fmt.Printf("\nper request, the whole Caddy process: the batch with the fewest instructions of %d batches of %d requests, after a warm-up of each phase\n", batches, n)
+	fmt.Printf("\nper request, the whole Caddy process: the batch with the fewest instructions of %d batches of %d requests, the phases taking turns after a warm-up of each\n", batches, n)
 	if len(unsure) > 0 {
 		fmt.Printf("no two batches within 1 %% of each other for %s: every batch was disturbed; run again\n", strings.Join(unsure, ", "))
 	}
 	return nil
 }
 
-// wholeBatches warms a phase up and counts batches of n requests with
-// header h, each from callgrind's totals.
-func wholeBatches(c *callgrind, h http.Header, n, batches, conc int) ([]cost, error) {
-	if err := send(c.client, c.url, h, 200, conc); err != nil {
-		return nil, err
+// wholeBatches warms every phase up, then counts batches of n requests
+// with each header of hs in turn (so that no phase always comes first
+// after a warm-up or after another), each from callgrind's totals: the
+// costs of hs[i] are in result[i].
+func wholeBatches(c *callgrind, hs []http.Header, n, batches, conc int) ([][]cost, error) {
+	for _, h := range hs {
+		if err := send(c.client, c.url, h, 200, conc); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.zero(); err != nil {
 		return nil, err
 	}
-	var costs []cost
+	costs := make([][]cost, len(hs))
 	for range batches {
-		if err := send(c.client, c.url, h, n, conc); err != nil {
-			return nil, err
+		for i, h := range hs {
+			if err := send(c.client, c.url, h, n, conc); err != nil {
+				return nil, err
+			}
+			file, err := c.dump()
+			if err != nil {
+				return nil, err
+			}
+			w, err := totals(file, n)
+			if err != nil {
+				return nil, err
+			}
+			costs[i] = append(costs[i], w)
 		}
-		file, err := c.dump()
-		if err != nil {
-			return nil, err
-		}
-		w, err := totals(file, n)
-		if err != nil {
-			return nil, err
-		}
-		costs = append(costs, w)
 	}
 	return costs, nil
 }
