@@ -347,6 +347,9 @@ func (w WeakAgent) For(r *Robots) (Agent, bool) {
 // matches merged; else the merged "*" groups; else none. userAgent may be a
 // bare product token or a whole User-Agent header.
 func (r *Robots) Agent(userAgent string) Agent {
+	if userAgent == "" {
+		return Agent{r: r, group: r.global} // "*" (the enforcer's second look at an unproven claim)
+	}
 	a := Agent{r: r, group: -1, ua: userAgent}
 	r.tokens.scanTokens(userAgent, func(g int32, n int) {
 		switch {

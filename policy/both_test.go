@@ -61,3 +61,23 @@ func TestCrawlDelayLine(t *testing.T) {
 		t.Errorf("no Crawl-delay: line %d", d.CrawlDelayLine)
 	}
 }
+
+// TestAgentEmpty checks Agent's short cut for the empty header (the "*"
+// group, or none) against the scan that any other header takes.
+func TestAgentEmpty(t *testing.T) {
+	for _, txt := range []string{
+		"",
+		"User-agent: *\nDisallow: /a\n",
+		"User-agent: b\nDisallow: /b\n",
+		"User-agent: b\nDisallow: /b\n\nUser-agent: *\nCrawl-delay: 3\nDisallow: /s\n",
+		"User-agent: *\nUser-agent: b\nDisallow: /x\n",
+		"User-agent:\nDisallow: /empty\n",
+	} {
+		r := Parse([]byte(txt))
+		got, want := r.Agent(""), r.Agent(" ")
+		want.ua = ""
+		if got != want {
+			t.Errorf("%q: Agent(\"\") = %+v, the scan gives %+v", txt, got, want)
+		}
+	}
+}
