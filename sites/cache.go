@@ -97,6 +97,12 @@ type Site struct {
 	timer      *time.Timer // marks the entry stale when a refresh is due (real clock only)
 }
 
+// maxSpelling is the longest Host header kept as a site's spelling: a DNS
+// name (253 bytes), brackets and a port. The header's port part is not
+// bounded by the name's (MakeKey ignores it), and a client must not make
+// the cache keep a megabyte of it.
+const maxSpelling = 253 + len("[]:65535")
+
 // spelling is a request's Host header and server port.
 type spelling struct {
 	host string
@@ -435,7 +441,7 @@ func (c *Cache) GetRequest(ctx context.Context, scheme, host string, port int, o
 		}
 	}
 	e := c.entryFor(MakeKey(scheme, host, port), host, port)
-	if e.spelled.Load() == nil {
+	if len(host) <= maxSpelling && e.spelled.Load() == nil {
 		e.spelled.CompareAndSwap(nil, &spelling{strings.Clone(host), port})
 	}
 	return c.get(ctx, e, origin, wait, client)

@@ -2,6 +2,7 @@ package sites
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,21 @@ func TestGetRequestEvicted(t *testing.T) {
 	c.last.Store(first) // as if it had been the last one looked up
 	if got, _ := c.GetRequest(ctx, "http", "a.example", 80, origin, false, ""); got == first {
 		t.Fatal("GetRequest returned an evicted entry")
+	}
+}
+
+// TestGetRequestLongHost checks that a Host header longer than any name
+// and port is never kept as a site's spelling (its port part is not
+// bounded by the name's), and that the site is still found.
+func TestGetRequestLongHost(t *testing.T) {
+	c := New(testConfig(SelfSource()))
+	ctx := context.Background()
+	host := "example.com:" + strings.Repeat("0", 100_000)
+	e, _ := c.GetRequest(ctx, "http", host, 80, bodySite(""), false, "")
+	if sp := e.spelled.Load(); sp != nil {
+		t.Fatalf("a %d-byte Host was kept as the spelling", len(sp.host))
+	}
+	if want := c.Entry(MakeKey("http", host, 80)); e != want {
+		t.Fatalf("GetRequest = %s, want %s", e.Name(), want.Name())
 	}
 }
