@@ -48,6 +48,11 @@ func ParseAddr(s string) netip.Addr {
 	if a, ok := parseIPv4(s); ok {
 		return a // what Caddy's client_ip holds for IPv4 clients
 	}
+	return parseAddrNetip(s)
+}
+
+// parseAddrNetip is ParseAddr through netip.
+func parseAddrNetip(s string) netip.Addr {
 	// "[v6]:port" and "v4:port" carry a port; trying ParseAddr on them first
 	// would allocate an error on every request.
 	if withPort := strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1; withPort {

@@ -111,6 +111,18 @@ type cost struct {
 	ir, i1, d1, ll float64
 }
 
+// costOf is the cost per request of n from callgrind's event totals.
+func costOf(total map[string]float64, n int) cost {
+	per := func(names ...string) float64 {
+		s := 0.0
+		for _, e := range names {
+			s += total[e]
+		}
+		return s / float64(n)
+	}
+	return cost{ir: per("Ir"), i1: per("I1mr"), d1: per("D1mr", "D1mw"), ll: per("ILmr", "DLmr", "DLmw")}
+}
+
 // run counts the guard's own code for each kind of traffic.
 func run(n, batches, conc int, traffic []string, keep string) error {
 	dir, bin, upstream, cleanup, err := caddyrun.SetupBench("footprint", robotsTxt, page)
@@ -375,12 +387,5 @@ func guardCost(r io.Reader, n int) (cost, error) {
 	if !found {
 		return cost{}, errors.New("robots_guard's ServeHTTP is not in the profile")
 	}
-	per := func(names ...string) float64 {
-		s := 0.0
-		for _, e := range names {
-			s += total[e]
-		}
-		return s / float64(n)
-	}
-	return cost{ir: per("Ir"), i1: per("I1mr"), d1: per("D1mr", "D1mw"), ll: per("ILmr", "DLmr", "DLmw")}, nil
+	return costOf(total, n), nil
 }

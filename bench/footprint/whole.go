@@ -15,43 +15,13 @@ import (
 )
 
 // handlers are the phases of -whole, as the load test names them, with the
-// X-Phase header value that selects each one's handler in wholeConfig.
+// X-Phase header value that selects each one's handler in
+// caddyrun.PhaseSite.
 var handlers = []struct{ name, phase string }{
 	{"plain", "plain"},
 	{"vars", "vars"},
 	{"robots_guard", "guard"},
 	{"rate_limit", "ratelimit"},
-}
-
-// wholeConfig is the load test's site (loadtest.siteConfig without the
-// recipe, which proxies nothing for bots): one route in which a request
-// header picks the handler in front of reverse_proxy, so that every phase
-// pays the same matchers and nothing else differs but the handler.
-func wholeConfig(dir, upstream string, port int) string {
-	return fmt.Sprintf(`{
-	admin off
-	persist_config off
-	storage file_system %[1]s/storage
-}
-
-http://127.0.0.1:%[3]d {
-	@guard header X-Phase guard
-	@vars header X-Phase vars
-	@ratelimit header X-Phase ratelimit
-	route {
-		robots_guard @guard
-		vars @vars loadtest_noop 1
-		rate_limit @ratelimit {
-			zone per_user_agent {
-				key {http.request.header.User-Agent}
-				events 100000
-				window 1s
-			}
-		}
-		reverse_proxy %[2]s
-	}
-}
-`, dir, upstream, port)
 }
 
 // runWhole counts, for each handler and kind of traffic, everything Caddy
@@ -73,7 +43,7 @@ func runWhole(n, batches, conc int, traffic []string, keep string) error {
 			out = filepath.Join(keep, "callgrind.out.whole."+t)
 		}
 		port := caddyrun.FreePort()
-		c, err := startCallgrind(bin, dir, wholeConfig(dir, upstream, port), out, port)
+		c, err := startCallgrind(bin, dir, caddyrun.PhaseSite("admin off", dir, upstream, port, ""), out, port)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}
@@ -178,12 +148,5 @@ func totals(file string, n int) (cost, error) {
 		}
 		total[e] = v
 	}
-	per := func(names ...string) float64 {
-		s := 0.0
-		for _, e := range names {
-			s += total[e]
-		}
-		return s / float64(n)
-	}
-	return cost{ir: per("Ir"), i1: per("I1mr"), d1: per("D1mr", "D1mw"), ll: per("ILmr", "DLmr", "DLmw")}, nil
+	return costOf(total, n), nil
 }

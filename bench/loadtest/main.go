@@ -111,7 +111,7 @@ func run(dur time.Duration, rounds, conc, caddyCPU int, seed uint64, rate float6
 	if twin {
 		return runTwin(bin, tmp, upstream, recipe, taskset, caddyCPU, others, dur, rounds, conc, seed, rate, only, profiles, base)
 	}
-	caddyfile := siteConfig(admin, tmp, upstream, port, recipe)
+	caddyfile := caddyrun.PhaseSite(admin, tmp, upstream, port, recipe)
 	pid, stop, err := caddyrun.Start(bin, tmp, caddyfile, taskset, caddyCPU)
 	if err != nil {
 		return err
@@ -386,51 +386,6 @@ func recipeRegexp(file string) (string, error) {
 		return "", fmt.Errorf("%s: no User-agent lines", file)
 	}
 	return "(?i)(" + strings.Join(toks, "|") + ")", nil
-}
-
-// siteConfig is the Caddyfile of the one site every phase runs on, with
-// its storage under dir, on port, proxying to upstream. One site, one
-// listener, one reverse_proxy (one connection pool): the phases differ only
-// by a request header that selects the handler in front of the proxy, so
-// every phase pays the same matchers and nothing else differs but the
-// handler measured.
-func siteConfig(admin, dir, upstream string, port int, recipe string) string {
-	return fmt.Sprintf(`{
-	%[5]s
-	persist_config off
-	storage file_system %[1]s/storage
-}
-
-http://127.0.0.1:%[3]d {
-	@guard header X-Phase guard
-	@vars header X-Phase vars
-	@ratelimit header X-Phase ratelimit
-	@recipe header X-Phase recipe
-	route {
-		robots_guard @guard
-		vars @vars loadtest_noop 1
-		rate_limit @ratelimit {
-			zone per_user_agent {
-				key {http.request.header.User-Agent}
-				events 100000
-				window 1s
-			}
-		}
-		# The recipe's regexp runs in its phase only (in one matcher set
-		# with the header, Caddy would evaluate it for every request).
-		route @recipe {
-			@bots header_regexp User-Agent "%[4]s"
-			respond @bots 403
-		}
-		reverse_proxy %[2]s {
-			transport http {
-				keepalive_idle_conns 1024
-				keepalive_idle_conns_per_host 1024
-			}
-		}
-	}
-}
-`, dir, upstream, port, recipe, admin)
 }
 
 // percentile returns the p-th percentile of the latencies l (sorting l),

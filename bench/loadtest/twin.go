@@ -65,7 +65,7 @@ func runTwin(bin, tmp, upstream, recipe, taskset string, caddyCPU int, others []
 			admins[i] = caddyrun.FreePort()
 			admin = fmt.Sprintf("admin localhost:%d", admins[i]) // serves /debug/pprof/
 		}
-		pid, stop, err := caddyrun.Start(bin, dir, siteConfig(admin, dir, upstream, ports[i], recipe), taskset, caddyCPU)
+		pid, stop, err := caddyrun.Start(bin, dir, caddyrun.PhaseSite(admin, dir, upstream, ports[i], recipe), taskset, caddyCPU)
 		if err != nil {
 			return err
 		}

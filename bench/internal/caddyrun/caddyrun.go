@@ -320,3 +320,63 @@ func setup(name, robots, page string, build func(string) (string, error)) (dir, 
 	}
 	return dir, bin, upstream, cleanup, nil
 }
+
+// PhaseSite is the Caddyfile of the one site every phase of the load test
+// (and footprint -whole) runs on, with admin as its global admin line, its
+// storage under dir, on port, proxying to upstream. One site, one
+// listener, one reverse_proxy (one connection pool): the phases differ
+// only by a request header (X-Phase: guard, vars, ratelimit, recipe, or
+// anything else for plain) that selects the handler in front of the proxy,
+// so every phase pays the same matchers and nothing else differs but the
+// handler measured. recipe is the header_regexp of the recipe phase; ""
+// leaves that phase out.
+func PhaseSite(admin, dir, upstream string, port int, recipe string) string {
+	recipePhase := ""
+	if recipe != "" {
+		recipePhase = fmt.Sprintf(`	@recipe header X-Phase recipe
+	# The recipe's regexp runs in its phase only (in one matcher set
+	# with the header, Caddy would evaluate it for every request).
+	route @recipe {
+		@bots header_regexp User-Agent "%s"
+		respond @bots 403
+	}
+`, recipe)
+	}
+	return fmt.Sprintf(`{
+	%[5]s
+	persist_config off
+	storage file_system %[1]s/storage
+}
+
+http://127.0.0.1:%[3]d {
+	@guard header X-Phase guard
+	@vars header X-Phase vars
+	@ratelimit header X-Phase ratelimit
+	route {
+		robots_guard @guard
+		vars @vars loadtest_noop 1
+		rate_limit @ratelimit {
+			zone per_user_agent {
+				key {http.request.header.User-Agent}
+				events 100000
+				window 1s
+			}
+		}
+%[4]s		reverse_proxy %[2]s {
+			transport http {
+				keepalive_idle_conns 1024
+				keepalive_idle_conns_per_host 1024
+			}
+		}
+	}
+}
+`, dir, upstream, port, indent(recipePhase), admin)
+}
+
+// indent puts a tab before every line of s.
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "\t" + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n\t") + "\n"
+}
