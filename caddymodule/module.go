@@ -447,7 +447,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
-		if g.proxyChecked != nil && !g.proxyChecked.Load() {
+		if g.proxyChecked != nil && !g.proxyChecked.Load() && !sameAddr(r.RemoteAddr, clientIP) {
 			g.checkForwarded(srv, clientIP, r.RemoteAddr)
 		}
 	}
@@ -507,6 +507,13 @@ func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhtt
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr
+}
+
+// sameAddr reports whether peer ("ip:port") is clientIP's: the request
+// was not forwarded, and checkForwarded has nothing to check (the common
+// case, tested here so that it does not cost a call).
+func sameAddr(peer, clientIP string) bool {
+	return len(peer) > len(clientIP) && peer[len(clientIP)] == ':' && peer[:len(clientIP)] == clientIP
 }
 
 // Interface guards.

@@ -298,3 +298,24 @@ func TestNameBoxesHoldCopies(t *testing.T) {
 	runtime.KeepAlive(&nb)
 	t.Error("a boxed name keeps the text it came from alive")
 }
+
+// TestSameAddr checks the short cut in front of checkForwarded: it may
+// only ever say "not forwarded" where checkForwarded would.
+func TestSameAddr(t *testing.T) {
+	for _, tc := range []struct {
+		peer, clientIP string
+		want           bool
+	}{
+		{"192.0.2.1:5000", "192.0.2.1", true},
+		{"192.0.2.10:5000", "192.0.2.1", false},
+		{"192.0.2.1", "192.0.2.1", false}, // no port: left to checkForwarded
+		{"[2001:db8::1]:443", "2001:db8::1", false},
+		{"198.51.100.7:5000", "192.0.2.1", false},
+		{":5000", "", true}, // checkForwarded: no client address, not forwarded
+		{"192.0.2.1:5000", "", false},
+	} {
+		if got := sameAddr(tc.peer, tc.clientIP); got != tc.want {
+			t.Errorf("sameAddr(%q, %q) = %v, want %v", tc.peer, tc.clientIP, got, tc.want)
+		}
+	}
+}

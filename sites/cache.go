@@ -54,8 +54,26 @@ type State struct {
 	sum [32]byte // SHA-256 of a 2xx body, the key of its compiled copy
 }
 
-// originRef boxes the handler that serves a site.
-type originRef struct{ h http.Handler }
+// originRef boxes the handler that serves a site, with its type and
+// whether that type can be compared, found once (see same).
+type originRef struct {
+	h          http.Handler
+	t          reflect.Type
+	comparable bool
+}
+
+// newOriginRef boxes h.
+func newOriginRef(h http.Handler) *originRef {
+	t := reflect.TypeOf(h)
+	return &originRef{h: h, t: t, comparable: t != nil && t.Comparable()}
+}
+
+// same reports whether h is the handler o holds. Handlers of a type that
+// cannot be compared (an http.HandlerFunc) count as the same, so the first
+// one seen is kept.
+func (o *originRef) same(h http.Handler) bool {
+	return reflect.TypeOf(h) == o.t && (!o.comparable || o.h == h)
+}
 
 // Site is the cache slot of one site: its name, the robots.txt copy in
 // force (replaced as a whole by each fetch) and the bookkeeping of its
@@ -453,8 +471,8 @@ func (c *Cache) get(ctx context.Context, e *Site, origin http.Handler, wait bool
 		// Remember the handler that serves the site, for fetches that
 		// have none (Fetch); after a Caddy reload it is the
 		// new server. Written only when it changes.
-		if o := e.origin.Load(); o == nil || !sameHandler(o.h, origin) {
-			e.origin.Store(&originRef{origin})
+		if o := e.origin.Load(); o == nil || !o.same(origin) {
+			e.origin.Store(newOriginRef(origin))
 		}
 	}
 	if st := e.state.Load(); st != nil {
@@ -520,17 +538,6 @@ func (c *Cache) waitFirst(ctx context.Context, e *Site, origin http.Handler) *St
 		c.setDue(e, c.now(), c.retry)
 	}
 	return e.state.Load()
-}
-
-// sameHandler reports whether a and b are the same handler. Handlers of a
-// type that cannot be compared (an http.HandlerFunc) count as the same, so
-// the first one seen is kept.
-func sameHandler(a, b http.Handler) bool {
-	t := reflect.TypeOf(a)
-	if t != reflect.TypeOf(b) {
-		return false
-	}
-	return !t.Comparable() || a == b
 }
 
 // background starts a fetch of e in a goroutine of its own, unless one

@@ -2,6 +2,7 @@ package sites
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -95,5 +96,29 @@ func TestGetRequestLongHost(t *testing.T) {
 	}
 	if want := c.Entry(MakeKey("http", host, 80)); e != want {
 		t.Fatalf("GetRequest = %s, want %s", e.Name(), want.Name())
+	}
+}
+
+// TestOriginRefSame checks when a site's remembered handler is replaced:
+// by another handler of a comparable type, or of another type; never by a
+// handler of a type that cannot be compared (the first one seen stays).
+func TestOriginRefSame(t *testing.T) {
+	a, b := bodySite("a"), bodySite("b")
+	f := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	g := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for _, tc := range []struct {
+		held, got http.Handler
+		same      bool
+	}{
+		{a, a, true},
+		{a, b, false},
+		{a, f, false},
+		{f, a, false},
+		{f, g, true}, // not comparable: kept
+		{f, f, true},
+	} {
+		if got := newOriginRef(tc.held).same(tc.got); got != tc.same {
+			t.Errorf("held %T %p, got %T %p: same %v, want %v", tc.held, tc.held, tc.got, tc.got, got, tc.same)
+		}
 	}
 }
