@@ -5,10 +5,10 @@ import (
 	"unsafe"
 )
 
-// canonicalTarget appends the target in the form in which it is matched:
+// canonicalTarget appends a target's path and query p (requestPath's, with
+// a '/' first when slash says so) in the form in which it is matched:
 // normalised as patterns are, with raw '*' and '$' escaped.
-func canonicalTarget(dst []byte, target string) []byte {
-	p, slash := requestPath(target)
+func canonicalTarget(dst []byte, p string, slash bool) []byte {
 	dst = dst[:0]
 	if slash {
 		dst = append(dst, '/')
@@ -62,7 +62,7 @@ func (a Agent) Decide(target string) Decision {
 		t = unsafe.Slice(unsafe.StringData(p), len(p))
 	} else {
 		sc = r.scratch.Get().(*scratch)
-		sc.target = canonicalTarget(sc.target, target)
+		sc.target = canonicalTarget(sc.target, p, slash)
 		t = sc.target
 	}
 	pathLen := bytes.IndexByte(t, '?')
