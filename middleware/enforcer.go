@@ -332,7 +332,14 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	info := e.classes.lookup(ua)
 	bot = bot || info.bot // a header that claims an operator is a bot
 	if len(req.Host) > maxHostName && hostTooLong(req.Host) {
-		return e.badHost(bot, info)
+		// No DNS name is this long (RFC 1035): the Host is garbage, and
+		// no site, cache entry or store key is made of it. Bots are
+		// refused; others pass to the site, which answers as it will.
+		v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot}
+		if bot || !info.browser {
+			v.Bot, v.Action, v.Reason = true, Deny, ReasonBadTarget
+		}
+		return v
 	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
@@ -345,36 +352,6 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		v.SiteLabel = v.Site
 	}
 	agent, groupClaims := info.agent(st.Robots, ua, e.verifier)
-	if bot || agent.Specific() || info.claims|groupClaims != 0 || req.Signed != nil && e.verifier != nil {
-		e.decideBot(ctx, req, tr, &v, info, ent, st, agent, groupClaims, target, targetOK, bot)
-		return v
-	}
-	// No bot, no claim, no group of the site's own: only a ban or a trap
-	// stops it. (This path is every browser's, kept short: its code is
-	// fetched from memory anew for most requests.)
-	if e.bans != nil {
-		e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, false)
-	}
-	return v
-}
-
-// badHost decides a request whose Host is longer than any DNS name
-// (RFC 1035): the Host is garbage, and no site, cache entry or store key
-// is made of it. Bots are refused; others pass to the site, which answers
-// as it will.
-func (e *Enforcer) badHost(bot bool, info *uaInfo) Verdict {
-	v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot}
-	if bot || !info.browser {
-		v.Bot, v.Action, v.Reason = true, Deny, ReasonBadTarget
-	}
-	return v
-}
-
-// decideBot is decide (in v) for a client that may be a bot: one
-// classified as a bot, one a group of the site's names, one that claims a
-// crawler or signs its request. Its claims are verified, then bans and
-// traps, then the rules of its group.
-func (e *Enforcer) decideBot(ctx context.Context, req *Request, tr *trace, v *Verdict, info *uaInfo, ent *sites.Site, st *sites.State, agent policy.Agent, groupClaims identity.Claims, target string, targetOK, bot bool) {
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
 	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
@@ -396,7 +373,7 @@ func (e *Enforcer) decideBot(ctx context.Context, req *Request, tr *trace, v *Ve
 		case ver.Verdict == identity.Spoofed && e.denySpoof:
 			v.Bot, v.Group = true, agent.Group()
 			v.Action, v.Reason = Deny, ReasonSpoofed
-			return
+			return v
 		case ver.Verdict == identity.Spoofed:
 			unproven = true
 		case ver.Verdict == identity.Unverifiable:
@@ -412,32 +389,33 @@ func (e *Enforcer) decideBot(ctx context.Context, req *Request, tr *trace, v *Ve
 		bot = bot || claims != 0 || ver.Verdict == identity.Verified
 	}
 	// Bans, and traps that ban: never for a verified crawler.
-	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, v, ent, st, agent, target, targetOK, bot) {
-		return
+	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, bot) {
+		return v
 	}
 	if !bot && !agent.Specific() {
-		return
+		return v
 	}
 	v.Bot = true
 	v.Group = agent.Group()
 	v.Crawler = info.crawler
 	if st.Postponed {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
-		return
+		return v
 	}
 	if st.Unreachable && !e.allowUnrch {
 		v.Action, v.Reason = Deny, ReasonUnreachable
-		return
+		return v
 	}
 	if !targetOK {
 		v.Action, v.Reason = Deny, ReasonBadTarget
-		return
+		return v
 	}
 	var also *policy.Robots // the file whose "*" applies too
 	if unproven && agent.Specific() {
 		also = st.Robots
 	}
-	e.judge(ctx, req, tr, v, agent, also, target, ver)
+	e.judge(ctx, req, tr, &v, agent, also, target, ver)
+	return v
 }
 
 // banned stops (in v) a request of a banned client, or one that a trap
