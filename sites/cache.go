@@ -451,7 +451,7 @@ func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin ht
 // site of the last request, when this one is spelled the same, is found
 // without making the key: the hot path of a server with one site.
 func (c *Cache) GetRequest(ctx context.Context, scheme, host string, port int, origin http.Handler, wait bool, client string) (*Site, *State) {
-	https := scheme == "https" || scheme == "HTTPS"
+	https := isHTTPS(scheme)
 	if e := c.last.Load(); e != nil && e.key.https == https && !e.evicted.Load() {
 		if sp := e.spelled.Load(); sp != nil && sp.host == host && sp.port == port {
 			c.hit(e.key, e)

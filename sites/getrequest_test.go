@@ -26,6 +26,7 @@ func TestGetRequestSpelling(t *testing.T) {
 		{"http", "example.com", 8080},
 		{"https", "example.com", 8080},
 		{"HTTPS", "example.com", 443},
+		{"Https", "example.com", 443}, // neither spelling of HTTPS: http, both ways
 		{"https", "example.com", 80},
 		{"http", "example.org", 80},
 		{"http", "example.com", 0},

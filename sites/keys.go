@@ -22,7 +22,7 @@ type Key struct {
 // makes one site of every port. It allocates only for a host name with
 // upper-case letters.
 func MakeKey(scheme, host string, port int) Key {
-	https := scheme == "https" || scheme == "HTTPS"
+	https := isHTTPS(scheme)
 	name, _ := SplitHost(host)
 	if port < 0 || port > 65535 {
 		port = 0
@@ -113,3 +113,8 @@ func (k Key) HostPort() string {
 	}
 	return h
 }
+
+// isHTTPS reports whether scheme names HTTPS: the one rule MakeKey and
+// Cache.GetRequest's short cut both apply, so that they key a request the
+// same way.
+func isHTTPS(scheme string) bool { return scheme == "https" || scheme == "HTTPS" }
