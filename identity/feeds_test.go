@@ -450,3 +450,43 @@ func TestFeedsOnDemand(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomOperatorPrivateRanges: an operator of the configuration
+// verifies every address its own feeds list, private and loopback ranges
+// included (a crawler inside the network); a built-in operator, as it
+// ships, never looks anything up for such an address.
+func TestCustomOperatorPrivateRanges(t *testing.T) {
+	srv := newFeedServer(t, feedJSON("10.1.0.0/16", "127.0.0.0/8", "fd00:1::/32"))
+	google := Builtin()[0]
+	ops := []Operator{
+		{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL}},
+		google,
+	}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.OnDemand = true })
+	verify(v, "AcmeBot", "10.1.2.3") // a private claim starts a custom operator's feed
+	waitFeeds(t, v, 1)
+	for _, tc := range []struct {
+		ua, addr string
+		want     Verdict
+	}{
+		{"AcmeBot/1.0", "10.1.2.3", Verified},
+		{"AcmeBot/1.0", "127.0.0.1", Verified},
+		{"AcmeBot/1.0", "fd00:1::5", Verified},
+		{"AcmeBot/1.0", "10.2.0.1", Unverifiable}, // private, not listed
+		{"AcmeBot/1.0", "192.168.1.1", Unverifiable},
+		{"Googlebot/2.1", "10.1.2.3", Unverifiable}, // built-in: nothing looked up
+	} {
+		r := verify(v, tc.ua, tc.addr)
+		if r.Verdict != tc.want {
+			t.Errorf("%s from %s: %v, want %v", tc.ua, tc.addr, r.Verdict, tc.want)
+		}
+		if tc.want == Unverifiable && !r.NotGlobal {
+			t.Errorf("%s from %s: NotGlobal not set", tc.ua, tc.addr)
+		}
+	}
+	for _, f := range v.Feeds() {
+		if f.Source != srv.URL && !f.Idle {
+			t.Errorf("a built-in feed was started by a private address: %+v", f)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package identity
 import (
 	"crypto/sha256"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -159,11 +160,19 @@ type opEntry struct {
 	feeds   []*feed
 	key     [16]byte
 	index   indexPtr
+	// custom marks an operator that is not a built-in one as it ships
+	// (Builtin): its feeds are the configuration's own, so an address they
+	// list verifies even when it is not globally reachable.
+	custom bool
 }
 
 // compile builds the matchers of a validated registry.
 func compile(ops []Operator) []*opEntry {
 	out := make([]*opEntry, len(ops))
+	builtin := make(map[string]Operator)
+	for _, op := range Builtin() {
+		builtin[op.Name] = op
+	}
 	for i, op := range ops {
 		var b strings.Builder
 		for _, t := range op.Tokens {
@@ -171,6 +180,9 @@ func compile(ops []Operator) []*opEntry {
 		}
 		b.WriteString("Disallow: /\n")
 		e := &opEntry{Operator: op, bit: 1 << i, matcher: policy.Parse([]byte(b.String()))}
+		if bo, ok := builtin[op.Name]; !ok || !reflect.DeepEqual(bo, op) {
+			e.custom = true
+		}
 		for _, d := range op.RDNS {
 			e.domains = append(e.domains, normDomain(d))
 		}

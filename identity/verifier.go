@@ -450,7 +450,8 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		res.Verdict = Unverifiable
 		return res
 	}
-	if !GloballyReachable(addr) {
+	global := GloballyReachable(addr)
+	if !global && !op.custom {
 		if how != nil {
 			say(addr.String() + " is not globally reachable (loopback, private, link-local or documentation): no crawler sends from it, so nothing is looked up; behind a proxy, is the proxy's address trusted?")
 		}
@@ -469,6 +470,15 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		if how != nil {
 			say(v.whichFeed(op, addr))
 		}
+		return res
+	}
+	if !global {
+		// A configured operator's own feeds may list private ranges (a
+		// crawler inside the network); nothing else is asked of them.
+		if how != nil {
+			say(addr.String() + " is not globally reachable and in none of " + op.Name + "'s loaded IP-range feeds: no reverse DNS is looked up for it")
+		}
+		res.Verdict, res.NotGlobal = Unverifiable, true
 		return res
 	}
 	loaded := 0

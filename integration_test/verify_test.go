@@ -52,6 +52,7 @@ func verifySite(port int, upstream, feed, resolver, extra string) string {
 		crawl_delay_key group
 		verify {
 			builtin off
+			fetch_feeds at_start
 			resolver %s
 			%s
 			operator google {

@@ -344,7 +344,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Store = st
 	}
 	if c.Verify == nil {
-		c.Verify = &VerifyConfig{FetchFeeds: FeedsOnDemand}
+		c.Verify = &VerifyConfig{}
 	}
 	v, err := c.Verify.withDefaults()
 	if err != nil {

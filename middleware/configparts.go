@@ -58,11 +58,13 @@ type VerifyConfig struct {
 	OnDNSError string `json:"on_dns_error,omitempty"`
 
 	// FetchFeeds says when the operators' IP-range feeds are first
-	// fetched: "at_start" (the default when a verify block is written)
-	// fetches every feed when the configuration loads; "on_demand" (the
-	// default when none is) fetches an operator's feeds at the first claim
-	// of it from a globally reachable address, so that a server no crawler
-	// reaches sends nothing. Either way they are refreshed every Refresh.
+	// fetched: "on_demand" (the default, whatever else is written) fetches
+	// an operator's feeds at the first claim of it from a globally
+	// reachable address (or, for an operator of Operators, from any
+	// address), so that a server no crawler reaches sends nothing;
+	// "at_start" fetches every feed when the configuration loads. Either
+	// way they are refreshed every Refresh, and a claim made before its
+	// operator's feeds have loaded is unverifiable, never spoofed.
 	FetchFeeds string `json:"fetch_feeds,omitempty"`
 
 	// Refresh is how often each IP-range feed is fetched again
@@ -163,7 +165,7 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 		}
 		return &c, nil
 	}
-	if err := either(&c.FetchFeeds, FeedsAtStart, FeedsOnDemand, errf, "fetch_feeds"); err != nil {
+	if err := either(&c.FetchFeeds, FeedsOnDemand, FeedsAtStart, errf, "fetch_feeds"); err != nil {
 		return nil, err
 	}
 	if err := either(&c.OnSpoofed, SpoofedDeny, SpoofedStar, errf, "on_spoofed"); err != nil {

@@ -58,7 +58,7 @@ func verifyConfig(t testing.TB, onSpoofed, resolver string) Config {
 	if resolver != "" {
 		ops = append(ops, identity.Operator{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"crawl.acme.example"}})
 	}
-	return Config{Verify: &VerifyConfig{OnSpoofed: onSpoofed, Builtin: &off, Operators: ops, Resolver: resolver}}
+	return Config{Verify: &VerifyConfig{OnSpoofed: onSpoofed, Builtin: &off, Operators: ops, Resolver: resolver, FetchFeeds: FeedsAtStart}}
 }
 
 // newVerifying builds an Enforcer with verification and waits for its feeds.
@@ -436,8 +436,8 @@ func TestVerifyOffConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", c.Verify, err)
 	}
 	c, err = Config{Verify: &VerifyConfig{}}.WithDefaults()
-	if err != nil || c.Verify.FetchFeeds != FeedsAtStart {
-		t.Fatalf("a verify block: %+v %v", c.Verify, err)
+	if err != nil || c.Verify.FetchFeeds != FeedsOnDemand {
+		t.Fatalf("a verify block keeps the one default (on_demand): %+v %v", c.Verify, err)
 	}
 	if c2, err := c.WithDefaults(); err != nil || !reflect.DeepEqual(c2.Verify, c.Verify) {
 		t.Fatalf("defaults twice: %+v %v", c2.Verify, err)
