@@ -24,6 +24,7 @@ import (
 	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/report"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 func init() {
@@ -34,8 +35,11 @@ func init() {
 		Long: `
 "caddy robots test" prints, for each path, whether the given User-Agent may
 fetch it under a robots.txt, the group that applies, the deciding line and
-the Crawl-delay: the job of Google's retired robots.txt tester, with the
-exact semantics robots_guard enforces. The robots.txt comes from --file or
+the Crawl-delay: the job of Google's retired robots.txt tester, answered by
+the same engine call a running robots_guard makes (the same reading of the
+header, of the path's views such as /a/../private/ and /private%2Fx, and of
+the fetch's status), so the two never disagree. A header that is not a
+bot's (a browser's) passes untouched, as it would. The robots.txt comes from --file or
 --url (standard input when neither is given); an HTML page given as
 robots.txt is warned about, as lint does. --ua takes a bare product
 token or a whole User-Agent header. With --ip, the crawler operator the
@@ -192,7 +196,11 @@ type verifyOpts struct {
 	tls                                *tls.Config // tests: trust a loopback directory
 }
 
-// runTest is "caddy robots test"; it returns the exit code.
+// runTest is "caddy robots test"; it returns the exit code. It builds an
+// Enforcer over the given robots.txt and asks it, for each path, what a
+// request would get (Enforcer.Explain): the same classification, request
+// views, status mapping and verification as a running robots_guard, so
+// that the tester and the guard can never disagree.
 func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []string, vo verifyOpts) (int, error) {
 	if ua == "" {
 		return exitError, errors.New("--ua is required (a User-Agent header or a product token)")
@@ -200,138 +208,194 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	if file != "" && url != "" {
 		return exitError, errors.New("give --file or --url, not both")
 	}
-	var body []byte
-	var err error
+	cfg := middleware.Config{Verify: &middleware.VerifyConfig{Off: true}}
+	var opts []middleware.Option
+	scheme, host, src := "https", "robots-test.invalid", "standard input"
 	switch {
 	case url != "":
-		body, err = fetchRobots(url, out)
-	case file != "":
-		body, err = os.ReadFile(file)
-	default:
-		body, err = io.ReadAll(io.LimitReader(stdin, policy.MaxBodySize+1))
-	}
-	if err != nil {
-		return exitError, err
-	}
-	r := policy.Parse(body)
-	if r.HTML() {
-		// As lint says it: such a file binds no bot, whatever it holds.
-		for _, d := range r.Lint() {
-			if d.Code == "html-page" {
-				fmt.Fprintf(out, "# warning: line %d: %s\n", d.Line, d.Message)
-			}
+		u, err := neturl.Parse(url)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return exitError, fmt.Errorf("--url: %q is not an http:// or https:// URL", url)
 		}
+		cfg.RobotsTxt, scheme, host, src = url, u.Scheme, u.Host, url
+	default:
+		var body []byte
+		var err error
+		if file != "" {
+			body, err = os.ReadFile(file)
+			src = file
+		} else {
+			body, err = io.ReadAll(io.LimitReader(stdin, policy.MaxBodySize+1))
+		}
+		if err != nil {
+			return exitError, err
+		}
+		opts = append(opts, middleware.WithSource(sites.BytesSource(body)))
 	}
-	agent := r.Agent(ua)
-	spoofed, unproven := "", false
+	var signed *identity.SignedRequest
 	if vo.ip != "" {
 		if len(paths) > 0 {
 			vo.path = paths[0]
 		}
 		if vo.authority == "" && url != "" {
-			if u, err := neturl.Parse(url); err == nil {
-				vo.authority = u.Host
-			}
+			vo.authority = host
 		}
-		res, err := verifyClaim(out, ua, vo)
+		v, sr, err := testVerifier(out, ua, vo)
 		if err != nil {
 			return exitError, err
 		}
-		switch {
-		case res.Verdict == identity.Spoofed && vo.onSpoofed != middleware.SpoofedStar:
-			spoofed = "spoofed: not an address of " + res.Operator
-		case res.Verdict == identity.Spoofed, res.Verdict == identity.Unverifiable:
-			// Not proven: judged by its group and "*" together, as
-			// robots_guard does.
-			unproven = agent.Specific()
+		defer v.Close()
+		signed = sr
+		cfg.Verify = &middleware.VerifyConfig{OnSpoofed: vo.onSpoofed}
+		opts = append(opts, middleware.WithVerifier(v))
+	}
+	e, err := middleware.New(cfg, opts...)
+	if err != nil {
+		return exitError, err
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	xs := make([]middleware.Explanation, len(paths))
+	for i, p := range paths {
+		req := middleware.Request{Scheme: scheme, Host: host, Target: p, UserAgent: ua, ClientIP: vo.ip, Signed: signed}
+		if xs[i], err = e.Explain(ctx, req); err != nil {
+			return exitError, err
+		}
+	}
+	if len(xs) == 0 {
+		return exitOK, nil
+	}
+	if code, err := printSource(out, src, xs[0]); err != nil {
+		return code, err
+	}
+	printPreamble(out, xs[0])
+	return printVerdicts(out, paths, xs)
+}
+
+// printSource says where the robots.txt came from when that changes how
+// to read the verdicts: an HTML page, no robots.txt at all (4xx), or none
+// reachable, which is an error here (the guard would refuse every bot).
+func printSource(out io.Writer, src string, x middleware.Explanation) (int, error) {
+	st := x.RobotsTxt
+	if st == nil {
+		return exitOK, nil
+	}
+	switch st.Outcome {
+	case sites.HTML.String():
+		fmt.Fprintln(out, "# warning: this is an HTML page, not a robots.txt: it binds no bot, whatever it holds")
+	case sites.Unavailable.String():
+		fmt.Fprintf(out, "# %s answered %d %s: no robots.txt, everything is allowed (RFC 9309 §2.3.1.3)\n", src, st.Status, http.StatusText(st.Status))
+	}
+	if st.Unreachable {
+		why := st.Error
+		if st.Status != 0 {
+			why = fmt.Sprintf("%d %s", st.Status, http.StatusText(st.Status))
+		}
+		return exitError, fmt.Errorf("%s: robots.txt unreachable (%s): robots_guard would refuse bots everything (on_unreachable disallow) until a copy arrives", src, why)
+	}
+	return exitOK, nil
+}
+
+// printPreamble prints what the verdicts rest on: whether the header is a
+// bot's at all, the verification of its claim, and its documented purpose.
+func printPreamble(out io.Writer, x middleware.Explanation) {
+	if !x.Bot {
+		fmt.Fprintln(out, "# not a bot by robots_guard's reading of the header (a browser, or an HTTP tool with http_tools_are_bots off): it passes untouched")
+	}
+	if vx := x.Verification; vx != nil {
+		line := "# verification: " + vx.Verdict + " (" + vx.Operator
+		if vx.Method != "" && vx.Method != identity.MethodNone.String() {
+			line += ", " + vx.Method
+		}
+		fmt.Fprintln(out, line+")")
+		for _, s := range vx.Steps {
+			fmt.Fprintln(out, "#   "+s)
+		}
+		if vx.AlsoStar {
 			fmt.Fprintln(out, "# not verified: judged by its group and \"*\" together")
 		}
 	}
-	// The crawler's documented purpose, for the Content-Signal and
-	// Content-Usage lines (content_signals enforce, the default).
-	cp := identity.NewPurposes().Of(ua)
-	if cp != nil {
-		fmt.Fprintf(out, "# %s is %s (purpose %s, %s)\n", cp.Token, cp.Kind, cp.Purpose, cp.Source)
+	if cs := x.ContentSignal; cs != nil {
+		fmt.Fprintf(out, "# %s is %s (purpose %s, %s)\n", cs.Crawler, cs.Kind, cs.Purpose, cs.Source)
 	}
+}
+
+// printVerdicts prints one row per path and returns exitFinding when a
+// path is refused.
+func printVerdicts(out io.Writer, paths []string, xs []middleware.Explanation) (int, error) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if cp != nil {
+	signals := xs[0].ContentSignal != nil
+	if signals {
 		fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY\tCONTENT-SIGNAL")
 	} else {
 		fmt.Fprintln(tw, "PATH\tVERDICT\tGROUP\tRULE\tCRAWL-DELAY")
 	}
 	code := exitOK
-	for _, p := range paths {
-		d := agent.Decide(p)
-		if unproven {
-			d = policy.Both(d, r.Agent("").Decide(p))
-		}
-		if spoofed != "" && !d.Exempt {
-			code = exitFinding
-			fmt.Fprintf(tw, "%s\tDISALLOWED\t%s\t%s\t-\n", p, d.Group, spoofed)
-			continue
-		}
+	for i, x := range xs {
 		verdict := "allowed"
-		if !d.Allowed {
-			verdict = "DISALLOWED"
-			code = exitFinding
+		if x.Action != "allow" {
+			verdict, code = "DISALLOWED", exitFinding
 		}
-		group := d.Group
+		if x.Reason == middleware.ReasonContentSignal.String() {
+			verdict = "DENIED (content_signal)"
+		}
+		group := x.Group
 		if group == "" {
 			group = "(none)"
 		}
 		rule := "-"
 		switch {
-		case d.Exempt:
+		case x.Reason == middleware.ReasonRobotsTxt.String():
 			rule = "/robots.txt is always allowed"
-		case d.Rule != nil:
-			rule = fmt.Sprintf("line %d: %s", d.Rule.Line, d.Rule)
+		case x.Reason == middleware.ReasonSpoofed.String():
+			rule = "spoofed: not an address of " + x.Verification.Operator
+		case x.Rule != nil:
+			rule = fmt.Sprintf("line %d: %s", x.Rule.Line, x.Rule.Text)
+		case x.Reason == middleware.ReasonCrawlDelay.String():
+			rule = fmt.Sprintf("Crawl-delay (line %d): retry after %s", x.CrawlDelayLine, time.Duration(x.RetryAfter))
 		}
 		delay := "-"
-		if d.CrawlDelay > 0 {
-			delay = d.CrawlDelay.String()
+		if x.CrawlDelay > 0 {
+			delay = time.Duration(x.CrawlDelay).String()
 		}
-		if cp == nil {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay)
-			continue
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", paths[i], verdict, group, rule, delay)
+		if signals {
+			row += "\t" + signalCell(x.ContentSignal)
 		}
-		signal := "-"
-		if d.Allowed && !d.Exempt {
-			s, sr := agent.SignalRule(cp.Purpose, p)
-			if unproven && s != policy.No {
-				if s2, r2 := r.Agent("").SignalRule(cp.Purpose, p); s2 == policy.No {
-					s, sr = s2, r2
-				}
-			}
-			switch s {
-			case policy.Unset:
-				signal = cp.Purpose.String() + " unset"
-			default:
-				signal = fmt.Sprintf("line %d: %s", sr.Line, sr.Text(cp.Purpose))
-			}
-			if s == policy.No {
-				verdict, code = "DENIED (content_signal)", exitFinding
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p, verdict, group, rule, delay, signal)
+		fmt.Fprintln(tw, row)
 	}
 	return code, tw.Flush()
 }
 
-// verifyClaim verifies the operator ua names for the address vo.ip, as the
-// verify setting does, fetching only the claimed operators' feeds, and
-// prints the verdict and the steps that reached it as comment lines.
-func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, error) {
-	addr, err := netip.ParseAddr(vo.ip)
-	if err != nil {
-		return identity.Result{}, fmt.Errorf("--ip: %q is not an IP address", vo.ip)
+// signalCell is the CONTENT-SIGNAL column: what the deciding
+// Content-Signal or Content-Usage line says of the crawler's purpose.
+func signalCell(cs *middleware.ExplainSignal) string {
+	switch {
+	case cs == nil, cs.Signal == "not_checked":
+		return "-"
+	case cs.Line == 0:
+		return cs.Purpose + " " + cs.Signal
+	}
+	return fmt.Sprintf("line %d: %s", cs.Line, cs.Text)
+}
+
+// testVerifier builds the verifier of "caddy robots test --ip": the
+// registry (built-in unless --builtin=false, plus --operators), with the
+// feeds of the operators the header claims loaded now and no others (the
+// rest keep their tokens and signature agents, so a signature by any of
+// them is still checked), and the signed request that --header describes.
+func testVerifier(out io.Writer, ua string, vo verifyOpts) (*identity.Verifier, *identity.SignedRequest, error) {
+	if _, err := netip.ParseAddr(vo.ip); err != nil {
+		return nil, nil, fmt.Errorf("--ip: %q is not an IP address", vo.ip)
 	}
 	switch vo.onSpoofed {
 	case middleware.SpoofedDeny, middleware.SpoofedStar:
 	default:
-		return identity.Result{}, fmt.Errorf("--on-spoofed: want deny or star, got %q", vo.onSpoofed)
+		return nil, nil, fmt.Errorf("--on-spoofed: want deny or star, got %q", vo.onSpoofed)
 	}
 	if err := identity.CheckResolver(vo.resolver); err != nil {
-		return identity.Result{}, fmt.Errorf("--resolver: %w", err)
+		return nil, nil, fmt.Errorf("--resolver: %w", err)
 	}
 	var base, extra []identity.Operator
 	if vo.builtin {
@@ -340,80 +404,69 @@ func verifyClaim(out io.Writer, ua string, vo verifyOpts) (identity.Result, erro
 	if vo.operators != "" {
 		b, err := os.ReadFile(vo.operators)
 		if err != nil {
-			return identity.Result{}, fmt.Errorf("--operators: %w", err)
+			return nil, nil, fmt.Errorf("--operators: %w", err)
 		}
 		if err := json.Unmarshal(b, &extra); err != nil {
-			return identity.Result{}, fmt.Errorf("--operators: %s: want a JSON array of operators: %w", vo.operators, err)
+			return nil, nil, fmt.Errorf("--operators: %s: want a JSON array of operators: %w", vo.operators, err)
 		}
 	}
 	ops := identity.Merge(base, extra)
 	if err := identity.Validate(ops); err != nil {
-		return identity.Result{}, fmt.Errorf("--operators: %w", err)
+		return nil, nil, fmt.Errorf("--operators: %w", err)
 	}
-	var signed identity.Result
-	if len(vo.headers) > 0 {
-		h := http.Header{}
-		for _, hv := range vo.headers {
-			k, val, ok := strings.Cut(hv, ":")
-			if !ok {
-				return identity.Result{}, fmt.Errorf("--header: %q: want 'Name: value'", hv)
-			}
-			h.Add(strings.TrimSpace(k), strings.TrimSpace(val))
-		}
-		if h.Get("Signature-Input") != "" {
-			if vo.authority == "" {
-				return identity.Result{}, errors.New("--authority (or --url) is needed to check a signature: the host[:port] it was sent to")
-			}
-			sv, err := identity.New(identity.Config{Operators: ops, NoBackground: true, WebBotAuth: &identity.WebBotAuthConfig{AllowPrivate: vo.allowPrivate, TLS: vo.tls}})
-			if err != nil {
-				return identity.Result{}, err
-			}
-			path, query, _ := strings.Cut(vo.path, "?")
-			x := sv.ExplainRequest(context.Background(), 0, addr, &identity.SignedRequest{Method: "GET", Scheme: "https", Authority: vo.authority, Path: path, Query: query, Header: h})
-			sv.Close()
-			for _, st := range x.Steps {
-				fmt.Fprintln(out, "# "+st)
-			}
-			signed = x.Result
-		}
-	}
-	claimed := identity.ClaimedBy(ops, ua)
-	if len(claimed) == 0 {
-		if signed.Verdict == identity.Verified {
-			fmt.Fprintf(out, "# verification: verified (%s, signature)\n", signed.Operator)
-			return signed, nil
-		}
-		fmt.Fprintln(out, "# verification: none (the User-Agent names no registered crawler operator)")
-		return identity.Result{}, nil
-	}
-	if signed.Verdict == identity.Verified {
-		for _, op := range claimed {
-			if op.Name == signed.Operator && len(claimed) == 1 {
-				fmt.Fprintf(out, "# verification: verified (%s, signature)\n", signed.Operator)
-				return signed, nil
-			}
-		}
-	}
-	v, err := identity.New(identity.Config{Operators: claimed, Resolver: vo.resolver, NoBackground: true})
+	sr, err := signedRequest(vo)
 	if err != nil {
-		return identity.Result{}, err
+		return nil, nil, err
 	}
-	defer v.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := v.RefreshFeeds(ctx); err != nil {
-		fmt.Fprintf(out, "# feeds not loaded (claims they would prove stay unverifiable): %v\n", err)
+	claimed := map[string]bool{}
+	for _, op := range identity.ClaimedBy(ops, ua) {
+		claimed[op.Name] = true
 	}
-	x := v.Explain(ctx, v.Claims(ua), addr)
-	line := "# verification: " + x.Verdict.String() + " (" + x.Operator
-	if x.Method != identity.MethodNone {
-		line += ", " + x.Method.String()
+	for i := range ops {
+		if !claimed[ops[i].Name] {
+			ops[i].IPRanges = nil // nothing fetched that this claim does not need
+		}
 	}
-	fmt.Fprintln(out, line+")")
-	for _, s := range x.Steps {
-		fmt.Fprintln(out, "#   "+s)
+	ic := identity.Config{Operators: ops, Resolver: vo.resolver, NoBackground: true}
+	if sr != nil {
+		ic.WebBotAuth = &identity.WebBotAuthConfig{AllowPrivate: vo.allowPrivate, TLS: vo.tls}
 	}
-	return x.Result, nil
+	v, err := identity.New(ic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(claimed) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := v.RefreshFeeds(ctx); err != nil {
+			fmt.Fprintf(out, "# feeds not loaded (claims they would prove stay unverifiable): %v\n", err)
+		}
+	} else if sr == nil {
+		fmt.Fprintln(out, "# verification: none (the User-Agent names no registered crawler operator)")
+	}
+	return v, sr, nil
+}
+
+// signedRequest is the request --header describes when it carries a Web
+// Bot Auth signature (Signature-Input), sent to --authority; nil without
+// one.
+func signedRequest(vo verifyOpts) (*identity.SignedRequest, error) {
+	h := http.Header{}
+	for _, hv := range vo.headers {
+		k, val, ok := strings.Cut(hv, ":")
+		if !ok {
+			return nil, fmt.Errorf("--header: %q: want 'Name: value'", hv)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(val))
+	}
+	if h.Get("Signature-Input") == "" {
+		return nil, nil
+	}
+	if vo.authority == "" {
+		return nil, errors.New("--authority (or --url) is needed to check a signature: the host[:port] it was sent to")
+	}
+	path, query, _ := strings.Cut(vo.path, "?")
+	return &identity.SignedRequest{Method: "GET", Scheme: "https", Authority: vo.authority, Path: path, Query: query, Header: h}, nil
 }
 
 // lintOpts are the options of "caddy robots lint".
@@ -638,10 +691,10 @@ func printReport(out io.Writer, rep report.Report) {
 	}
 }
 
-// fetchRobots GETs a robots.txt, following redirects, and reads at most
-// policy.MaxBodySize bytes. A 4xx answer other than 429 means "no
-// robots.txt" (everything allowed, RFC 9309), so it yields an empty file
-// and a note; other failures are errors.
+// fetchRobots GETs a robots.txt for lint, following redirects, and reads
+// at most policy.MaxBodySize bytes. Its status means what it means to the
+// guard (policy.FromStatus): no robots.txt (a 4xx other than 429) yields
+// an empty file and a note, an unreachable one an error.
 func fetchRobots(url string, note io.Writer) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -655,10 +708,10 @@ func fetchRobots(url string, note io.Writer) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	switch policy.StatusAccess(resp.StatusCode) {
+	case policy.Rules:
 		return io.ReadAll(io.LimitReader(resp.Body, policy.MaxBodySize+1))
-	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
+	case policy.Unavailable:
 		fmt.Fprintf(note, "# %s answered %s: no robots.txt, everything is allowed (RFC 9309 §2.3.1.3)\n", url, resp.Status)
 		return nil, nil
 	}

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/robotsguard/robotsguard/policy"
 )
 
 // fetchGen fetches e and records the generation it was asked for.
@@ -75,7 +77,7 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 		c.setDue(e, now, c.refresh)
 		c.confirm(e, prev)
 		return prev
-	case err == nil && res.StatusCode >= 200 && res.StatusCode < 300:
+	case err == nil && policy.StatusAccess(res.StatusCode) == policy.Rules:
 		sum := sha256.Sum256(res.Body)
 		st = &State{Robots: c.parse(sum, res.Body), Outcome: OK, Status: res.StatusCode, Fetched: now,
 			ETag: res.ETag, LastModified: res.LastModified, ContentType: res.ContentType, Size: len(res.Body), sum: sum}
@@ -86,7 +88,7 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 			st.Outcome = HTML
 		}
 	case errors.Is(err, errTooManyRedirects), errors.Is(err, errNoLocation),
-		err == nil && res.StatusCode >= 400 && res.StatusCode < 500 && res.StatusCode != 429:
+		err == nil && policy.StatusAccess(res.StatusCode) == policy.Unavailable:
 		st = &State{Robots: c.empty, Outcome: Unavailable, Status: res.StatusCode, Fetched: now, Err: err}
 	default:
 		if err == nil {
