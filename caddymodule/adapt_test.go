@@ -63,10 +63,11 @@ func TestAdaptGolden(t *testing.T) {
 // TestAdaptRejectsBadValues checks that "caddy adapt" names a bad value.
 func TestAdaptRejectsBadValues(t *testing.T) {
 	for in, want := range map[string]string{
-		"http://a {\n\trobots_guard {\n\t\trefresh 25h\n\t}\n}\n":         "refresh: must be at most 24h",
-		"http://a {\n\trobots_guard {\n\t\tcrawl_delay ip\n\t}\n}\n":      `unknown robots_guard subdirective "crawl_delay"`,
-		"http://a {\n\trobots_guard {\n\t\tipv4_prefix 40\n\t}\n}\n":      "ipv4_prefix",
-		"http://a {\n\trobots_guard {\n\t\ton_unreachable deny\n\t}\n}\n": "on_unreachable",
+		"http://a {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 25h\n\t\t}\n\t}\n}\n":         "robots_txt: refresh: must be at most 24h",
+		"http://a {\n\trobots_guard {\n\t\tcrawl_delay ip\n\t}\n}\n":                                 `crawl_delay takes a block, not "ip"`,
+		"http://a {\n\trobots_guard {\n\t\tclients {\n\t\t\tipv4_prefix 40\n\t\t}\n\t}\n}\n":         "clients: ipv4_prefix",
+		"http://a {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\ton_unreachable deny\n\t\t}\n\t}\n}\n": "robots_txt: on_unreachable",
+		"http://a {\n\trobots_guard {\n\t\ttrap_grace 1h\n\t}\n}\n":                                  `trap_grace is now written "traps <path-pattern...> { grace <duration> }"`,
 	} {
 		_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(in), nil)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -139,7 +139,7 @@ func benchGuard(b *testing.B) *RobotsGuard {
 	file := writeRobots(b, testRobots)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	b.Cleanup(cancel)
-	g := &RobotsGuard{Config: middleware.Config{RobotsTxt: file}}
+	g := &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: file}}}
 	if err := g.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -26,45 +26,29 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 	return g, err
 }
 
-// UnmarshalCaddyfile reads the robots_guard directive:
+// UnmarshalCaddyfile reads the robots_guard directive. Its settings come
+// in blocks, one per subject, in the order of the JSON configuration:
 //
 //	robots_guard [<matcher>] {
-//	    robots_txt <url or file path>
-//	    refresh <duration>
-//	    fetch_timeout <duration>
-//	    on_unreachable disallow|allow
-//	    crawl_delay_key ip|group
-//	    crawl_delay_tolerance <delays, e.g. 2.5, 0.25 or 25%>
-//	    content_signals enforce|report|off
-//	    ipv4_prefix <bits>
-//	    ipv6_prefix <bits>
-//	    max_keys <n>
-//	    max_sites <n>
-//	    new_sites_per_second <n>
-//	    max_robots_bytes <size, e.g. 256MiB>
-//	    bots <token...>
-//	    empty_user_agent_is_bot
-//	    http_tools_are_bots
-//	    ua_cache_size <n>
-//	    dry_run
-//	    log_query
-//	    trap <path-pattern...>
-//	    trap_grace <duration>
-//	    trap_links client|static
-//	    trap_secret <at least 16 bytes>
-//	    ban_for <duration>
-//	    ban_max <duration>
-//	    ban_after <denials> <window>
-//	    max_bans <n>
-//	    store redis <redis:// or rediss:// URL> [{
-//	        cluster
-//	        key_prefix <prefix>
-//	        timeout <duration>
-//	        on_store_error allow|deny
+//	    robots_txt [<url or file path>] [{
+//	        refresh <duration>
+//	        fetch_timeout <duration>
+//	        on_unreachable disallow|allow
+//	        max_sites <n>
+//	        max_bytes <size, e.g. 256MiB>
+//	        new_sites_per_second <n>
+//	        site_names <host...>
 //	    }]
-//	    verify [{
+//	    bots [<token...>] [{
+//	        tokens <token...>
+//	        empty_user_agent [on|off]
+//	        http_tools [on|off]
+//	        cache_size <n>
+//	    }]
+//	    verify off | verify [{
 //	        on_spoofed deny|star
 //	        on_dns_error star|header
+//	        fetch_feeds on_demand|at_start
 //	        refresh <duration>
 //	        dns_timeout <duration>
 //	        resolver <host:port>
@@ -83,181 +67,54 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	            tokens <token...>
 //	            ip_ranges <url or file...>
 //	            rdns <domain...>
+//	            signature_agents <origin...>
 //	            source <url>
 //	        }
 //	    }]
+//	    crawl_delay {
+//	        key ip|group
+//	        scope site|block
+//	        tolerance <delays, e.g. 2.5, 0.25 or 25%>
+//	        max_keys <n>
+//	    }
+//	    clients {
+//	        ipv4_prefix <bits>
+//	        ipv6_prefix <bits>
+//	    }
+//	    traps <path-pattern...> [{
+//	        grace <duration>
+//	        links client|static
+//	        secret <at least 16 bytes>
+//	    }]
+//	    bans {
+//	        for <duration>
+//	        max <duration>
+//	        after <denials> <window>
+//	        max_entries <n>
+//	    }
+//	    store redis <redis:// or rediss:// URL> [{
+//	        cluster
+//	        key_prefix <prefix>
+//	        timeout <duration>
+//	        on_store_error allow|deny
+//	    }]
+//	    content_signals enforce|report|off
+//	    dry_run
+//	    log_query
 //	}
 //
-// A bare robots_guard line uses every default; a bare verify line turns
-// crawler verification on with the built-in registry. A <duration> is a Go
-// duration that may count days too (90s, 1h30m, 1d12h), as everywhere in
-// Caddy. Values are checked here, so "caddy adapt" already names a bad one.
+// A bare robots_guard line uses every default, and so does a bare verify
+// line. A <duration> is a Go duration that may count days too (90s,
+// 1h30m, 1d12h), as everywhere in Caddy. Values are checked here, so
+// "caddy adapt" already names a bad one, and a keyword of the earlier flat
+// form fails with its new spelling.
 func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.Errf("robots_guard takes no arguments (only a matcher and a block), got %q", d.Val())
 	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		args := d.RemainingArgs()
-		one := func() (string, error) {
-			if len(args) != 1 {
-				return "", d.Errf("%s: want exactly one value, got %d", name, len(args))
-			}
-			return args[0], nil
-		}
-		none := func() error {
-			if len(args) != 0 {
-				return d.Errf("%s takes no value, got %q", name, args[0])
-			}
-			return nil
-		}
-		num := func(dst *int) error {
-			v, err := one()
-			if err != nil {
-				return err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return d.Errf("%s: %q is not a whole number", name, v)
-			}
-			*dst = n
-			return nil
-		}
-		dur := func(dst *middleware.Duration) error {
-			v, err := one()
-			if err != nil {
-				return err
-			}
-			t, err := middleware.ParseDuration(v)
-			if err != nil {
-				return d.Errf("%s: %q is not a duration: %v", name, v, err)
-			}
-			*dst = middleware.Duration(t)
-			return nil
-		}
-		var err error
-		switch name {
-		case "robots_txt":
-			g.RobotsTxt, err = one()
-		case "refresh":
-			err = dur(&g.Refresh)
-		case "fetch_timeout":
-			err = dur(&g.FetchTimeout)
-		case "on_unreachable":
-			g.OnUnreachable, err = one()
-		case "crawl_delay_key":
-			g.CrawlDelayKey, err = one()
-		case "crawl_delay_scope":
-			g.CrawlDelayScope, err = one()
-		case "content_signals":
-			g.ContentSignals, err = one()
-		case "crawl_delay_tolerance":
-			var v string
-			if v, err = one(); err == nil {
-				f, perr := parseFraction(v)
-				if perr != nil {
-					return d.Errf("%s: %q is not a number of Crawl-delays such as 2.5, 0.25 or 25%%", name, v)
-				}
-				g.CrawlDelayTolerance = &f
-			}
-		case "ipv4_prefix":
-			err = num(&g.IPv4Prefix)
-		case "ipv6_prefix":
-			err = num(&g.IPv6Prefix)
-		case "max_keys":
-			err = num(&g.MaxKeys)
-		case "max_sites":
-			err = num(&g.MaxSites)
-		case "new_sites_per_second":
-			err = num(&g.NewSitesPerSecond)
-		case "site_names":
-			if len(args) == 0 {
-				return d.Errf("site_names: want at least one host name, e.g. example.com")
-			}
-			g.SiteNames = append(g.SiteNames, args...)
-		case "max_robots_bytes":
-			var v string
-			if v, err = one(); err == nil {
-				n, perr := humanize.ParseBytes(v)
-				if perr != nil || n > 1<<50 {
-					return d.Errf("%s: %q is not a size such as 256MiB or 100000000", name, v)
-				}
-				g.MaxRobotsBytes = int64(n)
-			}
-		case "ua_cache_size":
-			err = num(&g.UACacheSize)
-		case "bots":
-			if len(args) == 0 {
-				return d.Errf("bots: want at least one product token")
-			}
-			g.Bots = append(g.Bots, args...)
-		case "empty_user_agent_is_bot":
-			err = none()
-			g.EmptyUserAgentIsBot = true
-		case "http_tools_are_bots":
-			err = none()
-			g.HTTPToolsAreBots = true
-		case "dry_run":
-			err = none()
-			g.DryRun = true
-		case "log_query":
-			err = none()
-			g.LogQuery = true
-		case "verify":
-			switch {
-			case len(args) == 1 && args[0] == "off":
-				g.Verify = &middleware.VerifyConfig{Off: true}
-				if d.NextBlock(d.Nesting()) {
-					return d.Errf("verify off: takes no block")
-				}
-			case len(args) > 0:
-				return d.Errf("verify: want a block or \"off\", got %q", strings.Join(args, " "))
-			default:
-				g.Verify, err = parseVerify(d)
-			}
-		case "trap":
-			if len(args) == 0 {
-				return d.Errf("trap: want at least one path pattern, e.g. /no-robots/")
-			}
-			g.Traps = append(g.Traps, args...)
-		case "trap_links":
-			g.TrapLinks, err = one()
-		case "trap_secret":
-			g.TrapSecret, err = one()
-		case "trap_grace":
-			var d middleware.Duration
-			if err = dur(&d); err == nil {
-				g.TrapGrace = &d
-			}
-		case "ban_for":
-			err = dur(&g.BanFor)
-		case "ban_max":
-			err = dur(&g.BanMax)
-		case "max_bans":
-			err = num(&g.MaxBans)
-		case "ban_after":
-			if len(args) != 2 {
-				return d.Errf("ban_after: want <denials> <window>, e.g. ban_after 20 1m")
-			}
-			n, perr := strconv.Atoi(args[0])
-			if perr != nil {
-				return d.Errf("ban_after: %q is not a whole number", args[0])
-			}
-			w, perr := middleware.ParseDuration(args[1])
-			if perr != nil {
-				return d.Errf("ban_after: %q is not a duration: %v", args[1], perr)
-			}
-			g.BanAfter = &middleware.BanAfter{Denials: n, Window: middleware.Duration(w)}
-		case "store":
-			if len(args) != 2 || args[0] != "redis" {
-				return d.Errf("store: want \"store redis <redis:// or rediss:// URL>\"")
-			}
-			g.Store, err = parseStore(d, args[1])
-		default:
-			return d.Errf("unknown robots_guard subdirective %q", name)
-		}
-		if err != nil {
+		if err := g.parseSetting(d); err != nil {
 			return err
 		}
 	}
@@ -265,6 +122,345 @@ func (g *RobotsGuard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.Err(err.Error())
 	}
 	return nil
+}
+
+// parseSetting reads one line of the robots_guard block, and the block
+// that follows it.
+func (g *RobotsGuard) parseSetting(d *caddyfile.Dispenser) error {
+	v := line(d, "")
+	var err error
+	switch v.name {
+	case "robots_txt":
+		return parseRobotsTxt(d, v, &g.RobotsTxt)
+	case "bots":
+		return parseBots(d, v, &g.Bots)
+	case "verify":
+		g.Verify, err = parseVerifyLine(d, v)
+	case "crawl_delay":
+		return parseCrawlDelay(d, v, &g.CrawlDelay)
+	case "clients":
+		return parseClients(d, v, &g.Clients)
+	case "traps":
+		return parseTraps(d, v, &g.Traps)
+	case "bans":
+		return parseBans(d, v, &g.Bans)
+	case "store":
+		if len(v.args) != 2 || v.args[0] != "redis" {
+			return d.Errf("store: want \"store redis <redis:// or rediss:// URL>\"")
+		}
+		g.Store, err = parseStore(d, v.args[1])
+	case "content_signals":
+		g.ContentSignals, err = v.one()
+	case "dry_run":
+		err = v.flag(&g.DryRun)
+	case "log_query":
+		err = v.flag(&g.LogQuery)
+	default:
+		if to, ok := movedSettings[v.name]; ok {
+			return d.Errf("%s is now written %q (settings are grouped in blocks: see the robots_guard docs)", v.name, to)
+		}
+		return d.Errf("unknown robots_guard subdirective %q", v.name)
+	}
+	return err
+}
+
+// movedSettings gives the new spelling of each keyword of the earlier flat
+// form, so that an old Caddyfile fails at "caddy adapt" with a message
+// that says what to write instead.
+var movedSettings = map[string]string{
+	"refresh":                 "robots_txt { refresh <duration> }",
+	"fetch_timeout":           "robots_txt { fetch_timeout <duration> }",
+	"on_unreachable":          "robots_txt { on_unreachable disallow|allow }",
+	"max_sites":               "robots_txt { max_sites <n> }",
+	"max_robots_bytes":        "robots_txt { max_bytes <size> }",
+	"new_sites_per_second":    "robots_txt { new_sites_per_second <n> }",
+	"site_names":              "robots_txt { site_names <host...> }",
+	"ua_cache_size":           "bots { cache_size <n> }",
+	"empty_user_agent_is_bot": "bots { empty_user_agent }",
+	"http_tools_are_bots":     "bots { http_tools }",
+	"crawl_delay_key":         "crawl_delay { key ip|group }",
+	"crawl_delay_scope":       "crawl_delay { scope site|block }",
+	"crawl_delay_tolerance":   "crawl_delay { tolerance <delays> }",
+	"max_keys":                "crawl_delay { max_keys <n> }",
+	"ipv4_prefix":             "clients { ipv4_prefix <bits> }",
+	"ipv6_prefix":             "clients { ipv6_prefix <bits> }",
+	"trap":                    "traps <path-pattern...>",
+	"trap_grace":              "traps <path-pattern...> { grace <duration> }",
+	"trap_links":              "traps <path-pattern...> { links client|static }",
+	"trap_secret":             "traps <path-pattern...> { secret <key> }",
+	"ban_for":                 "bans { for <duration> }",
+	"ban_max":                 "bans { max <duration> }",
+	"ban_after":               "bans { after <denials> <window> }",
+	"max_bans":                "bans { max_entries <n> }",
+}
+
+// values is one line of a block: its keyword and arguments, with the
+// readers of its value. name carries the block's prefix ("bans: for") for
+// error messages.
+type values struct {
+	d    *caddyfile.Dispenser
+	name string
+	args []string
+}
+
+// line reads the current line of d, its keyword prefixed with block.
+func line(d *caddyfile.Dispenser, block string) values {
+	name := d.Val()
+	if block != "" {
+		name = block + ": " + name
+	}
+	return values{d: d, name: name, args: d.RemainingArgs()}
+}
+
+// key is the keyword alone, without its block's prefix.
+func (v values) key() string { return v.name[strings.LastIndex(v.name, " ")+1:] }
+
+func (v values) one() (string, error) {
+	if len(v.args) != 1 {
+		return "", v.d.Errf("%s: want exactly one value, got %d", v.name, len(v.args))
+	}
+	return v.args[0], nil
+}
+
+func (v values) some() ([]string, error) {
+	if len(v.args) == 0 {
+		return nil, v.d.Errf("%s: want at least one value", v.name)
+	}
+	return v.args, nil
+}
+
+// flag reads "keyword", "keyword on" or "keyword off".
+func (v values) flag(dst *bool) error {
+	switch {
+	case len(v.args) == 0:
+		*dst = true
+	case len(v.args) == 1 && (v.args[0] == "on" || v.args[0] == "off"):
+		*dst = v.args[0] == "on"
+	default:
+		return v.d.Errf("%s: want no value, on or off, got %q", v.name, strings.Join(v.args, " "))
+	}
+	return nil
+}
+
+func (v values) num(dst *int) error {
+	s, err := v.one()
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return v.d.Errf("%s: %q is not a whole number", v.name, s)
+	}
+	*dst = n
+	return nil
+}
+
+func (v values) dur(dst *middleware.Duration) error {
+	s, err := v.one()
+	if err != nil {
+		return err
+	}
+	t, err := middleware.ParseDuration(s)
+	if err != nil {
+		return v.d.Errf("%s: %q is not a duration: %v", v.name, s, err)
+	}
+	*dst = middleware.Duration(t)
+	return nil
+}
+
+func (v values) unknown(want string) error {
+	return v.d.Errf("%s: unknown subdirective (want %s)", v.name, want)
+}
+
+// subBlock calls f with each line of the block that follows the current
+// line, if any.
+func subBlock(d *caddyfile.Dispenser, block string, f func(v values) error) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := f(line(d, block)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRobotsTxt reads "robots_txt [<source>] [{ ... }]".
+func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *middleware.RobotsTxtConfig) error {
+	switch len(v.args) {
+	case 0:
+	case 1:
+		c.Source = v.args[0]
+	default:
+		return d.Errf("robots_txt: want at most one source (a URL or a file path), got %d", len(v.args))
+	}
+	return subBlock(d, "robots_txt", func(v values) error {
+		switch v.key() {
+		case "refresh":
+			return v.dur(&c.Refresh)
+		case "fetch_timeout":
+			return v.dur(&c.FetchTimeout)
+		case "on_unreachable":
+			var err error
+			c.OnUnreachable, err = v.one()
+			return err
+		case "max_sites":
+			return v.num(&c.MaxSites)
+		case "new_sites_per_second":
+			return v.num(&c.NewSitesPerSecond)
+		case "max_bytes":
+			s, err := v.one()
+			if err != nil {
+				return err
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n > 1<<50 {
+				return d.Errf("%s: %q is not a size such as 256MiB or 100000000", v.name, s)
+			}
+			c.MaxBytes = int64(n)
+			return nil
+		case "site_names":
+			names, err := v.some()
+			c.SiteNames = append(c.SiteNames, names...)
+			return err
+		}
+		return v.unknown("refresh, fetch_timeout, on_unreachable, max_sites, max_bytes, new_sites_per_second or site_names")
+	})
+}
+
+// parseBots reads "bots [<token...>] [{ ... }]".
+func parseBots(d *caddyfile.Dispenser, v values, c *middleware.BotsConfig) error {
+	c.Tokens = append(c.Tokens, v.args...)
+	return subBlock(d, "bots", func(v values) error {
+		switch v.key() {
+		case "tokens":
+			toks, err := v.some()
+			c.Tokens = append(c.Tokens, toks...)
+			return err
+		case "empty_user_agent":
+			return v.flag(&c.EmptyUserAgent)
+		case "http_tools":
+			return v.flag(&c.HTTPTools)
+		case "cache_size":
+			return v.num(&c.CacheSize)
+		}
+		return v.unknown("tokens, empty_user_agent, http_tools or cache_size")
+	})
+}
+
+// parseCrawlDelay reads "crawl_delay { ... }".
+func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *middleware.CrawlDelayConfig) error {
+	if len(v.args) != 0 {
+		return d.Errf("crawl_delay takes a block, not %q", v.args[0])
+	}
+	return subBlock(d, "crawl_delay", func(v values) error {
+		var err error
+		switch v.key() {
+		case "key":
+			c.Key, err = v.one()
+		case "scope":
+			c.Scope, err = v.one()
+		case "tolerance":
+			var s string
+			if s, err = v.one(); err == nil {
+				f, perr := parseFraction(s)
+				if perr != nil {
+					return d.Errf("%s: %q is not a number of Crawl-delays such as 2.5, 0.25 or 25%%", v.name, s)
+				}
+				c.Tolerance = &f
+			}
+		case "max_keys":
+			err = v.num(&c.MaxKeys)
+		default:
+			err = v.unknown("key, scope, tolerance or max_keys")
+		}
+		return err
+	})
+}
+
+// parseClients reads "clients { ... }".
+func parseClients(d *caddyfile.Dispenser, v values, c *middleware.ClientsConfig) error {
+	if len(v.args) != 0 {
+		return d.Errf("clients takes a block, not %q", v.args[0])
+	}
+	return subBlock(d, "clients", func(v values) error {
+		switch v.key() {
+		case "ipv4_prefix":
+			return v.num(&c.IPv4Prefix)
+		case "ipv6_prefix":
+			return v.num(&c.IPv6Prefix)
+		}
+		return v.unknown("ipv4_prefix or ipv6_prefix")
+	})
+}
+
+// parseTraps reads "traps <path-pattern...> [{ ... }]".
+func parseTraps(d *caddyfile.Dispenser, v values, c *middleware.TrapsConfig) error {
+	if len(v.args) == 0 {
+		return d.Errf("traps: want at least one path pattern, e.g. traps /no-robots/")
+	}
+	c.Paths = append(c.Paths, v.args...)
+	return subBlock(d, "traps", func(v values) error {
+		var err error
+		switch v.key() {
+		case "grace":
+			var g middleware.Duration
+			if err = v.dur(&g); err == nil {
+				c.Grace = &g
+			}
+		case "links":
+			c.Links, err = v.one()
+		case "secret":
+			c.Secret, err = v.one()
+		default:
+			err = v.unknown("grace, links or secret")
+		}
+		return err
+	})
+}
+
+// parseBans reads "bans { ... }".
+func parseBans(d *caddyfile.Dispenser, v values, c *middleware.BansConfig) error {
+	if len(v.args) != 0 {
+		return d.Errf("bans takes a block, not %q", v.args[0])
+	}
+	return subBlock(d, "bans", func(v values) error {
+		switch v.key() {
+		case "for":
+			return v.dur(&c.For)
+		case "max":
+			return v.dur(&c.Max)
+		case "max_entries":
+			return v.num(&c.MaxEntries)
+		case "after":
+			if len(v.args) != 2 {
+				return d.Errf("bans: after: want <denials> <window>, e.g. after 20 1m")
+			}
+			n, err := strconv.Atoi(v.args[0])
+			if err != nil {
+				return d.Errf("bans: after: %q is not a whole number", v.args[0])
+			}
+			w, err := middleware.ParseDuration(v.args[1])
+			if err != nil {
+				return d.Errf("bans: after: %q is not a duration: %v", v.args[1], err)
+			}
+			c.After = &middleware.BanAfter{Denials: n, Window: middleware.Duration(w)}
+			return nil
+		}
+		return v.unknown("for, max, after or max_entries")
+	})
+}
+
+// parseVerifyLine reads "verify off" or "verify [{ ... }]".
+func parseVerifyLine(d *caddyfile.Dispenser, v values) (*middleware.VerifyConfig, error) {
+	switch {
+	case len(v.args) == 1 && v.args[0] == "off":
+		if d.NextBlock(d.Nesting()) {
+			return nil, d.Errf("verify off: takes no block")
+		}
+		return &middleware.VerifyConfig{Off: true}, nil
+	case len(v.args) > 0:
+		return nil, d.Errf("verify: want a block or \"off\", got %q", strings.Join(v.args, " "))
+	}
+	return parseVerify(d)
 }
 
 // parseStore reads the block of the store subdirective, if any.

@@ -217,7 +217,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return exitError, fmt.Errorf("--url: %q is not an http:// or https:// URL", url)
 		}
-		cfg.RobotsTxt, scheme, host, src = url, u.Scheme, u.Host, url
+		cfg.RobotsTxt.Source, scheme, host, src = url, u.Scheme, u.Host, url
 	default:
 		var body []byte
 		var err error

@@ -111,30 +111,30 @@ type durationField struct {
 }
 
 var durationFields = []durationField{
-	{"refresh", func(v string) string { return `{"refresh":` + v + `}` },
-		func(v string) string { return "refresh " + v },
-		func(c *middleware.Config) middleware.Duration { return c.Refresh },
-		"robots_guard: refresh: ", "0.5d"},
-	{"fetch_timeout", func(v string) string { return `{"fetch_timeout":` + v + `}` },
-		func(v string) string { return "fetch_timeout " + v },
-		func(c *middleware.Config) middleware.Duration { return c.FetchTimeout },
-		"robots_guard: fetch_timeout: ", "0.0001d"},
-	{"trap_grace", func(v string) string { return `{"trap_grace":` + v + `}` },
-		func(v string) string { return "trap_grace " + v },
-		func(c *middleware.Config) middleware.Duration { return *c.TrapGrace },
-		"robots_guard: trap_grace: ", "2d"},
-	{"ban_for", func(v string) string { return `{"ban_for":` + v + `,"ban_max":"30d"}` },
-		func(v string) string { return "ban_for " + v + "\nban_max 30d" },
-		func(c *middleware.Config) middleware.Duration { return c.BanFor },
-		"robots_guard: ban_for: ", "2d"},
-	{"ban_max", func(v string) string { return `{"ban_max":` + v + `}` },
-		func(v string) string { return "ban_max " + v },
-		func(c *middleware.Config) middleware.Duration { return c.BanMax },
-		"robots_guard: ban_max: ", "7d"},
-	{"ban_after.window", func(v string) string { return `{"ban_after":{"denials":5,"window":` + v + `}}` },
-		func(v string) string { return "ban_after 5 " + v },
-		func(c *middleware.Config) middleware.Duration { return c.BanAfter.Window },
-		"robots_guard: ban_after: window ", "0.5d"},
+	{"robots_txt.refresh", func(v string) string { return `{"robots_txt":{"refresh":` + v + `}}` },
+		func(v string) string { return "robots_txt {\nrefresh " + v + "\n}" },
+		func(c *middleware.Config) middleware.Duration { return c.RobotsTxt.Refresh },
+		"robots_guard: robots_txt: refresh: ", "0.5d"},
+	{"robots_txt.fetch_timeout", func(v string) string { return `{"robots_txt":{"fetch_timeout":` + v + `}}` },
+		func(v string) string { return "robots_txt {\nfetch_timeout " + v + "\n}" },
+		func(c *middleware.Config) middleware.Duration { return c.RobotsTxt.FetchTimeout },
+		"robots_guard: robots_txt: fetch_timeout: ", "0.0001d"},
+	{"traps.grace", func(v string) string { return `{"traps":{"grace":` + v + `}}` },
+		func(v string) string { return "traps /t/ {\ngrace " + v + "\n}" },
+		func(c *middleware.Config) middleware.Duration { return *c.Traps.Grace },
+		"robots_guard: traps: grace: ", "2d"},
+	{"bans.for", func(v string) string { return `{"bans":{"for":` + v + `,"max":"30d"}}` },
+		func(v string) string { return "bans {\nfor " + v + "\nmax 30d\n}" },
+		func(c *middleware.Config) middleware.Duration { return c.Bans.For },
+		"robots_guard: bans: for: ", "2d"},
+	{"bans.max", func(v string) string { return `{"bans":{"max":` + v + `}}` },
+		func(v string) string { return "bans {\nmax " + v + "\n}" },
+		func(c *middleware.Config) middleware.Duration { return c.Bans.Max },
+		"robots_guard: bans: max: ", "7d"},
+	{"bans.after.window", func(v string) string { return `{"bans":{"after":{"denials":5,"window":` + v + `}}}` },
+		func(v string) string { return "bans {\nafter 5 " + v + "\n}" },
+		func(c *middleware.Config) middleware.Duration { return c.Bans.After.Window },
+		"robots_guard: bans: after: window ", "0.5d"},
 	{"verify.refresh", func(v string) string { return `{"verify":{"refresh":` + v + `}}` },
 		func(v string) string { return "verify {\nrefresh " + v + "\n}" },
 		func(c *middleware.Config) middleware.Duration { return c.Verify.Refresh },
@@ -224,12 +224,18 @@ func TestDurationsTakeDaysInCaddyfile(t *testing.T) {
 func TestDurationsTakeDaysThroughAdapt(t *testing.T) {
 	in := `http://a {
 	robots_guard {
-		refresh 0.5d
-		fetch_timeout 0.0001d
-		trap_grace 2d
-		ban_for 2d
-		ban_max 7d
-		ban_after 5 0.5d
+		robots_txt {
+			refresh 0.5d
+			fetch_timeout 0.0001d
+		}
+		traps /t/ {
+			grace 2d
+		}
+		bans {
+			for 2d
+			max 7d
+			after 5 0.5d
+		}
 		verify {
 			refresh 2d
 			dns_timeout 0.0001d
@@ -257,7 +263,7 @@ func TestDurationsTakeDaysThroughAdapt(t *testing.T) {
 	}
 	for _, f := range durationFields {
 		v := f.inBounds
-		if f.name == "ban_for" {
+		if f.name == "bans.for" {
 			v = "2d"
 		}
 		want, _ := caddy.ParseDuration(v)

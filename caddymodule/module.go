@@ -170,7 +170,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if names := configuredNames(ctx); len(names) > 0 {
-		cfg.SiteNames = append(slices.Clip(cfg.SiteNames), names...)
+		cfg.RobotsTxt.SiteNames = append(slices.Clip(cfg.RobotsTxt.SiteNames), names...)
 	}
 	sl, err := g.provisionLimiter(cfg)
 	if err != nil {
@@ -185,9 +185,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
-	g.addressKeyed = len(cfg.Traps) > 0 || cfg.BanAfter != nil || cfg.CrawlDelayKey != middleware.KeyGroup || cfg.Verifying()
+	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != middleware.KeyGroup || cfg.Verifying()
 	var secret []byte
-	if g.trapLinks = len(cfg.Traps) > 0 && cfg.TrapLinks == middleware.TrapLinksClient; g.trapLinks && cfg.TrapSecret == "" {
+	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == middleware.TrapLinksClient; g.trapLinks && cfg.Traps.Secret == "" {
 		if secret, err = trapSecret(ctx); err != nil {
 			// Traps still work, with links of this process only: the
 			// worst case is a refused link, never an innocent ban.
@@ -202,7 +202,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	// before LoadOrNew, which must not wait on the pool inside.
 	var previous []*middleware.Enforcer
 	pool.Range(func(_, v any) bool {
-		if st, ok := v.(*state); ok && st.enforcer.Config().RobotsTxt == cfg.RobotsTxt {
+		if st, ok := v.(*state); ok && st.enforcer.Config().RobotsTxt.Source == cfg.RobotsTxt.Source {
 			previous = append(previous, st.enforcer)
 		}
 		return true
@@ -220,7 +220,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		if secret != nil {
 			opts = append(opts, middleware.WithTrapSecret(secret))
 		}
-		if st := storageOf(ctx); st != nil && len(cfg.Traps) > 0 {
+		if st := storageOf(ctx); st != nil && len(cfg.Traps.Paths) > 0 {
 			opts = append(opts, middleware.WithTrapClocks(storageClocks{st: st, log: g.logger}))
 		}
 		e, err := middleware.New(cfg, opts...)
@@ -257,7 +257,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 // limiter settings (max_keys, crawl_delay_tolerance and the store block),
 // and points a store limiter's log at this config's.
 func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, error) {
-	lk := limiterKey{maxKeys: cfg.MaxKeys, tolerance: *cfg.CrawlDelayTolerance}
+	lk := limiterKey{maxKeys: cfg.CrawlDelay.MaxKeys, tolerance: *cfg.CrawlDelay.Tolerance}
 	if cfg.Store != nil {
 		b, err := json.Marshal(cfg.Store)
 		if err != nil {

@@ -75,7 +75,7 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 // handle_errors): it answers stopped requests itself, with the body.
 func TestServeHTTPWithoutServer(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	g := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
+	g := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
 	for _, tc := range []struct {
 		ua, target string
 		code       int
@@ -128,21 +128,23 @@ var burst = 1 + int(math.Floor(limit.DefaultTolerance))
 // clock goes on; a different configuration gets its own.
 func TestStateSurvivesReprovision(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	a := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
+	a := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
 	for i := range burst {
 		if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
 			t.Fatalf("request %d: %d", i+1, w.Code)
 		}
 	}
-	b := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file}})
-	a.Cleanup() // the old config goes away after the new one is provisioned
+	b := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{
+		// the old config goes away after the new one is provisioned
+		Source: file}}})
+	a.Cleanup()
 	if a.state != b.state {
 		t.Fatal("same configuration, different state")
 	}
 	if w := serve(b, "SlowBot/1", "/a"); w.Code != 429 {
 		t.Errorf("after reload: %d, want 429 (the clock must survive)", w.Code)
 	}
-	c := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: file, DryRun: true}})
+	c := provisioned(t, &RobotsGuard{Config: middleware.Config{DryRun: true, RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
 	if c.state == b.state {
 		t.Error("different configuration, same state")
 	}
@@ -204,10 +206,10 @@ func TestSwapCore(t *testing.T) {
 func TestProvisionRejectsBadConfig(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	g := &RobotsGuard{Config: middleware.Config{CrawlDelayKey: "ua"}}
+	g := &RobotsGuard{Config: middleware.Config{CrawlDelay: middleware.CrawlDelayConfig{Key: "ua"}}}
 	err := g.Provision(ctx)
-	if err == nil || !strings.Contains(err.Error(), "crawl_delay_key") {
-		t.Errorf("Provision error %v, want one naming crawl_delay_key", err)
+	if err == nil || !strings.Contains(err.Error(), "crawl_delay: key") {
+		t.Errorf("Provision error %v, want one naming crawl_delay: key", err)
 	}
 }
 

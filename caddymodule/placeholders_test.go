@@ -140,8 +140,8 @@ func gcUntil(ch chan struct{}) <-chan struct{} {
 // first handed its values as a provider or set them, and so on for a
 // third.
 func TestPlaceholdersTwoGuards(t *testing.T) {
-	deny := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: writeRobots(t, "User-agent: GPTBot\nDisallow: /\n"), DryRun: true}})
-	allow := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: writeRobots(t, "User-agent: *\nAllow: /\n")}})
+	deny := provisioned(t, &RobotsGuard{Config: middleware.Config{DryRun: true, RobotsTxt: middleware.RobotsTxtConfig{Source: writeRobots(t, "User-agent: GPTBot\nDisallow: /\n")}}})
+	allow := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: writeRobots(t, "User-agent: *\nAllow: /\n")}}})
 	type want struct{ group, action string }
 	for _, tc := range []struct {
 		name   string

@@ -91,7 +91,7 @@ func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
 	}
 	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		if cfg.Store == nil {
-			return &sharedBans{bans: limit.NewMemoryBans(cfg.MaxBans)}, nil
+			return &sharedBans{bans: limit.NewMemoryBans(cfg.Bans.MaxEntries)}, nil
 		}
 		log := newSwapCore()
 		log.set(g.logger.Core())
@@ -101,7 +101,7 @@ func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sharedBans{bans: r.NewBans(cfg.MaxBans), conn: r, log: log}, nil
+		return &sharedBans{bans: r.NewBans(cfg.Bans.MaxEntries), conn: r, log: log}, nil
 	})
 	if err != nil {
 		return nil, err

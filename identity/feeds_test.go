@@ -386,7 +386,8 @@ func httptestFeed(tb testing.TB, body string) string {
 
 // TestNotGlobalIsNeverLookedUp: a claim from an address that is not
 // globally reachable is Unverifiable (NotGlobal) at once, with no DNS query
-// and no feed fetch, even for an operator whose feeds are loaded.
+// and no feed fetch, unless the operator's own loaded feeds list the
+// address (TestCustomOperatorPrivateRanges).
 func TestNotGlobalIsNeverLookedUp(t *testing.T) {
 	dns := testdns.Start(t)
 	dns.PTR("127.0.0.1", "crawl-1.googlebot.com")
@@ -400,12 +401,15 @@ func TestNotGlobalIsNeverLookedUp(t *testing.T) {
 	waitFeeds(t, v, 1)
 	for _, c := range []struct{ ua, addr string }{
 		{"Googlebot/2.1", "127.0.0.1"}, {"Googlebot/2.1", "192.168.1.9"}, {"Googlebot/2.1", "::1"},
-		{"Googlebot/2.1", "192.0.2.7"}, {"AcmeBot", "10.1.2.3"}, {"AcmeBot", "fd00::1"},
+		{"Googlebot/2.1", "192.0.2.7"}, {"AcmeBot", "172.16.0.1"}, {"AcmeBot", "fd00::1"},
 	} {
 		x := v.Explain(context.Background(), v.Claims(c.ua), netip.MustParseAddr(c.addr))
 		if x.Verdict != Unverifiable || !x.NotGlobal || !strings.Contains(strings.Join(x.Steps, " "), "not globally reachable") {
 			t.Errorf("%s from %s: %+v %q", c.ua, c.addr, x.Result, x.Steps)
 		}
+	}
+	if r := verify(v, "AcmeBot", "10.1.2.3"); r.Verdict != Verified {
+		t.Errorf("AcmeBot from 10.1.2.3, which its own feed lists: %+v", r)
 	}
 	if n := dns.Queries(); n != 0 {
 		t.Fatalf("%d DNS queries for addresses that are not globally reachable", n)

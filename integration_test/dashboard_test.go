@@ -54,9 +54,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	tc := load(t, "servers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\tclient_ip_headers X-Forwarded-For\n\t}", fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
-		trap /no-robots/
-		trap_links static
-		trap_grace 0
+		traps /no-robots/ {
+			links static
+			grace 0
+		}
 	}
 	reverse_proxy %s
 }

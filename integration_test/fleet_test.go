@@ -207,7 +207,7 @@ func TestFleetSharesBans(t *testing.T) {
 	}
 	srv := testredis.Start(t)
 	up := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FastBot\nDisallow: /no-robots/\n")
-	f := startFleet(t, 2, up.addr(), "store redis "+srv.URL+" {\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0")
+	f := startFleet(t, 2, up.addr(), "store redis "+srv.URL+" {\n\t\t\ttimeout 1s\n\t\t}\n\t\ttraps /no-robots/ {\n\t\t\tlinks static\n\t\t\tgrace 0\n\t\t}")
 	if code, _ := f.getPath(t, f.addrs[1], "/page", browserUA); code != 200 {
 		t.Fatalf("before: %d", code)
 	}
@@ -245,7 +245,7 @@ func TestFleetOnCluster(t *testing.T) {
 	// fleetRobots, with a trap every group disallows.
 	up := newUpstream(t, "User-agent: SlowBot\nCrawl-delay: 1\nDisallow: /private/\nDisallow: /no-robots/\n\n"+
 		"User-agent: FastBot\nDisallow: /private/\nDisallow: /no-robots/\n\nUser-agent: *\nDisallow: /no-robots/\n")
-	store := "store redis " + c.URL + " {\n\t\t\tcluster\n\t\t\ttimeout 1s\n\t\t}\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0"
+	store := "store redis " + c.URL + " {\n\t\t\tcluster\n\t\t\ttimeout 1s\n\t\t}\n\t\ttraps /no-robots/ {\n\t\t\tlinks static\n\t\t\tgrace 0\n\t\t}"
 	f := startFleet(t, 3, up.addr(), store)
 	const flood = 8 * time.Second
 	bound := func(w time.Duration) int { return int(math.Ceil(w.Seconds()/1.0)) + burst }

@@ -286,7 +286,7 @@ func TestRobotsTxtStatus(t *testing.T) {
 			port := freePort(t)
 			block := "robots_guard"
 			if row.onUnreachable != "" {
-				block = "robots_guard {\n\t\ton_unreachable " + row.onUnreachable + "\n\t}"
+				block = "robots_guard {\n\t\trobots_txt {\n\t\t\ton_unreachable " + row.onUnreachable + "\n\t\t}\n\t}"
 			}
 			tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\t%s\n\treverse_proxy %s\n}\n", port, block, up.addr()))
 			get(t, tc, port, "/x", gptbotUA).check(t, "bot", row.bot, row.botBodyHas)
@@ -298,7 +298,7 @@ func TestRobotsTxtStatus(t *testing.T) {
 func TestRefreshPicksUpEdits(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n")
 	port := freePort(t)
-	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1s\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 1s\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
 	get(t, tc, port, "/new/x", gptbotUA).check(t, "new path before the edit", 200, "page")
 	up.set(200, "User-agent: GPTBot\nDisallow: /new/\n")

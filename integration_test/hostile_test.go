@@ -59,7 +59,7 @@ func secretFiles(t *testing.T, robots string) *httptest.Server {
 func TestHostileTargets(t *testing.T) {
 	files := secretFiles(t, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /private/\n")
 	port := freePort(t)
-	tc := load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\ton_unreachable allow\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
+	tc := load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\ton_unreachable allow\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(files.URL, "http://")))
 	_ = tc
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	leaks := 0
@@ -145,7 +145,7 @@ func TestNoConnectionToClientChosenHost(t *testing.T) {
 	}))
 	defer up.Close()
 	port := freePort(t)
-	load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\tfetch_timeout 2s\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(up.URL, "http://")))
+	load(t, "", fmt.Sprintf("http://:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\tfetch_timeout 2s\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(up.URL, "http://")))
 	canHost := strings.TrimPrefix(can.URL, "http://")
 	rawRequest(t, fmt.Sprintf("127.0.0.1:%d", port), "GET /x HTTP/1.1\r\nHost: "+canHost+"\r\nUser-Agent: FooBot/1.0\r\nConnection: close\r\n\r\n")
 	if n := conns.Load(); n != 0 {
@@ -225,7 +225,7 @@ func TestH2CWithoutAuthority(t *testing.T) {
 func TestHostFloodSparesNamedSites(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /private/\n")
 	port := freePort(t)
-	block := "\trobots_guard {\n\t\tnew_sites_per_second 1\n\t}\n\treverse_proxy " + up.addr() + "\n"
+	block := "\trobots_guard {\n\t\trobots_txt {\n\t\t\tnew_sites_per_second 1\n\t\t}\n\t}\n\treverse_proxy " + up.addr() + "\n"
 	tc := load(t, "", fmt.Sprintf("http://named.test:%d {\n%s}\nhttp://:%d {\n%s}\n", port, block, port, block))
 	send := func(host, path string) int {
 		t.Helper()

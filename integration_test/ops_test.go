@@ -49,7 +49,7 @@ func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
 	port := freePort(t)
 	site := func(opts string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n%s\t}\n\treverse_proxy %s\n}\n", port, opts, up.addr())
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 1h\n\t\t}\n%s\t}\n\treverse_proxy %s\n}\n", port, opts, up.addr())
 	}
 	tc := load(t, "", site(""))
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
@@ -62,7 +62,7 @@ func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule gone", 200, "page")
 
 	up.set(200, "User-agent: GPTBot\nDisallow: /newer/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
-	tc = load(t, "", site("\t\tfetch_timeout 4s\n")) // a changed block: a new Enforcer
+	tc = load(t, "", site("\t\trobots_txt {\n\t\t\tfetch_timeout 4s\n\t\t}\n")) // a changed block: a new Enforcer
 	get(t, tc, port, "/newer/x", gptbotUA).check(t, "first bot request after a reload, changed block", 403, "line 2")
 	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "Crawl-delay clock kept across a changed block", 429, "Crawl-delay")
 }
@@ -72,7 +72,7 @@ func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
 func TestAdminAPI(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /private/\n\nUser-agent: SlowBot\nCrawl-delay: 20\n")
 	port, other := freePort(t), freePort(t)
-	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d, http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, other, up.addr()))
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d, http://127.0.0.1:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 1h\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, other, up.addr()))
 	get(t, tc, port, "/", "FooBot/1.0").check(t, "first request (a bot: it waits for the fetch) caches the site", 200, "page")
 	site := fmt.Sprintf("127.0.0.1:%d", port)
 
@@ -276,7 +276,7 @@ func TestForcedReloadOfSameConfig(t *testing.T) {
 	up := newUpstream(t, "User-agent: GPTBot\nDisallow: /old/\n")
 	port := freePort(t)
 	storage := storageDir(t)
-	cfg := fmt.Sprintf("{\n\tadmin localhost:%d\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", adminPort, storage, port, up.addr())
+	cfg := fmt.Sprintf("{\n\tadmin localhost:%d\n\tpersist_config off\n\tstorage file_system %s\n}\nhttp://127.0.0.1:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 1h\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", adminPort, storage, port, up.addr())
 	tc := newTester(t)
 	tc.InitServer(cfg, "caddyfile")
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule", 403, "line 2")
@@ -309,7 +309,7 @@ func TestReloadRefetchesRightAway(t *testing.T) {
 	}))
 	defer counting.Close()
 	port := freePort(t)
-	site := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trefresh 1h\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(counting.URL, "http://"))
+	site := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\trobots_txt {\n\t\t\trefresh 1h\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, strings.TrimPrefix(counting.URL, "http://"))
 	tc := load(t, "", site)
 	get(t, tc, port, "/", "FooBot/1.0").check(t, "first request (a bot: it waits for the fetch)", 200, "page")
 	if n := fetches.Load(); n != 1 {
@@ -334,7 +334,9 @@ func TestTwoGuardsOneRequest(t *testing.T) {
 	robots_guard
 	route {
 		robots_guard {
-			fetch_timeout 4s
+			robots_txt {
+				fetch_timeout 4s
+			}
 		}
 		reverse_proxy %s
 	}
@@ -453,7 +455,9 @@ http://127.0.0.1:%d {
 }
 http://127.0.0.1:%d {
 	robots_guard {
-		refresh 2m
+		robots_txt {
+			refresh 2m
+		}
 	}
 	reverse_proxy %s
 }

@@ -27,7 +27,7 @@ func TestTrapsThroughCaddy(t *testing.T) {
 	loose := newUpstream(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: FooBot\nAllow: /\n")
 	port, loosePort := freePort(t), freePort(t)
 	site := func(port int, upstream string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0\n\t\tban_for 1s\n\t\tban_max 1h\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
+		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttraps /no-robots/ {\n\t\t\tlinks static\n\t\t\tgrace 0\n\t\t}\n\t\tbans {\n\t\t\tfor 1s\n\t\t\tmax 1h\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, upstream)
 	}
 	logFile := filepath.Join(t.TempDir(), "caddy.log")
 	tc := load(t, proxies+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}",
@@ -117,15 +117,18 @@ func TestBanHoldsOnEveryBlock(t *testing.T) {
 	trapPort, plainPort := freePort(t), freePort(t)
 	tc := load(t, proxies, fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
-		trap /no-robots/
-		trap_links static
-		trap_grace 0
+		traps /no-robots/ {
+			links static
+			grace 0
+		}
 	}
 	reverse_proxy %s
 }
 http://127.0.0.1:%d {
 	robots_guard {
-		max_keys 5000
+		crawl_delay {
+			max_keys 5000
+		}
 	}
 	reverse_proxy %s
 }
@@ -150,7 +153,7 @@ func TestLooseTrustedProxiesWarn(t *testing.T) {
 			servers = strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
 		}
 		port := freePort(t)
-		sites := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t}\n\treverse_proxy %s\n}\n", port, up.addr())
+		sites := fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttraps /no-robots/\n\t}\n\treverse_proxy %s\n}\n", port, up.addr())
 		tc := load(t, servers+"\n\tlog {\n\t\toutput file "+filepath.ToSlash(logFile)+"\n\t\tlevel INFO\n\t}", sites)
 		for range 3 {
 			get(t, tc, port, "/page", browserUA)                                     // not forwarded
@@ -172,7 +175,7 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 	up := newUpstream(t, trapSiteRobots)
 	port := freePort(t)
 	strict := strings.Replace(proxies, "client_ip_headers", "trusted_proxies_strict\n\t\tclient_ip_headers", 1)
-	tc := load(t, strict, fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttrap /no-robots/\n\t\ttrap_links static\n\t\ttrap_grace 0\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
+	tc := load(t, strict, fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\ttraps /no-robots/ {\n\t\t\tlinks static\n\t\t\tgrace 0\n\t\t}\n\t}\n\treverse_proxy %s\n}\n", port, up.addr()))
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	get(t, tc, port, "/no-robots/x", browserUA, "X-Forwarded-For", "203.0.113.9, 198.51.100.50").check(t, "the trap, with a forged first hop", 403, "banned until")
 	get(t, tc, port, "/page", browserUA, "X-Forwarded-For", "198.51.100.50").check(t, "the sender", 403, "banned until")
@@ -182,13 +185,14 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 // trapLinkSite is a site whose page renders the client's own trap link
 // with Caddy's templates, as docs/traps.md shows.
 func trapLinkSite(port int, extra string) string {
-	if !strings.Contains(extra, "trap_grace") {
-		extra += "\n\t\ttrap_grace 0"
+	if !strings.Contains(extra, "grace") {
+		extra += "\n\t\t\tgrace 0"
 	}
 	return fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
-		trap /no-robots/
-		%s
+		traps /no-robots/ {
+			%s
+		}
 	}
 	handle /robots.txt {
 		respond "User-agent: *
@@ -264,7 +268,7 @@ func trapState(t *testing.T, port int) string {
 func TestTrapGraceThroughCaddy(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
-	tc := loadWithStorage(t, dir, proxies, trapLinkSite(port, "trap_grace 3s"))
+	tc := loadWithStorage(t, dir, proxies, trapLinkSite(port, "grace 3s"))
 	scraper := []string{"X-Forwarded-For", "198.51.100.80"}
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	if s := trapState(t, port); s != "waiting" {
@@ -280,7 +284,7 @@ func TestTrapGraceThroughCaddy(t *testing.T) {
 	// Caddy runs something else, then the trap site again: a start with
 	// the same storage, no Enforcer carried over.
 	loadWithStorage(t, dir, proxies, fmt.Sprintf("http://127.0.0.1:%d {\n\trespond \"elsewhere\"\n}\n", port))
-	tc = loadWithStorage(t, dir, proxies, trapLinkSite(port, "trap_grace 3s"))
+	tc = loadWithStorage(t, dir, proxies, trapLinkSite(port, "grace 3s"))
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	if s := trapState(t, port); s != "armed" {
 		t.Fatalf("right after a start with the same storage: %s", s)

@@ -49,7 +49,9 @@ func verifySite(port int, upstream, feed, resolver, extra string) string {
 	return fmt.Sprintf(`http://127.0.0.1:%d {
 	header >X-Verification {http.robots_guard.verification}
 	robots_guard {
-		crawl_delay_key group
+		crawl_delay {
+			key group
+		}
 		verify {
 			builtin off
 			fetch_feeds at_start

@@ -31,7 +31,7 @@ func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, er
 	return e.Handler, nil
 }
 
-// newSource returns the source that Config.RobotsTxt names: the site
+// newSource returns the source that Config.RobotsTxt.Source names: the site
 // itself (empty), a URL fetched with client, or a file.
 func newSource(robotsTxt string, client *http.Client) (sites.Source, error) {
 	switch {
@@ -156,8 +156,8 @@ func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
 		KeyPrefix: sc.KeyPrefix,
 		Timeout:   time.Duration(sc.Timeout),
 		OnError:   sc.OnStoreError,
-		Tolerance: *cfg.CrawlDelayTolerance,
-		LocalKeys: cfg.MaxKeys,
+		Tolerance: *cfg.CrawlDelay.Tolerance,
+		LocalKeys: cfg.CrawlDelay.MaxKeys,
 		Logger:    o.logger,
 		TLS:       o.storeTLS,
 	}
@@ -173,7 +173,7 @@ func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
 }
 
 // NewLimiter returns the in-memory Crawl-delay limiter that New builds for
-// cfg (cfg.MaxKeys keys, cfg.CrawlDelayTolerance), or the error that names
+// cfg (cfg.CrawlDelay.MaxKeys keys, cfg.CrawlDelay.Tolerance), or the error that names
 // cfg's first invalid field. Front ends that keep the limiter's clocks
 // across configuration changes build one and hand it to each new Enforcer
 // with WithLimiter.
@@ -182,5 +182,5 @@ func NewLimiter(cfg Config) (*limit.Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance), nil
+	return limit.NewMemory(cfg.CrawlDelay.MaxKeys, *cfg.CrawlDelay.Tolerance), nil
 }

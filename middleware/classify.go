@@ -193,11 +193,11 @@ const promoteEvery = 64
 func newClassifier(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *classifier {
 	s := newTokenSet()
 	s.parseCrawlers(crawlersTxt)
-	for _, b := range cfg.Bots {
+	for _, b := range cfg.Bots.Tokens {
 		s.add(b, kindCrawler)
 	}
-	cache, _ := lru.New[string, *uaInfo](cfg.UACacheSize) // size > 0 is checked by Config
-	return &classifier{tokens: s, emptyBot: cfg.EmptyUserAgentIsBot, toolsBots: cfg.HTTPToolsAreBots, cache: cache, verifier: v, purposes: purposes}
+	cache, _ := lru.New[string, *uaInfo](cfg.Bots.CacheSize) // size > 0 is checked by Config
+	return &classifier{tokens: s, emptyBot: cfg.Bots.EmptyUserAgent, toolsBots: cfg.Bots.HTTPTools, cache: cache, verifier: v, purposes: purposes}
 }
 
 // hotSet is a copy of the classifier's cache, read without locks.

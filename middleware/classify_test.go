@@ -52,11 +52,11 @@ func mustClassifier(t testing.TB, cfg Config) *classifier {
 }
 
 func TestBrowsersAreNeverBots(t *testing.T) {
-	for _, cfg := range []Config{{}, {HTTPToolsAreBots: true, EmptyUserAgentIsBot: true}} {
+	for _, cfg := range []Config{{}, {Bots: BotsConfig{HTTPTools: true, EmptyUserAgent: true}}} {
 		c := mustClassifier(t, cfg)
 		for _, ua := range loadBrowsers(t) {
 			if c.isBot(ua) {
-				t.Errorf("browser classified as bot (tools=%v): %s", cfg.HTTPToolsAreBots, ua)
+				t.Errorf("browser classified as bot (tools=%v): %s", cfg.Bots.HTTPTools, ua)
 			}
 		}
 	}
@@ -64,7 +64,7 @@ func TestBrowsersAreNeverBots(t *testing.T) {
 
 func TestEveryCrawlerInstanceIsBot(t *testing.T) {
 	def := mustClassifier(t, Config{})
-	tools := mustClassifier(t, Config{HTTPToolsAreBots: true})
+	tools := mustClassifier(t, Config{Bots: BotsConfig{HTTPTools: true}})
 	n, toolOnly := 0, 0
 	for _, e := range loadCrawlers(t) {
 		for _, ua := range e.Instances {
@@ -82,7 +82,7 @@ func TestEveryCrawlerInstanceIsBot(t *testing.T) {
 }
 
 func TestTokenBoundaries(t *testing.T) {
-	c := mustClassifier(t, Config{Bots: []string{"lcc", "spider"}})
+	c := mustClassifier(t, Config{Bots: BotsConfig{Tokens: []string{"lcc", "spider"}}})
 	tests := []struct {
 		ua  string
 		bot bool
@@ -112,7 +112,7 @@ func FuzzClassify(f *testing.F) {
 	f.Add("")
 	f.Add(strings.Repeat("bot", 500))
 	c := mustClassifier(f, Config{})
-	tools := mustClassifier(f, Config{HTTPToolsAreBots: true})
+	tools := mustClassifier(f, Config{Bots: BotsConfig{HTTPTools: true}})
 	f.Fuzz(func(t *testing.T, ua string) {
 		a, b := c.isBot(ua), c.isBot(ua) // cached answer equals computed one
 		if a != b || a != c.classify(ua) && strings.TrimSpace(ua) != "" {
@@ -137,7 +137,7 @@ func lowerBytes(s string) []byte { return []byte(strings.ToLower(s)) }
 // ua_cache_size.
 func TestClassifierCopy(t *testing.T) {
 	const size = 200
-	c := mustClassifier(t, Config{UACacheSize: size})
+	c := mustClassifier(t, Config{Bots: BotsConfig{CacheSize: size}})
 	browsers := loadBrowsers(t)[:20]
 	crawlers := []string{"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)", "curl/8.5.0", "Wget/1.21.4"}
 	uas := append(append([]string{}, browsers...), crawlers...)

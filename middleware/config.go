@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ const (
 	TrapLinksStatic = "static"
 )
 
-// Values of Config.CrawlDelayKey and Config.CrawlDelayScope.
+// Values of Config.CrawlDelay.Key and Config.CrawlDelayScope.
 const (
 	KeyIP      = "ip"
 	KeyGroup   = "group"
@@ -66,11 +67,79 @@ const (
 
 // Config is the serialisable configuration of an Enforcer. Its JSON form is
 // what the Caddy module reads (the module embeds it), so every field has a
-// snake_case tag and every zero value means "use the default". Every
-// duration, nested ones included, is a Duration: "90s", "1h30m", "1d" or
-// integer nanoseconds.
+// snake_case tag and every zero value means "use the default". Settings
+// are grouped by what they are about, one block each, in the Caddyfile as
+// in JSON (robots_txt { }, bots { }, verify { }, crawl_delay { }, ...).
+// Every duration, nested ones included, is a Duration: "90s", "1h30m",
+// "1d" or integer nanoseconds.
 type Config struct {
-	// RobotsTxt says where each site's robots.txt comes from. Empty (the
+	// RobotsTxt says where each site's robots.txt comes from and how it
+	// is fetched and cached.
+	RobotsTxt RobotsTxtConfig `json:"robots_txt,omitzero"`
+
+	// Bots says which clients are bots besides those the built-in
+	// crawler list and the User-Agent parser recognise.
+	Bots BotsConfig `json:"bots,omitzero"`
+
+	// Verify configures crawler verification, which is on by default: a
+	// request whose User-Agent names a registered crawler operator's token
+	// (Googlebot, GPTBot, ...) is checked against the operator's published
+	// IP ranges and reverse-DNS domains (package identity), so that no
+	// header that names a registered operator earns more than the "*"
+	// group unless its address proves it (a name no operator registers is
+	// judged by its group, as ever).
+	// nil: on, with the built-in operators and every default, feeds
+	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
+	// off, and every header is believed.
+	Verify *VerifyConfig `json:"verify,omitempty"`
+
+	// CrawlDelay says how the groups' Crawl-delay is enforced.
+	CrawlDelay CrawlDelayConfig `json:"crawl_delay,omitzero"`
+
+	// Clients says how client addresses are grouped into one client: in
+	// Crawl-delay keys, bans and the report.
+	Clients ClientsConfig `json:"clients,omitzero"`
+
+	// Traps are paths that robots.txt disallows for every bot: a client
+	// that fetches one ignores robots.txt and is banned. Default: none.
+	Traps TrapsConfig `json:"traps,omitzero"`
+
+	// Bans says how long a client caught by a trap or by bans.after is
+	// refused, and how many bans are held.
+	Bans BansConfig `json:"bans,omitzero"`
+
+	// Store keeps the Crawl-delay clocks and the bans in a shared store,
+	// so that a bot spreading its requests over several instances gets one
+	// budget, not one per instance. nil (the default) keeps them in memory,
+	// per instance. In Caddy, the connections survive reloads that keep
+	// this block.
+	Store *StoreConfig `json:"store,omitempty"`
+
+	// ContentSignals says what to do with the AI-use preferences of
+	// robots.txt (Content-Signal and Content-Usage lines, SEMANTICS.md
+	// §8a): "enforce" (the default) answers 403 (reason content_signal) to
+	// a crawler whose documented purpose (search, ai-input, ai-train; the
+	// registry in package identity, each entry with its source) the group
+	// of its request says no to, on paths the group allows; "report"
+	// counts and logs such requests as a dry run's denials and lets them
+	// pass; "off" reads the lines and ignores them. Unknown crawlers,
+	// crawlers with no listed purpose and browsers are never affected.
+	ContentSignals string `json:"content_signals,omitempty"`
+
+	// DryRun decides, logs and reports every request but lets all of them
+	// through, to try a configuration on live traffic.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	// LogQuery writes the query string of a denied or throttled request's
+	// target into its log line. Default false: the line shows the path and
+	// "?…", since queries carry tokens and e-mail addresses.
+	LogQuery bool `json:"log_query,omitempty"`
+}
+
+// RobotsTxtConfig is Config.RobotsTxt, the robots_txt block: where each
+// site's robots.txt comes from, and how it is fetched and cached.
+type RobotsTxtConfig struct {
+	// Source says where each site's robots.txt comes from. Empty (the
 	// default) means the protected site itself: a virtual GET /robots.txt
 	// sent to the handler that serves the site (Request.Origin; in Caddy,
 	// through the server, past the guard), so whatever serves the site —
@@ -78,7 +147,7 @@ type Config struct {
 	// enforced. A value starting with http:// or https:// is a URL fetched
 	// with the Enforcer's own HTTP client; any other value is a file path,
 	// read again at every refresh. WithSource overrides this field.
-	RobotsTxt string `json:"robots_txt,omitempty"`
+	Source string `json:"source,omitempty"`
 
 	// Refresh is how long a fetched robots.txt is used before it is
 	// revalidated: fetched again with If-None-Match / If-Modified-Since
@@ -100,73 +169,18 @@ type Config struct {
 	// known: "disallow" (the default, as RFC 9309 §2.3.1.4 asks) or "allow".
 	OnUnreachable string `json:"on_unreachable,omitempty"`
 
-	// CrawlDelayKey selects the key of the Crawl-delay limiter: "ip" (the
-	// default) keys by site, group and client-IP prefix; "group" keys by site
-	// and group only, for setups that verify crawlers' addresses, so that one
-	// crawler spread over many addresses shares one budget.
-	CrawlDelayKey string `json:"crawl_delay_key,omitempty"`
-
-	// CrawlDelayScope says what one Crawl-delay clock covers besides the
-	// group and the client: "site" (the default) one clock per site (scheme,
-	// host and port), as robots.txt is per site; "block" one clock for every
-	// host this configuration serves, for a catch-all server that answers
-	// any Host with the same content, where a bot that rotates Host names
-	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
-	// each name. Blocks with the same configuration share their clocks.
-	CrawlDelayScope string `json:"crawl_delay_scope,omitempty"`
-
-	// ContentSignals says what to do with the AI-use preferences of
-	// robots.txt (Content-Signal and Content-Usage lines, SEMANTICS.md
-	// §8a): "enforce" (the default) answers 403 (reason content_signal) to
-	// a crawler whose documented purpose (search, ai-input, ai-train; the
-	// registry in package identity, each entry with its source) the group
-	// of its request says no to, on paths the group allows; "report"
-	// counts and logs such requests as a dry run's denials and lets them
-	// pass; "off" reads the lines and ignores them. Unknown crawlers,
-	// crawlers with no listed purpose and browsers are never affected.
-	ContentSignals string `json:"content_signals,omitempty"`
-
-	// CrawlDelayTolerance is how far ahead of its Crawl-delay a bot may run
-	// and still pass, counted in delays, so that a crawler that keeps the
-	// delay on average but randomises its spacing (Scrapy and wget
-	// --random-wait space requests 0.5–1.5 × the delay apart) or meets
-	// network jitter is not refused: with delay d the tolerance is this
-	// many d, and at least 250ms or d/2, whichever is smaller (see package
-	// limit). The long-run rate stays one request per d: over any interval
-	// T at most ⌈T/d⌉ + 1 + ⌊tolerance⌋ requests pass (⌈T/d⌉ + 3 by
-	// default), and a bot can send at most 1 + ⌊tolerance⌋ at once.
-	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
-	CrawlDelayTolerance *float64 `json:"crawl_delay_tolerance,omitempty"`
-
-	// IPv4Prefix is the prefix length that groups IPv4 clients in the
-	// limiter key. Default 32 (one address); 1 to 32.
-	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
-
-	// IPv6Prefix is the prefix length that groups IPv6 clients in the
-	// limiter key. Default 64 (one subnet, the usual smallest allocation);
-	// 1 to 128.
-	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
-
-	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
-	// When full, expired keys are evicted first, then arbitrary ones (about
-	// 1% of a full shard). One key costs about 85 bytes (see the package
-	// documentation). Enforcers that share a limiter (WithLimiter; in
-	// Caddy, handlers with the same max_keys, crawl_delay_tolerance and
-	// store) share this bound.
-	MaxKeys int `json:"max_keys,omitempty"`
-
 	// MaxSites caps the number of sites whose robots.txt is cached; the
 	// least recently used site is dropped first. Default 1000. It matters
 	// for catch-all servers that accept any Host header.
 	MaxSites int `json:"max_sites,omitempty"`
 
-	// MaxRobotsBytes bounds the memory of the compiled robots.txt files
-	// that cached sites use, as an estimate (8 bytes per byte of body plus
-	// 4 KiB per file, from measurements) counted once per distinct file
-	// however many sites share it. Over it, the least recently used sites
-	// are dropped. Default 256 MiB: a thousand distinct 22 KB files, or 64
-	// of the largest (500 KiB) ones.
-	MaxRobotsBytes int64 `json:"max_robots_bytes,omitempty"`
+	// MaxBytes bounds the memory of the compiled robots.txt files that
+	// cached sites use, as an estimate (8 bytes per byte of body plus 4 KiB
+	// per file, from measurements) counted once per distinct file however
+	// many sites share it. Over it, the least recently used sites are
+	// dropped. Default 256 MiB: a thousand distinct 22 KB files, or 64 of
+	// the largest (500 KiB) ones; at least 4 MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 
 	// NewSitesPerSecond bounds the first robots.txt fetches of sites not
 	// seen before, so that a flood of Host names costs at most this many
@@ -186,61 +200,107 @@ type Config struct {
 	// ("*.example.com") exempt nothing: they cover any number of hosts. The
 	// Caddy module adds the names of its server's host matchers.
 	SiteNames []string `json:"site_names,omitempty"`
+}
 
-	// Bots lists extra product tokens that mark a client as a bot when they
-	// occur as a whole word in its User-Agent header (case-insensitive).
-	Bots []string `json:"bots,omitempty"`
+// BotsConfig is Config.Bots, the bots block: which clients are bots
+// besides those the built-in crawler list and the User-Agent parser
+// recognise.
+type BotsConfig struct {
+	// Tokens lists extra product tokens that mark a client as a bot when
+	// they occur as a whole word in its User-Agent header
+	// (case-insensitive), at least 2 characters each.
+	Tokens []string `json:"tokens,omitempty"`
 
-	// EmptyUserAgentIsBot binds clients that send no User-Agent header (or an
+	// EmptyUserAgent binds clients that send no User-Agent header (or an
 	// empty one) as bots, judged by the "*" group. Default false.
-	EmptyUserAgentIsBot bool `json:"empty_user_agent_is_bot,omitempty"`
+	EmptyUserAgent bool `json:"empty_user_agent,omitempty"`
 
-	// HTTPToolsAreBots binds HTTP libraries and command-line tools (curl,
-	// Wget, python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
+	// HTTPTools binds HTTP libraries and command-line tools (curl, Wget,
+	// python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
 	// Default false: scripts and monitoring often use them legitimately.
-	HTTPToolsAreBots bool `json:"http_tools_are_bots,omitempty"`
+	HTTPTools bool `json:"http_tools,omitempty"`
 
-	// UACacheSize bounds the LRU cache of User-Agent classifications.
+	// CacheSize bounds the LRU cache of User-Agent classifications.
 	// Default 10000 headers.
-	UACacheSize int `json:"ua_cache_size,omitempty"`
+	CacheSize int `json:"cache_size,omitempty"`
+}
 
-	// DryRun decides, logs and reports every request but lets all of them
-	// through, to try a configuration on live traffic.
-	DryRun bool `json:"dry_run,omitempty"`
+// CrawlDelayConfig is Config.CrawlDelay, the crawl_delay block: how the
+// groups' Crawl-delay is enforced.
+type CrawlDelayConfig struct {
+	// Key selects the key of the Crawl-delay limiter: "ip" (the default)
+	// keys by site, group and client-IP prefix; "group" keys by site and
+	// group only, for setups that verify crawlers' addresses, so that one
+	// crawler spread over many addresses shares one budget.
+	Key string `json:"key,omitempty"`
 
-	// Verify configures crawler verification, which is on by default: a
-	// request whose User-Agent names a registered crawler operator's token
-	// (Googlebot, GPTBot, ...) is checked against the operator's published
-	// IP ranges and reverse-DNS domains (package identity), so that no
-	// header that names a registered operator earns more than the "*"
-	// group unless its address proves it (a name no operator registers is
-	// judged by its group, as ever).
-	// nil: on, with the built-in operators and every default, feeds
-	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
-	// off, and every header is believed.
-	Verify *VerifyConfig `json:"verify,omitempty"`
+	// Scope says what one Crawl-delay clock covers besides the group and
+	// the client: "site" (the default) one clock per site (scheme, host
+	// and port), as robots.txt is per site; "block" one clock for every
+	// host this configuration serves, for a catch-all server that answers
+	// any Host with the same content, where a bot that rotates Host names
+	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
+	// each name. Blocks with the same configuration share their clocks.
+	Scope string `json:"scope,omitempty"`
 
-	// Traps are paths in robots.txt pattern syntax ("/no-robots/",
+	// Tolerance is how far ahead of its Crawl-delay a bot may run and
+	// still pass, counted in delays, so that a crawler that keeps the
+	// delay on average but randomises its spacing (Scrapy and wget
+	// --random-wait space requests 0.5–1.5 × the delay apart) or meets
+	// network jitter is not refused: with delay d the tolerance is this
+	// many d, and at least 250ms or d/2, whichever is smaller (see package
+	// limit). The long-run rate stays one request per d: over any interval
+	// T at most ⌈T/d⌉ + 1 + ⌊tolerance⌋ requests pass (⌈T/d⌉ + 3 by
+	// default), and a bot can send at most 1 + ⌊tolerance⌋ at once.
+	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
+	Tolerance *float64 `json:"tolerance,omitempty"`
+
+	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
+	// When full, expired keys are evicted first, then arbitrary ones (about
+	// 1% of a full shard). One key costs about 85 bytes (see the package
+	// documentation). Enforcers that share a limiter (WithLimiter; in
+	// Caddy, handlers with the same max_keys, tolerance and store) share
+	// this bound. It also bounds bans.after's denial counts.
+	MaxKeys int `json:"max_keys,omitempty"`
+}
+
+// ClientsConfig is Config.Clients, the clients block: how client
+// addresses are grouped into one client, in Crawl-delay keys, bans and
+// the report.
+type ClientsConfig struct {
+	// IPv4Prefix is the prefix length that groups IPv4 clients. Default 32
+	// (one address); 1 to 32.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+
+	// IPv6Prefix is the prefix length that groups IPv6 clients. Default 64
+	// (one subnet, the usual smallest allocation); 1 to 128.
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+}
+
+// TrapsConfig is Config.Traps, the traps block.
+type TrapsConfig struct {
+	// Paths are path patterns in robots.txt syntax ("/no-robots/",
 	// "/*/print-all$") that no human is led to and that robots.txt must
 	// disallow for every group: a client that fetches one ignores
-	// robots.txt, whatever its User-Agent says, and is banned for ban_for. A
+	// robots.txt, whatever its User-Agent says, and is banned (Bans). A
 	// trap is armed for a request only when the site's current robots.txt
 	// disallows that path for every group, the "*" group included (so a
 	// compliant crawler can never be caught); a trap that is not is
 	// logged, with the group that allows it, when a copy is loaded.
-	// Verified crawlers are never banned. Default: none.
-	Traps []string `json:"traps,omitempty"`
+	// Verified crawlers are never banned.
+	Paths []string `json:"paths,omitempty"`
 
-	// TrapGrace is how long the site's robots.txt must have disallowed a
+	// Grace is how long the site's robots.txt must have disallowed a
 	// trap, without a break, before the trap arms: crawlers may keep a
 	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
 	// the file before the Disallow was added may follow the new link in
 	// good faith. The clock starts at the first copy the guard sees that
-	// arms the trap, so after a restart traps arm again after trap_grace.
-	// Default 24h (nil); 0 arms at once (for a Disallow added long ago).
-	TrapGrace *Duration `json:"trap_grace,omitempty"`
+	// arms the trap, so after a restart traps arm again after the grace.
+	// Default 24h (nil); 0 arms at once (for a Disallow added long ago);
+	// at most 168h.
+	Grace *Duration `json:"grace,omitempty"`
 
-	// TrapLinks says how a trap catches a client. "client" (the default):
+	// Links says how a trap catches a client. "client" (the default):
 	// each client is shown a link of its own, the first trap that is a
 	// plain path (no '*' or '$') followed by a token that only that
 	// client can present (Enforcer.TrapLink; in Caddy the placeholder
@@ -252,45 +312,35 @@ type Config struct {
 	// browser made to load it (a sub-resource, another site, no page at
 	// all, a prefetch); plain-http sites get no fetch metadata, so there a
 	// third party can get a visitor banned.
-	TrapLinks string `json:"trap_links,omitempty"`
+	Links string `json:"links,omitempty"`
 
-	// TrapSecret is the key of the per-client trap link tokens (at least
-	// 16 bytes). Empty: the Caddy module keeps one in Caddy's storage
-	// (shared by the instances that share it), and a plain Enforcer makes
-	// a random one, so its links change when it restarts.
-	TrapSecret string `json:"trap_secret,omitempty"`
+	// Secret is the key of the per-client trap link tokens (at least 16
+	// bytes). Empty: the Caddy module keeps one in Caddy's storage (shared
+	// by the instances that share it), and a plain Enforcer makes a random
+	// one, so its links change when it restarts.
+	Secret string `json:"secret,omitempty"`
+}
 
-	// BanFor is how long a client (its IP prefix, as for the Crawl-delay
-	// key) is refused everything but /robots.txt after a trap hit or
-	// ban_after: 403 with a body that says why and until when. It doubles
-	// for each earlier ban of the client within 7 days, up to ban_max.
-	// Default 1h.
-	BanFor Duration `json:"ban_for,omitempty"`
+// BansConfig is Config.Bans, the bans block.
+type BansConfig struct {
+	// For is how long a client (its address prefix, Clients) is refused
+	// everything but /robots.txt after a trap hit or After: 403 with a
+	// body that says why and until when. It doubles for each earlier ban
+	// of the client within 7 days, up to Max. Default 1h.
+	For Duration `json:"for,omitempty"`
 
-	// BanMax caps a repeat offender's ban. Default 24h; at most 30 days.
-	BanMax Duration `json:"ban_max,omitempty"`
+	// Max caps a repeat offender's ban. Default 24h; at most 30 days.
+	Max Duration `json:"max,omitempty"`
 
-	// BanAfter also bans a client after a number of robots.txt denials
+	// After also bans a client after a number of robots.txt denials
 	// (denials) within a time (window), counted per instance. nil (the
 	// default): off.
-	BanAfter *BanAfter `json:"ban_after,omitempty"`
+	After *BanAfter `json:"after,omitempty"`
 
-	// MaxBans caps the bans held (and remembered strikes). Default
+	// MaxEntries caps the bans held (and remembered strikes). Default
 	// 100000; when full, finished entries go first, then the bans that end
 	// soonest.
-	MaxBans int `json:"max_bans,omitempty"`
-
-	// Store keeps the Crawl-delay clocks in a shared store, so that a bot
-	// spreading its requests over several instances gets one budget, not
-	// one per instance. nil (the default) keeps them in memory, per
-	// instance. In Caddy, the connections survive reloads that keep this
-	// block.
-	Store *StoreConfig `json:"store,omitempty"`
-
-	// LogQuery writes the query string of a denied or throttled request's
-	// target into its log line. Default false: the line shows the path and
-	// "?…", since queries carry tokens and e-mail addresses.
-	LogQuery bool `json:"log_query,omitempty"`
+	MaxEntries int `json:"max_entries,omitempty"`
 }
 
 // Defaults and bounds of bans.
@@ -331,8 +381,12 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // withDefaults returns a copy of c with zero fields set to their defaults,
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
-	for _, check := range [...]func(*Config) error{(*Config).fetchDefaults, (*Config).limitDefaults, (*Config).banDefaults} {
-		if err := check(&c); err != nil {
+	c.RobotsTxt.SiteNames = slices.Clone(c.RobotsTxt.SiteNames)
+	c.Bots.Tokens = slices.Clone(c.Bots.Tokens)
+	c.Traps.Paths = slices.Clone(c.Traps.Paths)
+	for _, check := range [...]func() error{c.RobotsTxt.withDefaults, c.Bots.withDefaults, c.CrawlDelay.withDefaults,
+		c.Clients.withDefaults, c.Traps.withDefaults, c.Bans.withDefaults, c.signalDefaults} {
+		if err := check(); err != nil {
 			return c, err
 		}
 	}
@@ -352,6 +406,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Verify = v
 	return c, nil
+}
+
+// signalDefaults checks and defaults ContentSignals.
+func (c *Config) signalDefaults() error {
+	switch c.ContentSignals {
+	case "":
+		c.ContentSignals = SignalsEnforce
+	case SignalsEnforce, SignalsReport, SignalsOff:
+	default:
+		return configErr("content_signals", "must be %q, %q or %q, got %q", SignalsEnforce, SignalsReport, SignalsOff, c.ContentSignals)
+	}
+	return nil
 }
 
 // Verifying reports whether crawler verification is on: Verify is nil (the
@@ -376,11 +442,12 @@ func configErr(field, format string, args ...any) error {
 	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
 }
 
-// fetchDefaults checks and defaults where robots.txt comes from and how it
-// is fetched.
-func (c *Config) fetchDefaults() error {
-	errf := configErr
-	if err := checkRobotsTxt(c.RobotsTxt); err != nil {
+// fetchDefaults checks and defaults the robots_txt block.
+func (c *RobotsTxtConfig) withDefaults() error {
+	errf := func(field, format string, args ...any) error {
+		return configErr("robots_txt: "+field, format, args...)
+	}
+	if err := checkRobotsTxt(c.Source); err != nil {
 		return err
 	}
 	switch {
@@ -402,127 +469,128 @@ func (c *Config) fetchDefaults() error {
 	if err := either(&c.OnUnreachable, UnreachableDisallow, UnreachableAllow, errf, "on_unreachable"); err != nil {
 		return err
 	}
-	return nil
+	if err := orDefault(&c.MaxBytes, DefaultMaxRobotsBytes, "robots_txt: max_bytes"); err != nil {
+		return err
+	}
+	if c.MaxBytes < MinMaxRobotsBytes {
+		return errf("max_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxBytes)
+	}
+	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "robots_txt: new_sites_per_second"); err != nil {
+		return err
+	}
+	return orDefault(&c.MaxSites, DefaultMaxSites, "robots_txt: max_sites")
 }
 
-// limitDefaults checks and defaults the Crawl-delay limiter, the client
-// prefixes and the bounds of the caches.
-func (c *Config) limitDefaults() error {
-	errf := configErr
-	if err := either(&c.CrawlDelayKey, KeyIP, KeyGroup, errf, "crawl_delay_key"); err != nil {
+// withDefaults checks and defaults the bots block.
+func (c *BotsConfig) withDefaults() error {
+	toks := make([]string, 0, len(c.Tokens))
+	for i, b := range c.Tokens {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return configErr(fmt.Sprintf("bots: tokens[%d]", i), "token must have at least 2 characters, got %q", b)
+		}
+		toks = append(toks, t)
+	}
+	c.Tokens = toks
+	return orDefault(&c.CacheSize, DefaultUACacheSize, "bots: cache_size")
+}
+
+// withDefaults checks and defaults the crawl_delay block.
+func (c *CrawlDelayConfig) withDefaults() error {
+	errf := func(field, format string, args ...any) error {
+		return configErr("crawl_delay: "+field, format, args...)
+	}
+	if err := either(&c.Key, KeyIP, KeyGroup, errf, "key"); err != nil {
 		return err
 	}
-	if err := either(&c.CrawlDelayScope, ScopeSite, ScopeBlock, errf, "crawl_delay_scope"); err != nil {
+	if err := either(&c.Scope, ScopeSite, ScopeBlock, errf, "scope"); err != nil {
 		return err
 	}
-	switch c.ContentSignals {
-	case "":
-		c.ContentSignals = SignalsEnforce
-	case SignalsEnforce, SignalsReport, SignalsOff:
-	default:
-		return errf("content_signals", "must be %q, %q or %q, got %q", SignalsEnforce, SignalsReport, SignalsOff, c.ContentSignals)
-	}
-	switch t := c.CrawlDelayTolerance; {
+	switch t := c.Tolerance; {
 	case t == nil:
 		f := limit.DefaultTolerance
-		c.CrawlDelayTolerance = &f
+		c.Tolerance = &f
 	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
-		return errf("crawl_delay_tolerance", "must be a number of Crawl-delays between 0 and %g (such as 2.5, or 0.25 for a quarter of the delay), got %g", limit.MaxTolerance, *t)
+		return errf("tolerance", "must be a number of Crawl-delays between 0 and %g (such as 2.5, or 0.25 for a quarter of the delay), got %g", limit.MaxTolerance, *t)
 	}
+	return orDefault(&c.MaxKeys, DefaultMaxKeys, "crawl_delay: max_keys")
+}
+
+// withDefaults checks and defaults the clients block.
+func (c *ClientsConfig) withDefaults() error {
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = DefaultIPv4Prefix
 	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return errf("ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
+		return configErr("clients: ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
 	}
 	if c.IPv6Prefix == 0 {
 		c.IPv6Prefix = DefaultIPv6Prefix
 	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return errf("ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
-	}
-	if err := orDefault(&c.MaxKeys, DefaultMaxKeys, "max_keys"); err != nil {
-		return err
-	}
-	if err := orDefault(&c.MaxRobotsBytes, DefaultMaxRobotsBytes, "max_robots_bytes"); err != nil {
-		return err
-	}
-	if c.MaxRobotsBytes < MinMaxRobotsBytes {
-		return errf("max_robots_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxRobotsBytes)
-	}
-	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "new_sites_per_second"); err != nil {
-		return err
-	}
-	if err := orDefault(&c.MaxSites, DefaultMaxSites, "max_sites"); err != nil {
-		return err
-	}
-	if err := orDefault(&c.UACacheSize, DefaultUACacheSize, "ua_cache_size"); err != nil {
-		return err
+		return configErr("clients: ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
 	}
 	return nil
 }
 
-// banDefaults checks and defaults the extra bot tokens, the traps and the
-// bans.
-func (c *Config) banDefaults() error {
-	errf := configErr
-	bots := make([]string, 0, len(c.Bots))
-	for i, b := range c.Bots {
-		t := strings.ToLower(strings.TrimSpace(b))
-		if len(t) < 2 {
-			return errf(fmt.Sprintf("bots[%d]", i), "token must have at least 2 characters, got %q", b)
-		}
-		bots = append(bots, t)
+// withDefaults checks and defaults the traps block.
+func (c *TrapsConfig) withDefaults() error {
+	errf := func(field, format string, args ...any) error {
+		return configErr("traps: "+field, format, args...)
 	}
-	c.Bots = bots
-	for i, p := range c.Traps {
+	for i, p := range c.Paths {
 		if err := checkTrap(p); err != nil {
-			return errf(fmt.Sprintf("traps[%d]", i), "%v", err)
+			return errf(fmt.Sprintf("paths[%d]", i), "%v", err)
 		}
 	}
-	if err := either(&c.TrapLinks, TrapLinksClient, TrapLinksStatic, errf, "trap_links"); err != nil {
+	if err := either(&c.Links, TrapLinksClient, TrapLinksStatic, errf, "links"); err != nil {
 		return err
 	}
-	if lt := linkTrap(c.Traps); c.TrapLinks == TrapLinksClient && lt != "" && strings.ContainsAny(lt, "?#") {
-		return errf("trap_links", "the trap that links extend, %q, holds '?': a link must end in a path segment of its own; put a plain trap path (e.g. /no-robots/) first", lt)
+	if lt := linkTrap(c.Paths); c.Links == TrapLinksClient && lt != "" && strings.ContainsAny(lt, "?#") {
+		return errf("links", "the trap that links extend, %q, holds '?': a link must end in a path segment of its own; put a plain trap path (e.g. /no-robots/) first", lt)
 	}
-	if c.TrapLinks == TrapLinksClient && len(c.Traps) > 0 && linkTrap(c.Traps) == "" {
-		return errf("trap_links", "per-client trap links need a trap that is a plain path (no '*' or '$'), e.g. /no-robots/; add one, or set trap_links static")
+	if c.Links == TrapLinksClient && len(c.Paths) > 0 && linkTrap(c.Paths) == "" {
+		return errf("links", "per-client trap links need a trap that is a plain path (no '*' or '$'), e.g. /no-robots/; add one, or set links static")
 	}
-	if c.TrapSecret != "" && len(c.TrapSecret) < 16 {
-		return errf("trap_secret", "must be at least 16 bytes, got %d", len(c.TrapSecret))
+	if c.Secret != "" && len(c.Secret) < 16 {
+		return errf("secret", "must be at least 16 bytes, got %d", len(c.Secret))
 	}
-	switch g := c.TrapGrace; {
+	switch g := c.Grace; {
 	case g == nil:
 		d := Duration(DefaultTrapGrace)
-		c.TrapGrace = &d
+		c.Grace = &d
 	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
-		return errf("trap_grace", "must be between 0 and 168h, got %s", time.Duration(*g))
-	}
-	switch d := time.Duration(c.BanMax); {
-	case d == 0:
-		c.BanMax = Duration(DefaultBanMax)
-	case d < time.Second || d > MaxBanMax:
-		return errf("ban_max", "must be between 1s and 720h, got %s", d)
-	}
-	switch d := time.Duration(c.BanFor); {
-	case d == 0:
-		c.BanFor = Duration(min(DefaultBanFor, time.Duration(c.BanMax)))
-	case d < time.Second:
-		return errf("ban_for", "must be at least 1s, got %s", d)
-	case d > time.Duration(c.BanMax):
-		return errf("ban_for", "must be at most ban_max (%s), got %s", time.Duration(c.BanMax), d)
-	}
-	if b := c.BanAfter; b != nil {
-		if b.Denials < 2 {
-			return errf("ban_after", "denials must be at least 2, got %d", b.Denials)
-		}
-		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
-			return errf("ban_after", "window must be between 0 and 24h, got %s", w)
-		}
-	}
-	if err := orDefault(&c.MaxBans, limit.DefaultMaxBans, "max_bans"); err != nil {
-		return err
+		return errf("grace", "must be between 0 and 168h, got %s", time.Duration(*g))
 	}
 	return nil
+}
+
+// withDefaults checks and defaults the bans block.
+func (c *BansConfig) withDefaults() error {
+	errf := func(field, format string, args ...any) error {
+		return configErr("bans: "+field, format, args...)
+	}
+	switch d := time.Duration(c.Max); {
+	case d == 0:
+		c.Max = Duration(DefaultBanMax)
+	case d < time.Second || d > MaxBanMax:
+		return errf("max", "must be between 1s and 720h, got %s", d)
+	}
+	switch d := time.Duration(c.For); {
+	case d == 0:
+		c.For = Duration(min(DefaultBanFor, time.Duration(c.Max)))
+	case d < time.Second:
+		return errf("for", "must be at least 1s, got %s", d)
+	case d > time.Duration(c.Max):
+		return errf("for", "must be at most max (%s), got %s", time.Duration(c.Max), d)
+	}
+	if b := c.After; b != nil {
+		if b.Denials < 2 {
+			return errf("after", "denials must be at least 2, got %d", b.Denials)
+		}
+		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
+			return errf("after", "window must be between 0 and 24h, got %s", w)
+		}
+	}
+	return orDefault(&c.MaxEntries, limit.DefaultMaxBans, "bans: max_entries")
 }
 
 // hostPortPath matches a value that names a host and port without a scheme,
@@ -532,7 +600,7 @@ var hostPortPath = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0
 // uriScheme matches the scheme of an absolute URI.
 var uriScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
 
-// checkRobotsTxt checks the form of Config.RobotsTxt: an http:// or https://
+// checkRobotsTxt checks the form of Config.RobotsTxt.Source: an http:// or https://
 // URL with a host, or something that can be a file path. Whether the file
 // exists is checked by New (CheckRobotsTxtFile), not here, so that a
 // configuration can be adapted on another machine.
@@ -575,7 +643,7 @@ func looksLikeHost(s string) bool {
 	return i > 0 && i < len(s)-1 && !strings.ContainsAny(s, " \\")
 }
 
-// CheckRobotsTxtFile checks that a Config.RobotsTxt that is a file path names
+// CheckRobotsTxtFile checks that a Config.RobotsTxt.Source that is a file path names
 // a readable regular file; URLs and the empty value pass. New calls it, so
 // that a misspelt path fails at startup with a message naming robots_txt
 // instead of leaving every site without rules.

@@ -224,7 +224,7 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	return &c, nil
 }
 
-// BanAfter is Config.BanAfter.
+// BanAfter is BansConfig.After.
 type BanAfter struct {
 	// Denials is the number of robots.txt denials that bans; at least 2.
 	Denials int `json:"denials"`

@@ -12,11 +12,11 @@
 // Package sites fetches, revalidates and caches each site's robots.txt:
 // by default the site's own /robots.txt, asked through the handler that
 // serves it (Request.Origin); a URL or a file can be configured instead
-// (Config.RobotsTxt), or any sites.Source (WithSource). A copy is
-// revalidated every Config.Refresh; Invalidate makes the next bot request
+// (Config.RobotsTxt.Source), or any sites.Source (WithSource). A copy is
+// revalidated every Config.RobotsTxt.Refresh; Invalidate makes the next bot request
 // of a site wait for a fresh fetch (the Caddy module calls it on every
 // reload). While a site's robots.txt is unreachable and no copy is known,
-// bots are refused everything (Config.OnUnreachable).
+// bots are refused everything (Config.RobotsTxt.OnUnreachable).
 //
 // # Who is a bot
 //
@@ -36,12 +36,12 @@
 // decoded (percent-decoding of every escape, dot-segments removed, repeated
 // slashes collapsed), so encoding tricks do not get past a rule. Crawl-delay
 // is enforced on allowed paths by package limit: GCRA with a tolerance
-// counted in delays (Config.CrawlDelayTolerance, 2.5 by default) so that a
+// counted in delays (Config.CrawlDelay.Tolerance, 2.5 by default) so that a
 // crawler that keeps the delay on average but randomises its spacing, as
 // real ones do, is rarely refused, while at most ⌈T/delay⌉+3 requests pass
 // in any interval T; Retry-After is the real remaining wait rounded up to
 // whole seconds, and a retry after it passes. The key is site, group and client-IP prefix (/32 for IPv4, /64 for
-// IPv6 by default), or site and group (Config.CrawlDelayKey).
+// IPv6 by default), or site and group (Config.CrawlDelay.Key).
 //
 // # Memory and logging
 //

@@ -103,8 +103,8 @@ func TestDurationJSONForms(t *testing.T) {
 // (they used to differ from the Caddy module's top-level ones).
 func TestConfigDurationsTakeDays(t *testing.T) {
 	var c Config
-	in := `{"refresh":"1d","fetch_timeout":"1d","trap_grace":"1d","ban_for":"1d","ban_max":"1d",
-		"ban_after":{"denials":2,"window":"1d"},
+	in := `{"robots_txt":{"refresh":"1d","fetch_timeout":"1d"},"traps":{"grace":"1d"},
+		"bans":{"for":"1d","max":"1d","after":{"denials":2,"window":"1d"}},
 		"verify":{"refresh":"1d","dns_timeout":"1d","web_bot_auth":{"max_window":"1d"}},
 		"store":{"redis":"redis://127.0.0.1:6379","timeout":"1d"}}`
 	if err := json.Unmarshal([]byte(in), &c); err != nil {
@@ -112,8 +112,8 @@ func TestConfigDurationsTakeDays(t *testing.T) {
 	}
 	const day = Duration(24 * time.Hour)
 	for name, d := range map[string]Duration{
-		"refresh": c.Refresh, "fetch_timeout": c.FetchTimeout, "trap_grace": *c.TrapGrace,
-		"ban_for": c.BanFor, "ban_max": c.BanMax, "ban_after.window": c.BanAfter.Window,
+		"robots_txt.refresh": c.RobotsTxt.Refresh, "robots_txt.fetch_timeout": c.RobotsTxt.FetchTimeout, "traps.grace": *c.Traps.Grace,
+		"bans.for": c.Bans.For, "bans.max": c.Bans.Max, "bans.after.window": c.Bans.After.Window,
 		"verify.refresh": c.Verify.Refresh, "verify.dns_timeout": c.Verify.DNSTimeout,
 		"verify.web_bot_auth.max_window": c.Verify.WebBotAuth.MaxWindow, "store.timeout": c.Store.Timeout,
 	} {

@@ -106,18 +106,18 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		obs:        o.observer,
 		deny:       o.deny,
 		throttle:   o.throttle,
-		byGroup:    cfg.CrawlDelayKey == KeyGroup,
-		allowUnrch: cfg.OnUnreachable == UnreachableAllow,
-		traps:      newTrapSet(cfg.Traps),
+		byGroup:    cfg.CrawlDelay.Key == KeyGroup,
+		allowUnrch: cfg.RobotsTxt.OnUnreachable == UnreachableAllow,
+		traps:      newTrapSet(cfg.Traps.Paths),
 		trapKey:    trapSecret(cfg, o),
 		trapClocks: o.trapClocks,
 		realClock:  injected == nil,
-		report:     report.New(cfg.IPv4Prefix, cfg.IPv6Prefix, o.now),
+		report:     report.New(cfg.Clients.IPv4Prefix, cfg.Clients.IPv6Prefix, o.now),
 	}
-	if cfg.TrapLinks == TrapLinksClient {
-		e.trapLink = linkTrap(cfg.Traps)
+	if cfg.Traps.Links == TrapLinksClient {
+		e.trapLink = linkTrap(cfg.Traps.Paths)
 	}
-	if cfg.CrawlDelayScope == ScopeBlock {
+	if cfg.CrawlDelay.Scope == ScopeBlock {
 		// One name for the block's clocks, the same on every instance of
 		// a fleet that runs this configuration.
 		b, _ := json.Marshal(cfg)
@@ -158,21 +158,21 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return logsample.New(c, logSampleTick, logSampleFirst, logSampleThereafter)
 	}))
-	e.client = sites.NewHTTPClient(o.transport, time.Duration(cfg.FetchTimeout))
+	e.client = sites.NewHTTPClient(o.transport, time.Duration(cfg.RobotsTxt.FetchTimeout))
 	src := o.source
 	if src == nil {
-		if src, err = newSource(cfg.RobotsTxt, e.client); err != nil {
+		if src, err = newSource(cfg.RobotsTxt.Source, e.client); err != nil {
 			return nil, err
 		}
 	}
 	sc := sites.Config{
 		Source:            src,
-		MaxSites:          cfg.MaxSites,
-		MaxBytes:          cfg.MaxRobotsBytes,
-		Refresh:           time.Duration(cfg.Refresh),
-		Timeout:           time.Duration(cfg.FetchTimeout),
-		NewSitesPerSecond: float64(cfg.NewSitesPerSecond),
-		Named:             cfg.SiteNames,
+		MaxSites:          cfg.RobotsTxt.MaxSites,
+		MaxBytes:          cfg.RobotsTxt.MaxBytes,
+		Refresh:           time.Duration(cfg.RobotsTxt.Refresh),
+		Timeout:           time.Duration(cfg.RobotsTxt.FetchTimeout),
+		NewSitesPerSecond: float64(cfg.RobotsTxt.NewSitesPerSecond),
+		Named:             cfg.RobotsTxt.SiteNames,
 		Now:               injected,
 		Logger:            e.log,
 		Observer:          o.observer,
@@ -193,7 +193,7 @@ func (e *Enforcer) buildLimits(o options) error {
 	cfg := e.cfg
 	if e.limits == nil {
 		if cfg.Store == nil {
-			e.limits = limit.NewMemory(cfg.MaxKeys, *cfg.CrawlDelayTolerance)
+			e.limits = limit.NewMemory(cfg.CrawlDelay.MaxKeys, *cfg.CrawlDelay.Tolerance)
 		} else {
 			r, err := newStoreLimiter(cfg, o)
 			if err != nil {
@@ -202,8 +202,8 @@ func (e *Enforcer) buildLimits(o options) error {
 			e.limits, e.ownLimits = r, r
 		}
 	}
-	if cfg.BanAfter != nil {
-		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.MaxKeys, window: int64(cfg.BanAfter.Window), n: cfg.BanAfter.Denials}
+	if cfg.Bans.After != nil {
+		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.CrawlDelay.MaxKeys, window: int64(cfg.Bans.After.Window), n: cfg.Bans.After.Denials}
 	}
 	e.bansActive = func() bool { return true }
 	// A ban list given with WithBans is checked whatever this Enforcer's
@@ -212,10 +212,10 @@ func (e *Enforcer) buildLimits(o options) error {
 	e.bans = o.bans
 	if e.bans == nil && (e.traps != nil || e.banAfter != nil) {
 		if r, ok := e.limits.(*limit.Redis); ok {
-			rb := r.NewBans(cfg.MaxBans)
+			rb := r.NewBans(cfg.Bans.MaxEntries)
 			e.bans, e.ownBans = rb, rb
 		} else {
-			e.bans = limit.NewMemoryBans(cfg.MaxBans)
+			e.bans = limit.NewMemoryBans(cfg.Bans.MaxEntries)
 		}
 	}
 	if a, ok := e.bans.(interface{ Active() bool }); ok {
@@ -546,17 +546,17 @@ func (e *Enforcer) judge(ctx context.Context, req *Request, tr *trace, v *Verdic
 func (e *Enforcer) ban(ctx context.Context, client limit.Client, tr *trace, reason string) int64 {
 	now := e.now().UnixNano()
 	if tr != nil {
-		return now + int64(e.cfg.BanFor)
+		return now + int64(e.cfg.Bans.For)
 	}
 	if client.IsZero() {
 		return 0 // no address to ban: the trap request is refused, no more
 	}
-	b := limit.BanInfo{Until: now + int64(e.cfg.BanFor), Strikes: 1}
+	b := limit.BanInfo{Until: now + int64(e.cfg.Bans.For), Strikes: 1}
 	msg := "robots_guard: dry run: would ban for ignoring robots.txt"
 	if !e.cfg.DryRun {
 		// The ban is the fleet's, whatever the client does now: a bot
 		// that hangs up must not keep its ban off the shared store.
-		b = e.bans.Ban(context.WithoutCancel(ctx), client, now, time.Duration(e.cfg.BanFor), time.Duration(e.cfg.BanMax), reason)
+		b = e.bans.Ban(context.WithoutCancel(ctx), client, now, time.Duration(e.cfg.Bans.For), time.Duration(e.cfg.Bans.Max), reason)
 		msg = "robots_guard: banned for ignoring robots.txt"
 	}
 	outcome := BanBanned
@@ -565,10 +565,10 @@ func (e *Enforcer) ban(ctx context.Context, client limit.Client, tr *trace, reas
 		// (a flood of addresses must not undo a ban): refused, no more.
 		outcome = BanDropped
 		e.log.Warn("robots_guard: ban dropped: the ban list is full of live bans",
-			zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
-			zap.String("reason", reason), zap.Int("max_bans", e.cfg.MaxBans))
+			zap.String("client", client.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)),
+			zap.String("reason", reason), zap.Int("max_bans", e.cfg.Bans.MaxEntries))
 	} else {
-		e.log.Warn(msg, zap.String("client", client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)),
+		e.log.Warn(msg, zap.String("client", client.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)),
 			zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
 	}
 	if bo, ok := e.obs.(BanObserver); ok {
@@ -633,7 +633,7 @@ func (e *Enforcer) clock(req *Request) int64 {
 // parse).
 func (e *Enforcer) clientKey(req *Request) limit.Client {
 	if !req.keyDone {
-		req.key, req.keyDone = limit.ClientOfAddr(clientAddr(req), e.cfg.IPv4Prefix, e.cfg.IPv6Prefix), true
+		req.key, req.keyDone = limit.ClientOfAddr(clientAddr(req), e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix), true
 	}
 	return req.key
 }

@@ -69,12 +69,12 @@ func TestDecisions(t *testing.T) {
 		{"unreserved escape RFC view", Config{}, uaGPTBot, "/%70ublic/x", 200, "ok"},
 		{"encoded private for *", Config{}, uaAhrefs, "/%70rivate/", 403, "Disallowed"},
 		{"dry run passes", Config{DryRun: true}, uaGPTBot, "/anything", 200, "ok"},
-		{"extra bot token", Config{Bots: []string{"fooagent"}}, uaFooBot, "/private/", 403, "for *"},
+		{"extra bot token", Config{Bots: BotsConfig{Tokens: []string{"fooagent"}}}, uaFooBot, "/private/", 403, "for *"},
 		{"unknown token not a bot", Config{}, uaFooBot, "/private/", 200, "ok"},
 		{"tool passes by default", Config{}, uaCurl, "/private/", 200, "ok"},
-		{"tool bound when opted in", Config{HTTPToolsAreBots: true}, uaCurl, "/private/", 403, "for *"},
+		{"tool bound when opted in", Config{Bots: BotsConfig{HTTPTools: true}}, uaCurl, "/private/", 403, "for *"},
 		{"empty UA passes by default", Config{}, "", "/private/", 200, "ok"},
-		{"empty UA bound when opted in", Config{EmptyUserAgentIsBot: true}, "", "/private/", 403, "for *"},
+		{"empty UA bound when opted in", Config{Bots: BotsConfig{EmptyUserAgent: true}}, "", "/private/", 403, "for *"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestCrawlDelay(t *testing.T) {
 // request per delay every time, as before the tolerance existed.
 func TestStrictTolerance(t *testing.T) {
 	clk := testclock.New()
-	h := mustNew(t, Config{CrawlDelayTolerance: ptr(0.0)}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := mustNew(t, Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(0.0)}}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("first: %d", rec.Code)
 	}
@@ -177,7 +177,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	clk := testclock.New()
 	// With verification off, every header that names the group shares its
 	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
-	h := mustNew(t, Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Off: true}}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: CrawlDelayConfig{Key: KeyGroup}}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)
@@ -234,7 +234,7 @@ func TestStatusHandling(t *testing.T) {
 		{"404 allows all", Config{}, http.NotFound, "/x", 200},
 		{"403 allows all", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, "/x", 200},
 		{"500 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, "/x", 403},
-		{"503 allow when configured", Config{OnUnreachable: UnreachableAllow}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
+		{"503 allow when configured", Config{RobotsTxt: RobotsTxtConfig{OnUnreachable: UnreachableAllow}}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
 		{"429 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, "/x", 403},
 		{"panic disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { panic("boom") }, "/x", 403},
 		{"3 redirects followed", Config{}, testorigin.Redirects(3, "User-agent: *\nDisallow: /x\n"), "/x", 403},
@@ -274,9 +274,9 @@ func TestSources(t *testing.T) {
 		opts []Option
 		code int
 	}{
-		{"url with redirects", Config{RobotsTxt: srv.URL + "/robots.txt"}, nil, 403},
-		{"url 404", Config{RobotsTxt: srv.URL + "/nothing"}, nil, 403}, // the chain handler serves every path
-		{"file", Config{RobotsTxt: file}, nil, 403},
+		{"url with redirects", Config{RobotsTxt: RobotsTxtConfig{Source: srv.URL + "/robots.txt"}}, nil, 403},
+		{"url 404", Config{RobotsTxt: RobotsTxtConfig{Source: srv.URL + "/nothing"}}, nil, 403}, // the chain handler serves every path
+		{"file", Config{RobotsTxt: RobotsTxtConfig{Source: file}}, nil, 403},
 		{"bytes", Config{}, []Option{WithSource(sites.BytesSource([]byte(rules)))}, 403},
 	}
 	for _, tt := range tests {
@@ -310,23 +310,23 @@ func TestRobotsTxtValueErrors(t *testing.T) {
 		{"HTTPS://", "robots_guard: robots_txt: invalid URL"},
 	}
 	for _, tt := range tests {
-		_, err := New(Config{RobotsTxt: tt.value})
+		_, err := New(Config{RobotsTxt: RobotsTxtConfig{Source: tt.value}})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("robots_txt %q: error %v, want one containing %q", tt.value, err, tt.want)
 		}
 	}
 	// The form is checked without touching files (adapt time), the file at
 	// New (provision time).
-	if err := (Config{RobotsTxt: filepath.Join(dir, "none")}).Validate(); err != nil {
+	if err := (Config{RobotsTxt: RobotsTxtConfig{Source: filepath.Join(dir, "none")}}).Validate(); err != nil {
 		t.Errorf("Validate checked the file: %v", err)
 	}
-	if err := (Config{RobotsTxt: "localhost:8081/robots.txt"}).Validate(); err == nil {
+	if err := (Config{RobotsTxt: RobotsTxtConfig{Source: "localhost:8081/robots.txt"}}).Validate(); err == nil {
 		t.Error("Validate passed a host:port without a scheme")
 	}
 	// A path that merely contains a colon elsewhere is a path.
 	f := filepath.Join(dir, "a:b.txt")
 	os.WriteFile(f, []byte("User-agent: *\nDisallow: /x\n"), 0o644)
-	if _, err := New(Config{RobotsTxt: f}); err != nil {
+	if _, err := New(Config{RobotsTxt: RobotsTxtConfig{Source: f}}); err != nil {
 		t.Errorf("file %q: %v", f, err)
 	}
 }
@@ -370,20 +370,20 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Refresh: Duration(48 * time.Hour)}, "robots_guard: refresh: must be at most 24h, got 48h0m0s"},
-		{Config{Refresh: -1}, "robots_guard: refresh:"},
-		{Config{FetchTimeout: Duration(time.Hour)}, "robots_guard: fetch_timeout:"},
-		{Config{OnUnreachable: "maybe"}, "robots_guard: on_unreachable:"},
-		{Config{CrawlDelayKey: "ua"}, "robots_guard: crawl_delay_key:"},
-		{Config{IPv4Prefix: 33}, "robots_guard: ipv4_prefix:"},
-		{Config{CrawlDelayTolerance: ptr(4.5)}, "robots_guard: crawl_delay_tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
-		{Config{CrawlDelayTolerance: ptr(-0.1)}, "robots_guard: crawl_delay_tolerance:"},
-		{Config{IPv6Prefix: -1}, "robots_guard: ipv6_prefix:"},
-		{Config{MaxKeys: -1}, "robots_guard: max_keys:"},
-		{Config{MaxSites: -1}, "robots_guard: max_sites:"},
-		{Config{UACacheSize: -1}, "robots_guard: ua_cache_size:"},
-		{Config{Bots: []string{"ok", " "}}, "robots_guard: bots[1]:"},
-		{Config{RobotsTxt: "http://"}, "robots_guard: robots_txt:"},
+		{Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(48 * time.Hour)}}, "robots_guard: robots_txt: refresh: must be at most 24h, got 48h0m0s"},
+		{Config{RobotsTxt: RobotsTxtConfig{Refresh: -1}}, "robots_guard: robots_txt: refresh:"},
+		{Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
+		{Config{RobotsTxt: RobotsTxtConfig{OnUnreachable: "maybe"}}, "robots_guard: robots_txt: on_unreachable:"},
+		{Config{CrawlDelay: CrawlDelayConfig{Key: "ua"}}, "robots_guard: crawl_delay: key:"},
+		{Config{Clients: ClientsConfig{IPv4Prefix: 33}}, "robots_guard: clients: ipv4_prefix:"},
+		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(4.5)}}, "robots_guard: crawl_delay: tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
+		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(-0.1)}}, "robots_guard: crawl_delay: tolerance:"},
+		{Config{Clients: ClientsConfig{IPv6Prefix: -1}}, "robots_guard: clients: ipv6_prefix:"},
+		{Config{CrawlDelay: CrawlDelayConfig{MaxKeys: -1}}, "robots_guard: crawl_delay: max_keys:"},
+		{Config{RobotsTxt: RobotsTxtConfig{MaxSites: -1}}, "robots_guard: robots_txt: max_sites:"},
+		{Config{Bots: BotsConfig{CacheSize: -1}}, "robots_guard: bots: cache_size:"},
+		{Config{Bots: BotsConfig{Tokens: []string{"ok", " "}}}, "robots_guard: bots: tokens[1]:"},
+		{Config{RobotsTxt: RobotsTxtConfig{Source: "http://"}}, "robots_guard: robots_txt:"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cfg)
@@ -391,20 +391,20 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
-	if _, err := Middleware(Config{Refresh: Duration(24 * time.Hour)}); err != nil {
+	if _, err := Middleware(Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(24 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestDurationJSON(t *testing.T) {
 	var c Config
-	if err := jsonUnmarshal(`{"refresh":"15m","fetch_timeout":2000000000,"dry_run":true}`, &c); err != nil {
+	if err := jsonUnmarshal(`{"robots_txt":{"refresh":"15m","fetch_timeout":2000000000},"dry_run":true}`, &c); err != nil {
 		t.Fatal(err)
 	}
-	if time.Duration(c.Refresh) != 15*time.Minute || time.Duration(c.FetchTimeout) != 2*time.Second || !c.DryRun {
+	if time.Duration(c.RobotsTxt.Refresh) != 15*time.Minute || time.Duration(c.RobotsTxt.FetchTimeout) != 2*time.Second || !c.DryRun {
 		t.Fatalf("%+v", c)
 	}
-	if err := jsonUnmarshal(`{"refresh":"soon"}`, &c); err == nil {
+	if err := jsonUnmarshal(`{"robots_txt":{"refresh":"soon"}}`, &c); err == nil {
 		t.Fatal("bad duration accepted")
 	}
 }
@@ -435,7 +435,7 @@ func TestCrawlDelayScope(t *testing.T) {
 		admitted int
 	}{{ScopeSite, 50}, {ScopeBlock, burst}} {
 		clk := testclock.New()
-		e := mustNew(t, Config{CrawlDelayScope: c.scope}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
+		e := mustNew(t, Config{CrawlDelay: CrawlDelayConfig{Scope: c.scope}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
 		admitted := 0
 		for i := range 50 {
 			v := e.Decide(context.Background(), Request{Host: fmt.Sprintf("m%d.example", i), Target: "/page", UserAgent: "SlowBot/1.0", ClientIP: "198.51.100.7"})
@@ -448,7 +448,7 @@ func TestCrawlDelayScope(t *testing.T) {
 			t.Errorf("crawl_delay_scope %s: %d of 50 admitted in 5 s across 50 Host names, want %d", c.scope, admitted, c.admitted)
 		}
 	}
-	if _, err := New(Config{CrawlDelayScope: "host"}); err == nil || !strings.Contains(err.Error(), "crawl_delay_scope") {
+	if _, err := New(Config{CrawlDelay: CrawlDelayConfig{Scope: "host"}}); err == nil || !strings.Contains(err.Error(), "crawl_delay: scope") {
 		t.Fatalf("a bad scope: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ type SiteStatus struct {
 	// everything, or, when Unreachable, that OnUnreachable applies.
 	Rules bool `json:"has_rules"`
 	// Unreachable reports that no good copy is known and the last fetch
-	// failed, so Config.OnUnreachable decides.
+	// failed, so Config.RobotsTxt.OnUnreachable decides.
 	Unreachable bool `json:"unreachable,omitempty"`
 	// Fetched is when the copy was fetched; Age is how long ago.
 	Fetched time.Time `json:"fetched,omitzero"`
@@ -49,7 +49,7 @@ type SiteStatus struct {
 	ETag string `json:"etag,omitempty"`
 	// Error says why the refresh that Refresh ran failed, if it did.
 	Error string `json:"error,omitempty"`
-	// Traps describes each trap (Config.Traps) with this copy.
+	// Traps describes each trap (Config.Traps.Paths) with this copy.
 	Traps []TrapStatus `json:"traps,omitempty"`
 }
 
@@ -84,7 +84,7 @@ func (e *Enforcer) Sites() []SiteStatus {
 // Invalidate marks the cached robots.txt of site (see sites.Match for the
 // form; "" for every site) for revalidation and returns how many copies it
 // marked. The copies stay in force; the next request of a bot to such a
-// site waits for a new fetch (at most Config.FetchTimeout) and is decided
+// site waits for a new fetch (at most Config.RobotsTxt.FetchTimeout) and is decided
 // with its result, or with the old copy when the fetch fails, and the next
 // request of any other client starts that fetch in the background. Caddy's
 // module calls it on every configuration reload, so that "caddy reload"
@@ -95,7 +95,7 @@ func (e *Enforcer) Invalidate(site string) int {
 
 // Refresh fetches the robots.txt of the cached sites that site names (""
 // for all) again now, waits for the fetches (each bounded by
-// Config.FetchTimeout, at most eight at a time, all bounded by ctx) and
+// Config.RobotsTxt.FetchTimeout, at most eight at a time, all bounded by ctx) and
 // returns the new status of each. A failure keeps the last good copy, as a
 // timed refresh does. origin, when not nil, says which handler serves a
 // site now (for the default source, which sends it a virtual GET); when it
@@ -116,7 +116,7 @@ func (e *Enforcer) Revalidate(ctx context.Context, origin func(site string) http
 		if !e.sites.Stale(ent) {
 			continue
 		}
-		if e.cfg.RobotsTxt == "" && origin != nil && origin(ent.Name()) == nil {
+		if e.cfg.RobotsTxt.Source == "" && origin != nil && origin(ent.Name()) == nil {
 			// No server serves the site any more (a reload removed
 			// it): nothing to fetch it through, and no request will
 			// come for it. It stays marked, and is fetched if one does.

@@ -131,7 +131,7 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // WithLimiter sets the Crawl-delay limiter, overriding the in-memory one
-// that New builds from Config.MaxKeys and Config.CrawlDelayTolerance. Pass
+// that New builds from Config.CrawlDelay.MaxKeys and Config.CrawlDelayTolerance. Pass
 // the same limiter to the Enforcers that replace each other on a
 // configuration reload to keep every bot's Crawl-delay clock (the Caddy
 // module does); keys name the site and group, so Enforcers of different
@@ -168,8 +168,8 @@ func WithStoreTLS(c *tls.Config) Option {
 
 // WithBans sets the ban list: the Enforcer refuses the clients it holds
 // (whether or not it has traps or ban_after of its own) and adds its own
-// bans to it, instead of the list New builds when Config.Traps or
-// Config.BanAfter is set (in memory, or in the store's Redis). Front ends
+// bans to it, instead of the list New builds when Config.Traps.Paths or
+// Config.Bans.After is set (in memory, or in the store's Redis). Front ends
 // pass one list to every Enforcer, and to the ones that replace them on a
 // reload, so that a ban holds everywhere and survives reloads. The
 // Enforcer does not close it.
@@ -178,7 +178,7 @@ func WithBans(b limit.Bans) Option {
 }
 
 // WithTrapSecret sets the key of per-client trap link tokens when
-// Config.TrapSecret is empty (the Caddy module passes one it keeps in
+// Config.Traps.Secret is empty (the Caddy module passes one it keeps in
 // Caddy's storage, so that links survive restarts and hold across the
 // instances that share the storage). Without either, New makes a random
 // key.

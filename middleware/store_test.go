@@ -165,7 +165,7 @@ func TestStoreBanOutlivesClient(t *testing.T) {
 	srv := testredis.Start(t)
 	mk := func() *Enforcer {
 		zero := Duration(0)
-		e := mustNew(t, Config{Store: &StoreConfig{Redis: srv.URL}, Traps: []string{"/no-robots/"}, TrapGrace: &zero},
+		e := mustNew(t, Config{Store: &StoreConfig{Redis: srv.URL}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}},
 			WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /no-robots/\n"))))
 		t.Cleanup(func() { e.Close() })
 		return e

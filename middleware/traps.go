@@ -25,7 +25,7 @@ import (
 	"github.com/robotsguard/robotsguard/sites"
 )
 
-// trapSet matches request targets against Config.Traps, compiled once as
+// trapSet matches request targets against Config.Traps.Paths, compiled once as
 // the Disallow lines of a robots.txt of one "*" group, so that trap
 // patterns mean exactly what robots.txt patterns mean.
 type trapSet struct {
@@ -120,7 +120,7 @@ func trapPath(p string) string {
 }
 
 // trapClocks is what the Enforcer attaches to a site (sites.Site.Attach)
-// when it has traps: per trap of Config.Traps, since when (Unix ns) the
+// when it has traps: per trap of Config.Traps.Paths, since when (Unix ns) the
 // site's copies have armed it without a break, 0 when the current one
 // does not. Written by fetches (checkTraps), read by requests.
 type trapClocks struct {
@@ -140,7 +140,7 @@ func trapClocksOf(ent *sites.Site) *trapClocks {
 // checkTraps runs for each new copy of a site's robots.txt: it logs each
 // trap the copy does not arm, with the group that allows it, and keeps
 // since when the copies have armed each trap without a break (the clock
-// of Config.TrapGrace). Requests check the trap against the copy again.
+// of Config.Traps.Grace). Requests check the trap against the copy again.
 func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 	since := trapClocksOf(ent)
 	if since == nil {
@@ -189,7 +189,7 @@ func (e *Enforcer) checkTraps(ent *sites.Site, r *policy.Robots) {
 // the site weakly).
 func (e *Enforcer) announceTrap(ent *sites.Site, i int, since int64) {
 	site, trap := zap.String("site", ent.Name()), zap.String("trap", e.traps.patterns[i])
-	armsAt := since + int64(*e.cfg.TrapGrace)
+	armsAt := since + int64(*e.cfg.Traps.Grace)
 	now := e.now().UnixNano()
 	if now >= armsAt {
 		e.log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
@@ -270,7 +270,7 @@ const trapConfirmEvery = 15 * time.Minute
 // go on after a restart: an hour, plus two refresh intervals (the guard
 // itself looks only that often).
 func (e *Enforcer) trapClockFresh() int64 {
-	return int64(time.Hour + trapConfirmEvery + 2*time.Duration(e.cfg.Refresh))
+	return int64(time.Hour + trapConfirmEvery + 2*time.Duration(e.cfg.RobotsTxt.Refresh))
 }
 
 // TrapStatus describes a trap of a site (SiteStatus.Traps).
@@ -309,7 +309,7 @@ func (e *Enforcer) trapStatus(ent *sites.Site, st *sites.State) []TrapStatus {
 		default:
 			out[i].State = "waiting"
 			if since != 0 {
-				out[i].ArmsAt = time.Unix(0, since+int64(*e.cfg.TrapGrace)).UTC()
+				out[i].ArmsAt = time.Unix(0, since+int64(*e.cfg.Traps.Grace)).UTC()
 			}
 		}
 	}
@@ -346,7 +346,7 @@ func (e *Enforcer) trapReady(ent *sites.Site, i int) bool {
 		return false
 	}
 	t := since.since[i].Load()
-	return t != 0 && e.now().UnixNano()-t >= int64(*e.cfg.TrapGrace)
+	return t != 0 && e.now().UnixNano()-t >= int64(*e.cfg.Traps.Grace)
 }
 
 // navigation reports whether req may be a crawler's own fetch of a page,
@@ -374,12 +374,12 @@ func navigation(req *Request) bool {
 	return req.SecPurpose == ""
 }
 
-// trapSecret returns the key of trap link tokens: Config.TrapSecret,
+// trapSecret returns the key of trap link tokens: Config.Traps.Secret,
 // WithTrapSecret's, or a random one.
 func trapSecret(cfg Config, o options) []byte {
 	switch {
-	case cfg.TrapSecret != "":
-		return []byte(cfg.TrapSecret)
+	case cfg.Traps.Secret != "":
+		return []byte(cfg.Traps.Secret)
 	case len(o.trapSecret) > 0:
 		return o.trapSecret
 	}
@@ -389,7 +389,7 @@ func trapSecret(cfg Config, o options) []byte {
 }
 
 // denialCounter counts robots.txt denials per client within a window
-// (Config.BanAfter), for at most max clients; when full, windows that are
+// (Config.Bans.After), for at most max clients; when full, windows that are
 // over go first, then arbitrary ones.
 type denialCounter struct {
 	mu     sync.Mutex
@@ -454,7 +454,7 @@ func (e *Enforcer) Bans(ctx context.Context) []BanStatus {
 	}
 	out := []BanStatus{}
 	for _, b := range e.bans.List(ctx, e.now().UnixNano()) {
-		out = append(out, BanStatus{Client: b.Client.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix),
+		out = append(out, BanStatus{Client: b.Client.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix),
 			Until: time.Unix(0, b.Until).UTC(), Strikes: b.Strikes, Reason: b.Reason})
 	}
 	return out
@@ -471,10 +471,10 @@ func (e *Enforcer) Unban(ctx context.Context, client string) (bool, error) {
 	if _, err := netip.ParseAddr(addr); err != nil {
 		return false, fmt.Errorf("robots_guard: unban: %q is not an address or prefix such as 203.0.113.7 or 2001:db8::/64", client)
 	}
-	k := limit.ClientOf(addr, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+	k := limit.ClientOf(addr, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)
 	ok := e.bans.Unban(ctx, k)
 	if ok {
-		e.log.Info("robots_guard: unbanned", zap.String("client", k.Format(e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)))
+		e.log.Info("robots_guard: unbanned", zap.String("client", k.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)))
 	}
 	return ok, nil
 }
@@ -487,7 +487,7 @@ func TrapArmed(r *policy.Robots, trap string) (armed bool, allowedFor string) {
 	return trapArmed(r, trapPath(trap))
 }
 
-// CheckTrap checks the form of a trap pattern, as Config.Traps does.
+// CheckTrap checks the form of a trap pattern, as Config.Traps.Paths does.
 func CheckTrap(p string) error { return checkTrap(p) }
 
 // linkTrap returns the trap whose path per-client links extend: the first
@@ -536,7 +536,7 @@ func (e *Enforcer) TrapLinkFor(clientIP string) string {
 	if e.trapLink == "" {
 		return ""
 	}
-	c := limit.ClientOf(clientIP, e.cfg.IPv4Prefix, e.cfg.IPv6Prefix)
+	c := limit.ClientOf(clientIP, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)
 	if c.IsZero() {
 		return e.trapLink
 	}

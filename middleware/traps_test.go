@@ -35,7 +35,7 @@ func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*C
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	zero := Duration(0)
-	cfg := Config{Traps: []string{"/no-robots/"}, BanFor: Duration(time.Hour), BanMax: Duration(2 * time.Hour), TrapGrace: &zero}
+	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: BansConfig{For: Duration(time.Hour), Max: Duration(2 * time.Hour)}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -175,8 +175,8 @@ func TestTrapSparesVerified(t *testing.T) {
 func TestBanAfter(t *testing.T) {
 	clk := testclock.New()
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
-		c.Traps = nil
-		c.BanAfter = &BanAfter{Denials: 3, Window: Duration(time.Minute)}
+		c.Traps.Paths = nil
+		c.Bans.After = &BanAfter{Denials: 3, Window: Duration(time.Minute)}
 	})
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	for i := range 2 {
@@ -284,7 +284,7 @@ func TestReportCounts(t *testing.T) {
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
 	clk := testclock.New()
 	src := testorigin.NewEditable(trapRobots)
-	e := mustNew(t, Config{Traps: []string{"/no-robots/"}, TrapLinks: TrapLinksStatic, Refresh: Duration(time.Minute)}, WithClock(clk.Now))
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Enforcer, ua, target, ip string) Verdict {
 		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})
@@ -379,7 +379,7 @@ func (o *banCounter) ObserveBan(trigger, outcome string, dryRun bool) {
 func TestBanDroppedWhenFull(t *testing.T) {
 	clk := testclock.New()
 	obs := &banCounter{}
-	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.MaxBans = 2 }, WithObserver(obs))
+	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Bans.MaxEntries = 2 }, WithObserver(obs))
 	for _, ip := range []string{"198.51.100.1:1", "198.51.100.2:1"} {
 		if v := at(e, uaChrome, e.TrapLinkFor(ip), ip); v.BanUntil == 0 {
 			t.Fatalf("%s: not banned", ip)
@@ -483,19 +483,19 @@ func TestTrapLinksPerClient(t *testing.T) {
 // restart); different secrets do not.
 func TestTrapSecret(t *testing.T) {
 	mk := func(secret string) *Enforcer {
-		return mustNew(t, Config{Traps: []string{"/no-robots"}, TrapSecret: secret}, WithSource(sites.BytesSource([]byte(trapRobots))))
+		return mustNew(t, Config{Traps: TrapsConfig{Paths: []string{"/no-robots"}, Secret: secret}}, WithSource(sites.BytesSource([]byte(trapRobots))))
 	}
 	a, b, c := mk("0123456789abcdef0123"), mk("0123456789abcdef0123"), mk("another secret of enough bytes")
 	if la := a.TrapLinkFor("192.0.2.1"); la != b.TrapLinkFor("192.0.2.1") || la == c.TrapLinkFor("192.0.2.1") || !strings.HasPrefix(la, "/no-robots/") {
 		t.Fatalf("links %q %q %q", la, b.TrapLinkFor("192.0.2.1"), c.TrapLinkFor("192.0.2.1"))
 	}
-	if l := mustNew(t, Config{Traps: []string{"/no-robots/"}, TrapLinks: TrapLinksStatic}).TrapLinkFor("192.0.2.1"); l != "" {
+	if l := mustNew(t, Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}).TrapLinkFor("192.0.2.1"); l != "" {
 		t.Fatalf("static mode link %q", l)
 	}
 	for cfg, want := range map[*Config]string{
-		{Traps: []string{"/*/print$"}}:                 "robots_guard: trap_links: per-client trap links need a trap that is a plain path",
-		{Traps: []string{"/t/"}, TrapSecret: "short"}:  "robots_guard: trap_secret: must be at least 16 bytes, got 5",
-		{Traps: []string{"/t/"}, TrapLinks: "dynamic"}: `robots_guard: trap_links: must be "client" or "static", got "dynamic"`,
+		{Traps: TrapsConfig{Paths: []string{"/*/print$"}}}:             "robots_guard: traps: links: per-client trap links need a trap that is a plain path",
+		{Traps: TrapsConfig{Paths: []string{"/t/"}, Secret: "short"}}:  "robots_guard: traps: secret: must be at least 16 bytes, got 5",
+		{Traps: TrapsConfig{Paths: []string{"/t/"}, Links: "dynamic"}}: `robots_guard: traps: links: must be "client" or "static", got "dynamic"`,
 	} {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", *cfg, err, want)
@@ -537,7 +537,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	store := &memClocks{m: map[string][2]time.Time{}}
 	grace := Duration(time.Hour)
 	mk := func() (*Enforcer, *observer.ObservedLogs) {
-		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.TrapGrace = &grace }, WithTrapClocks(store))
+		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	}
 	state := func(e *Enforcer) TrapStatus {
 		t.Helper()
@@ -588,7 +588,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 		t.Fatalf("the armed trap: %v %v", v.Action, v.Reason)
 	}
 	// A copy that stops disallowing it: not armed, and the kept clock goes.
-	e3, _ := trapEnforcer(t, "User-agent: *\nDisallow: /private/\n", clk, func(c *Config) { c.TrapGrace = &grace }, WithTrapClocks(store))
+	e3, _ := trapEnforcer(t, "User-agent: *\nDisallow: /private/\n", clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	if st := state(e3); st.State != "not_armed" || st.AllowedFor == "" {
 		t.Fatalf("not disallowed: %+v", st)
 	}
@@ -611,7 +611,7 @@ func TestTrapFloodCannotLiftABan(t *testing.T) {
 	if raceEnabled {
 		n = 150_000
 	}
-	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.TrapLinks = TrapLinksStatic }, WithLogger(zap.NewNop()))
+	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Links = TrapLinksStatic }, WithLogger(zap.NewNop()))
 	const scraper = "198.51.100.99:1"
 	if v := at(e, uaChrome, "/no-robots/", scraper); v.BanUntil == 0 {
 		t.Fatal("the scraper was not banned")

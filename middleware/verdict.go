@@ -132,7 +132,7 @@ const (
 	// published addresses the client's is not among (see
 	// VerifyConfig.OnSpoofed).
 	ReasonSpoofed
-	// ReasonTrap: the path is a trap (Config.Traps) that robots.txt
+	// ReasonTrap: the path is a trap (Config.Traps.Paths) that robots.txt
 	// disallows for every bot; the client is banned.
 	ReasonTrap
 	// ReasonBanned: the client is banned for ignoring robots.txt.
@@ -195,7 +195,7 @@ type Verdict struct {
 	// "https://example.com"; empty for exempt requests.
 	Site string
 	// SiteLabel is Site when the configuration names the site's host
-	// (Config.SiteNames: the Caddy module's site addresses), "_other" for
+	// (Config.RobotsTxt.SiteNames: the Caddy module's site addresses), "_other" for
 	// any other site, "" with no site: a label of bounded values for
 	// metrics, which tells the blocks of a server apart.
 	SiteLabel string

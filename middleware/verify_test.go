@@ -142,7 +142,7 @@ func TestVerifyGroupBudget(t *testing.T) {
 		t.Run(onSpoofed, func(t *testing.T) {
 			clk := testclock.New()
 			cfg := verifyConfig(t, onSpoofed, "")
-			cfg.CrawlDelayKey = KeyGroup
+			cfg.CrawlDelay.Key = KeyGroup
 			e := newVerifying(t, cfg, WithClock(clk.Now))
 			for i := range 50 {
 				// Ten spoofers, from ten addresses, between each of the
@@ -180,9 +180,10 @@ func TestVerifyGroupBudget(t *testing.T) {
 func TestVerifyUnverifiable(t *testing.T) {
 	clk := testclock.New()
 	off := false
-	cfg := Config{CrawlDelayKey: KeyGroup, Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
+	cfg := Config{Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
 		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},
-	}}}
+	}}, CrawlDelay: CrawlDelayConfig{Key: KeyGroup},
+	}
 	core, logs := observer.New(zap.WarnLevel)
 	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
 	defer e.Close()

@@ -70,10 +70,13 @@ func run(n, maxBans, floodConc, browsers int, baseDur time.Duration) error {
 
 http://127.0.0.1:%d {
 	robots_guard {
-		trap /no-robots/
-		trap_links static
-		trap_grace 0
-		max_bans %d
+		traps /no-robots/ {
+			links static
+			grace 0
+		}
+		bans {
+			max_entries %d
+		}
 	}
 	reverse_proxy %s
 }

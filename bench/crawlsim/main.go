@@ -85,7 +85,7 @@ func run(clients []string, n int, d time.Duration, tolerance string, window time
 	defer cleanup()
 	opts := ""
 	if tolerance != "" {
-		opts = "\n\t\tcrawl_delay_tolerance " + tolerance
+		opts = "\n\t\tcrawl_delay {\n\t\t\ttolerance " + tolerance + "\n\t\t}"
 	}
 	port := caddyrun.FreePort()
 	caddyfile := fmt.Sprintf("{\n\tadmin off\n\tpersist_config off\n\tstorage file_system %s/storage\n}\n\nhttp://127.0.0.1:%d {\n\trobots_guard {%s\n\t}\n\treverse_proxy %s\n}\n", tmp, port, opts, upstream)

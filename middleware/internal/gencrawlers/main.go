@@ -29,7 +29,7 @@ import (
 
 // toolTokens are HTTP libraries and command-line tools. They are written
 // with kind "tool" so that the middleware binds them only when the operator
-// opts in (Config.HTTPToolsAreBots).
+// opts in (Config.Bots.HTTPTools).
 var toolTokens = []string{
 	"aiohttp", "apache-httpclient", "axios", "curl", "go-http-client",
 	"guzzlehttp", "httpie", "java", "libwww-perl", "lwp-trivial", "mechanize",
