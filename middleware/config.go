@@ -1,5 +1,7 @@
 package middleware
 
+//go:generate go run ../internal/configref -root ..
+
 import (
 	"errors"
 	"fmt"
@@ -145,8 +147,11 @@ type RobotsTxtConfig struct {
 	// through the server, past the guard), so whatever serves the site —
 	// reverse_proxy, file_server, respond, a Go handler — is what gets
 	// enforced. A value starting with http:// or https:// is a URL fetched
-	// with the Enforcer's own HTTP client; any other value is a file path,
-	// read again at every refresh. WithSource overrides this field.
+	// with the Enforcer's own HTTP client (FetchTimeout, at most 5
+	// redirects, the body capped at 500 KiB); any other value is a file
+	// path, checked by New (it must exist and be readable) and read again
+	// when its size or modification time changes. WithSource overrides
+	// this field.
 	Source string `json:"source,omitempty"`
 
 	// Refresh is how long a fetched robots.txt is used before it is
@@ -169,8 +174,10 @@ type RobotsTxtConfig struct {
 	// known: "disallow" (the default, as RFC 9309 §2.3.1.4 asks) or "allow".
 	OnUnreachable string `json:"on_unreachable,omitempty"`
 
-	// MaxSites caps the number of sites whose robots.txt is cached; the
-	// least recently used site is dropped first. Default 1000. It matters
+	// MaxSites caps the number of sites (scheme, host name and server
+	// port) whose robots.txt is cached, in two LRU segments with
+	// frequency-based admission (see package sites), so that a flood of
+	// new names cannot push out the sites in use. Default 1000. It matters
 	// for catch-all servers that accept any Host header.
 	MaxSites int `json:"max_sites,omitempty"`
 
@@ -189,9 +196,10 @@ type RobotsTxtConfig struct {
 	// Retry-After 1 (reason new_site_rate) and is fetched for at a later
 	// request; other clients pass. Default 50. A server that serves more
 	// sites fills its cache at this pace after a start: raise it there.
-	// One client network (a /24 or /48) may spend at most an eighth of it,
-	// so a flood of Host names from one network cannot spend everyone's,
-	// and the sites of SiteNames spend none of it.
+	// One client network (a /24 or /48) may spend at most an eighth of it
+	// (4,096 networks are tracked, then the table starts afresh), so a
+	// flood of Host names from one network cannot spend everyone's, and
+	// the sites of SiteNames spend none of it.
 	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
 
 	// SiteNames lists the host names the server is configured for
@@ -230,8 +238,10 @@ type BotsConfig struct {
 type CrawlDelayConfig struct {
 	// Key selects the key of the Crawl-delay limiter: "ip" (the default)
 	// keys by site, group and client-IP prefix; "group" keys by site and
-	// group only, for setups that verify crawlers' addresses, so that one
-	// crawler spread over many addresses shares one budget.
+	// group for verified crawlers, so that one crawler spread over many
+	// addresses shares one budget that nobody else can spend (other
+	// clients keep per-address budgets; with verification off, every
+	// header that names the group shares it).
 	Key string `json:"key,omitempty"`
 
 	// Scope says what one Crawl-delay clock covers besides the group and
@@ -240,7 +250,10 @@ type CrawlDelayConfig struct {
 	// host this configuration serves, for a catch-all server that answers
 	// any Host with the same content, where a bot that rotates Host names
 	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
-	// each name. Blocks with the same configuration share their clocks.
+	// each name (50 of 50 requests in 5 s admitted at Crawl-delay 10 with
+	// "site", 1 of 50 with "block": TestCrawlDelayScope). Blocks with the
+	// same configuration share their clocks; with a store, so do the
+	// instances of a fleet.
 	Scope string `json:"scope,omitempty"`
 
 	// Tolerance is how far ahead of its Crawl-delay a bot may run and
@@ -255,9 +268,9 @@ type CrawlDelayConfig struct {
 	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
 	Tolerance *float64 `json:"tolerance,omitempty"`
 
-	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000.
-	// When full, expired keys are evicted first, then arbitrary ones (about
-	// 1% of a full shard). One key costs about 85 bytes (see the package
+	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000,
+	// in 16 shards of MaxKeys/16. In a full shard, expired keys are evicted
+	// first, then arbitrary ones (about 1% of the shard). One key costs about 85 bytes (see the package
 	// documentation). Enforcers that share a limiter (WithLimiter; in
 	// Caddy, handlers with the same max_keys, tolerance and store) share
 	// this bound. It also bounds bans.after's denial counts.
