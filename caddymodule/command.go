@@ -11,8 +11,6 @@ import (
 	"net/netip"
 	neturl "net/url"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
-	"github.com/robotsguard/robotsguard/report"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -73,79 +70,7 @@ clients by robots.txt denials, throttles, trap hits and banned requests in
 the last hour and day, and the lines that denied whom.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
-			test := &cobra.Command{
-				Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>...",
-				Short: "Decides paths for a User-Agent",
-				Args:  usageArgs(cobra.MinimumNArgs(1)),
-				RunE: func(c *cobra.Command, args []string) error {
-					ua, _ := c.Flags().GetString("ua")
-					file, _ := c.Flags().GetString("file")
-					url, _ := c.Flags().GetString("url")
-					var vo verifyOpts
-					vo.ip, _ = c.Flags().GetString("ip")
-					vo.resolver, _ = c.Flags().GetString("resolver")
-					vo.operators, _ = c.Flags().GetString("operators")
-					vo.builtin, _ = c.Flags().GetBool("builtin")
-					vo.onSpoofed, _ = c.Flags().GetString("on-spoofed")
-					vo.headers, _ = c.Flags().GetStringArray("header")
-					vo.authority, _ = c.Flags().GetString("authority")
-					vo.allowPrivate, _ = c.Flags().GetBool("allow-private-directories")
-					exit(runTest(os.Stdout, os.Stdin, ua, file, url, args, vo))
-					return nil
-				},
-			}
-			test.Flags().String("ua", "", "User-Agent header or product token (required)")
-			test.Flags().String("file", "", "robots.txt file to read")
-			test.Flags().String("url", "", "robots.txt URL to fetch")
-			test.Flags().String("ip", "", "client address: verify the crawler the User-Agent names (IP-range feeds, reverse DNS)")
-			test.Flags().String("resolver", "", "with --ip: DNS server host:port (default: the system resolver)")
-			test.Flags().String("operators", "", "with --ip: JSON file of operators to add to the registry (the shape of verify.operators)")
-			test.Flags().Bool("builtin", true, "with --ip: use the built-in registry of operators")
-			test.Flags().String("on-spoofed", "deny", "with --ip: what a spoofed claim gets, deny or star")
-			test.Flags().StringArray("header", nil, "with --ip: a request header 'Name: value' (repeatable), e.g. the Signature, Signature-Input and Signature-Agent of a Web Bot Auth request")
-			test.Flags().String("authority", "", "with --header: the host[:port] the signed request was sent to (default: --url's host)")
-			test.Flags().Bool("allow-private-directories", false, "with --header: fetch key directories from private addresses too")
-			lint := &cobra.Command{
-				Use:   "lint [--only <category|code>,...] [--ignore <category|code>,...] [--all] [--strict] [--trap <path>]... [--address <admin>] <file|URL>",
-				Short: "Lints a robots.txt",
-				Args:  usageArgs(cobra.ExactArgs(1)),
-				RunE: func(c *cobra.Command, args []string) error {
-					traps, _ := c.Flags().GetStringArray("trap")
-					addr, _ := c.Flags().GetString("address")
-					var o lintOpts
-					o.traps = traps
-					o.only, _ = c.Flags().GetStringSlice("only")
-					o.ignore, _ = c.Flags().GetStringSlice("ignore")
-					o.all, _ = c.Flags().GetBool("all")
-					o.strict, _ = c.Flags().GetBool("strict")
-					code, err := runLint(os.Stdout, args[0], o)
-					if err == nil && addr != "" && len(traps) > 0 {
-						var c2 int
-						if c2, err = runTrapStates(os.Stdout, addr, traps); c2 > code {
-							code = c2
-						}
-					}
-					exit(code, err)
-					return nil
-				},
-			}
-			lint.Flags().StringArray("trap", nil, "a trap path pattern to check (repeatable)")
-			lint.Flags().StringSlice("only", nil, "show only these categories (syntax, rules, compat, file) or codes (comma-separated or repeated)")
-			lint.Flags().StringSlice("ignore", nil, "hide these categories or codes")
-			lint.Flags().Bool("all", false, "show info findings too (match-order, harmless agent cuts, ...)")
-			lint.Flags().Bool("strict", false, "exit 1 on warnings too, not only on errors")
-			lint.Flags().String("address", "", "with --trap: also print each trap's state in the running Caddy whose admin API is here (e.g. localhost:2019)")
-			report := &cobra.Command{
-				Use:   "report [--address <admin address>]",
-				Short: "Prints who broke robots.txt, from a running Caddy",
-				Args:  usageArgs(cobra.NoArgs),
-				RunE: func(c *cobra.Command, args []string) error {
-					addr, _ := c.Flags().GetString("address")
-					exit(runReport(os.Stdout, addr))
-					return nil
-				},
-			}
-			report.Flags().String("address", "localhost:2019", "the admin API address of the running Caddy")
+			test, lint, report := testCommand(), lintCommand(), reportCommand()
 			for _, c := range []*cobra.Command{test, lint, report} {
 				c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 					exit(exitError, err) // an unknown or malformed flag
@@ -155,6 +80,43 @@ the last hour and day, and the lines that denied whom.
 			cmd.AddCommand(test, lint, report)
 		},
 	})
+}
+
+// testCommand is "caddy robots test".
+func testCommand() *cobra.Command {
+	test := &cobra.Command{
+		Use:   "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>...",
+		Short: "Decides paths for a User-Agent",
+		Args:  usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			ua, _ := c.Flags().GetString("ua")
+			file, _ := c.Flags().GetString("file")
+			url, _ := c.Flags().GetString("url")
+			var vo verifyOpts
+			vo.ip, _ = c.Flags().GetString("ip")
+			vo.resolver, _ = c.Flags().GetString("resolver")
+			vo.operators, _ = c.Flags().GetString("operators")
+			vo.builtin, _ = c.Flags().GetBool("builtin")
+			vo.onSpoofed, _ = c.Flags().GetString("on-spoofed")
+			vo.headers, _ = c.Flags().GetStringArray("header")
+			vo.authority, _ = c.Flags().GetString("authority")
+			vo.allowPrivate, _ = c.Flags().GetBool("allow-private-directories")
+			exit(runTest(os.Stdout, os.Stdin, ua, file, url, args, vo))
+			return nil
+		},
+	}
+	test.Flags().String("ua", "", "User-Agent header or product token (required)")
+	test.Flags().String("file", "", "robots.txt file to read")
+	test.Flags().String("url", "", "robots.txt URL to fetch")
+	test.Flags().String("ip", "", "client address: verify the crawler the User-Agent names (IP-range feeds, reverse DNS)")
+	test.Flags().String("resolver", "", "with --ip: DNS server host:port (default: the system resolver)")
+	test.Flags().String("operators", "", "with --ip: JSON file of operators to add to the registry (the shape of verify.operators)")
+	test.Flags().Bool("builtin", true, "with --ip: use the built-in registry of operators")
+	test.Flags().String("on-spoofed", "deny", "with --ip: what a spoofed claim gets, deny or star")
+	test.Flags().StringArray("header", nil, "with --ip: a request header 'Name: value' (repeatable), e.g. the Signature, Signature-Input and Signature-Agent of a Web Bot Auth request")
+	test.Flags().String("authority", "", "with --header: the host[:port] the signed request was sent to (default: --url's host)")
+	test.Flags().Bool("allow-private-directories", false, "with --header: fetch key directories from private addresses too")
+	return test
 }
 
 // usageArgs wraps an argument check so that a usage error exits with
@@ -467,253 +429,4 @@ func signedRequest(vo verifyOpts) (*identity.SignedRequest, error) {
 	}
 	path, query, _ := strings.Cut(vo.path, "?")
 	return &identity.SignedRequest{Method: "GET", Scheme: "https", Authority: vo.authority, Path: path, Query: query, Header: h}, nil
-}
-
-// lintOpts are the options of "caddy robots lint".
-type lintOpts struct {
-	traps        []string
-	only, ignore []string // categories or codes
-	all          bool     // show info findings too
-	strict       bool     // warnings fail too
-}
-
-// shows reports whether a diagnostic passes the options' filters.
-func (o lintOpts) shows(d policy.Diagnostic) bool {
-	match := func(list []string) bool {
-		return slices.ContainsFunc(list, func(v string) bool { return v == d.Code || v == d.Category() })
-	}
-	switch {
-	case len(o.only) > 0 && !match(o.only), match(o.ignore):
-		return false
-	case d.Severity == policy.Info:
-		return o.all || len(o.only) > 0 && match(o.only)
-	}
-	return true
-}
-
-// lintNames are the categories and codes --only and --ignore take.
-var lintNames = []string{policy.CategorySyntax, policy.CategoryRules, policy.CategoryCompat, policy.CategoryFile}
-
-// checkLintNames refuses a value of --only or --ignore that names no
-// category and no code.
-func checkLintNames(flag string, vals []string) error {
-	for _, v := range vals {
-		if !slices.Contains(lintNames, v) && !policy.IsLintCode(v) {
-			return fmt.Errorf("%s: %q is neither a category (%s) nor a diagnostic code", flag, v, strings.Join(lintNames, ", "))
-		}
-	}
-	return nil
-}
-
-// runLint is "caddy robots lint"; it returns the exit code: 1 when a
-// finding shown is an error (or, with strict, a warning), or a trap is not
-// armed.
-func runLint(out io.Writer, src string, o lintOpts) (int, error) {
-	for _, t := range o.traps {
-		if err := middleware.CheckTrap(t); err != nil {
-			return exitError, fmt.Errorf("--trap: %w", err)
-		}
-	}
-	if err := checkLintNames("--only", o.only); err != nil {
-		return exitError, err
-	}
-	if err := checkLintNames("--ignore", o.ignore); err != nil {
-		return exitError, err
-	}
-	var body []byte
-	var err error
-	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
-		body, err = fetchRobots(src, out)
-	} else {
-		body, err = os.ReadFile(src)
-	}
-	if err != nil {
-		return exitError, err
-	}
-	code := exitOK
-	r := policy.Parse(body)
-	counts := map[policy.Severity]int{}
-	hidden := 0
-	for _, d := range r.Lint() {
-		if !o.shows(d) {
-			hidden++
-			continue
-		}
-		fmt.Fprintln(out, d)
-		counts[d.Severity]++
-		if d.Severity == policy.Error || o.strict && d.Severity == policy.Warning {
-			code = exitFinding
-		}
-	}
-	switch shown := counts[policy.Error] + counts[policy.Warning] + counts[policy.Info]; {
-	case shown == 0 && hidden == 0:
-		fmt.Fprintln(out, "no findings")
-	default:
-		fmt.Fprintf(out, "%d errors, %d warnings, %d info", counts[policy.Error], counts[policy.Warning], counts[policy.Info])
-		if hidden > 0 {
-			fmt.Fprintf(out, "; %d more not shown (info: --all; or --only/--ignore)", hidden)
-		}
-		fmt.Fprintln(out)
-	}
-	for _, t := range o.traps {
-		if ok, by := middleware.TrapArmed(r, t); ok {
-			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
-		} else {
-			code = exitFinding
-			fmt.Fprintf(out, "trap %s: NOT armed: allowed for %s; robots_guard will not ban for it (it could catch a compliant crawler)\n", t, by)
-		}
-	}
-	return code, nil
-}
-
-// adminGet returns the body of GET path from the admin API at addr.
-func adminGet(addr, path string) ([]byte, error) {
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(addr, "/")+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Origin", addr) // Caddy's admin API checks it when origins are enforced
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w (is Caddy running with its admin API at %s? see --address)", err, addr)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s: %s", req.URL, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
-}
-
-// runTrapStates prints the state of each of traps in every site of the
-// running Caddy at addr (its admin API); it returns exitFinding when one is
-// not armed.
-func runTrapStates(out io.Writer, addr string, traps []string) (int, error) {
-	body, err := adminGet(addr, "/robots_guard/sites")
-	if err != nil {
-		return exitError, err
-	}
-	var sites []middleware.SiteStatus
-	if err := json.Unmarshal(body, &sites); err != nil {
-		return exitError, fmt.Errorf("%s/robots_guard/sites: %w", addr, err)
-	}
-	code, seen := exitOK, false
-	for _, s := range sites {
-		for _, ts := range s.Traps {
-			if !slices.Contains(traps, ts.Trap) {
-				continue
-			}
-			seen = true
-			switch ts.State {
-			case "armed":
-				fmt.Fprintf(out, "trap %s at %s: armed\n", ts.Trap, s.Site)
-			case "waiting":
-				fmt.Fprintf(out, "trap %s at %s: waiting until %s (trap_grace)\n", ts.Trap, s.Site, ts.ArmsAt.Format(time.RFC3339))
-			default:
-				code = exitFinding
-				fmt.Fprintf(out, "trap %s at %s: NOT armed: allowed for %s\n", ts.Trap, s.Site, ts.AllowedFor)
-			}
-		}
-	}
-	if !seen {
-		fmt.Fprintf(out, "no site of the Caddy at %s has these traps, or none has been visited since it started\n", addr)
-	}
-	return code, nil
-}
-
-// runReport is "caddy robots report"; it returns the exit code.
-func runReport(out io.Writer, addr string) (int, error) {
-	body, err := adminGet(addr, "/robots_guard/report")
-	if err != nil {
-		return exitError, err
-	}
-	var rep report.Report
-	if err := json.Unmarshal(body, &rep); err != nil {
-		return exitError, fmt.Errorf("%s/robots_guard/report: %w", addr, err)
-	}
-	printReport(out, rep)
-	return exitOK, nil
-}
-
-// printReport writes a report as readable tables.
-func printReport(out io.Writer, rep report.Report) {
-	fmt.Fprintf(out, "robots.txt violations since %s\n", rep.Since.UTC().Format(time.RFC3339))
-	if len(rep.Sites) == 0 {
-		fmt.Fprintln(out, "\nno violations")
-		return
-	}
-	for _, s := range rep.Sites {
-		fmt.Fprintf(out, "\n%s\n", s.Site)
-		for _, part := range []struct {
-			title string
-			rows  []report.ClientReport
-		}{{"last hour", s.LastHour}, {"last day", s.LastDay}} {
-			fmt.Fprintf(out, "  %s:\n", part.title)
-			if len(part.rows) == 0 {
-				fmt.Fprintln(out, "    none")
-				continue
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED\tUNATTRIBUTED")
-			for _, c := range part.rows {
-				den := strconv.FormatInt(c.Denials, 10)
-				if c.Error > 0 {
-					den += fmt.Sprintf(" (+≤%d)", c.Error)
-				}
-				group := c.Group
-				if group == "" {
-					group = "(browser)"
-				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned, c.UnattributedTraps)
-			}
-			tw.Flush()
-		}
-		fmt.Fprintln(out, "  lines that denied:")
-		if len(s.Lines) == 0 {
-			fmt.Fprintln(out, "    none")
-			continue
-		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "    LINE\tRULE\tDENIALS\tWHOM")
-		for _, l := range s.Lines {
-			var whom []string
-			for _, w := range l.Whom {
-				whom = append(whom, fmt.Sprintf("%s (%s) %d", w.Group, w.Verification, w.Count))
-			}
-			fmt.Fprintf(tw, "    %d\t%s\t%d\t%s\n", l.Line, l.Rule, l.Count, strings.Join(whom, ", "))
-		}
-		tw.Flush()
-	}
-}
-
-// fetchRobots GETs a robots.txt for lint, following redirects, and reads
-// at most policy.MaxBodySize bytes. Its status means what it means to the
-// guard (policy.FromStatus): no robots.txt (a 4xx other than 429) yields
-// an empty file and a note, an unreachable one an error.
-func fetchRobots(url string, note io.Writer) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("User-Agent", "caddy-robots (robotsguard)")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch policy.StatusAccess(resp.StatusCode) {
-	case policy.Rules:
-		return io.ReadAll(io.LimitReader(resp.Body, policy.MaxBodySize+1))
-	case policy.Unavailable:
-		fmt.Fprintf(note, "# %s answered %s: no robots.txt, everything is allowed (RFC 9309 §2.3.1.3)\n", url, resp.Status)
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%s answered %s: robots.txt unreachable", url, resp.Status)
 }

@@ -156,54 +156,7 @@ func (p *parser) signal(n int, usage bool, value string) {
 	}
 	any := false
 	for _, item := range strings.Split(prefs, ",") {
-		item = trimSpace(item)
-		if item == "" {
-			continue
-		}
-		if i := strings.IndexByte(item, ';'); i >= 0 { // RFC 9651 parameters are ignored
-			item = item[:i]
-		}
-		k, v, ok := strings.Cut(item, "=")
-		k, v = strings.ToLower(trimSpace(k)), strings.ToLower(trimSpace(v))
-		if !ok {
-			p.diag(n, Warning, "bad-signal", name+" \""+item+"\" is not key=value and is ignored")
-			continue
-		}
-		purpose, known := signalKeys[k]
-		if !known {
-			if why, ok := knownUnenforced[k]; ok {
-				p.diag(n, Info, "signal-not-enforced", why)
-				continue
-			}
-			msg := name + " key \"" + k + "\" is unknown and ignored"
-			if fix := strings.ReplaceAll(k, "_", "-"); fix != k {
-				if _, ok := signalKeys[fix]; ok {
-					msg += "; did you mean \"" + fix + "\"?"
-				}
-			}
-			p.diag(n, Warning, "unknown-signal", msg)
-			continue
-		}
-		var s Signal
-		switch v {
-		case "yes", "y":
-			s = Yes
-		case "no", "n":
-			s = No
-		default:
-			want := "yes or no"
-			if usage {
-				want = "y or n"
-			}
-			p.diag(n, Warning, "bad-signal-value", name+" "+k+"=\""+v+"\" is not "+want+": the preference is unset")
-			continue
-		}
-		if st.prefs[purpose] != Unset && st.prefs[purpose] != s {
-			p.diag(n, Warning, "signal-conflict", name+" says both yes and no for "+purpose.String()+"; no applies")
-			s = No
-		}
-		st.prefs[purpose], st.keys[purpose] = s, k
-		any = true
+		any = p.signalItem(n, name, usage, item, &st) || any
 	}
 	if !any {
 		return
@@ -228,6 +181,59 @@ func (p *parser) signal(n int, usage bool, value string) {
 	st.agentLo, st.agent = int32(p.runStart), int32(len(g.agents))
 	p.r.signals = append(p.r.signals, st)
 	g.signals = append(g.signals, int32(len(p.r.signals)-1))
+}
+
+// signalItem reads one key=value preference of a Content-Signal or
+// Content-Usage line into st, and reports whether it set one.
+func (p *parser) signalItem(n int, name string, usage bool, item string, st *SignalRule) bool {
+	item = trimSpace(item)
+	if item == "" {
+		return false
+	}
+	if i := strings.IndexByte(item, ';'); i >= 0 { // RFC 9651 parameters are ignored
+		item = item[:i]
+	}
+	k, v, ok := strings.Cut(item, "=")
+	k, v = strings.ToLower(trimSpace(k)), strings.ToLower(trimSpace(v))
+	if !ok {
+		p.diag(n, Warning, "bad-signal", name+" \""+item+"\" is not key=value and is ignored")
+		return false
+	}
+	purpose, known := signalKeys[k]
+	if !known {
+		if why, ok := knownUnenforced[k]; ok {
+			p.diag(n, Info, "signal-not-enforced", why)
+			return false
+		}
+		msg := name + " key \"" + k + "\" is unknown and ignored"
+		if fix := strings.ReplaceAll(k, "_", "-"); fix != k {
+			if _, ok := signalKeys[fix]; ok {
+				msg += "; did you mean \"" + fix + "\"?"
+			}
+		}
+		p.diag(n, Warning, "unknown-signal", msg)
+		return false
+	}
+	var s Signal
+	switch v {
+	case "yes", "y":
+		s = Yes
+	case "no", "n":
+		s = No
+	default:
+		want := "yes or no"
+		if usage {
+			want = "y or n"
+		}
+		p.diag(n, Warning, "bad-signal-value", name+" "+k+"=\""+v+"\" is not "+want+": the preference is unset")
+		return false
+	}
+	if st.prefs[purpose] != Unset && st.prefs[purpose] != s {
+		p.diag(n, Warning, "signal-conflict", name+" says both yes and no for "+purpose.String()+"; no applies")
+		s = No
+	}
+	st.prefs[purpose], st.keys[purpose] = s, k
+	return true
 }
 
 // Signal returns the preference that the group of a states for purpose p
