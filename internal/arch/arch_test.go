@@ -1,0 +1,370 @@
+// Package arch_test holds the house rules of docs/ARCHITECTURE.md: the
+// import arrows between the rooms, the sizes of files and functions, the
+// budget of each package's exported API, and the document's own sizes
+// table and request walk. Each rule fails the build when broken; an
+// exception is named here, with its reason.
+package arch_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/robotsguard/robotsguard/"
+
+// root is the repository, from this package's directory.
+const root = "../.."
+
+// arrows lists, for every package of the module, the packages of ours it
+// may import. A package missing here fails TestImportArrows: a new room
+// states its arrows when it is made.
+var arrows = map[string][]string{
+	"policy":                          {},
+	"limit":                           {},
+	"internal/stripe":                 {},
+	"internal/logsample":              {"internal/stripe"},
+	"internal/sfv":                    {},
+	"internal/configref":              {},
+	"internal/testclock":              {},
+	"internal/testdns":                {},
+	"internal/testkeys":               {},
+	"internal/testorigin":             {},
+	"internal/testredis":              {},
+	"sites":                           {"policy"},
+	"identity":                        {"internal/sfv", "policy"},
+	"report":                          {"identity", "limit", "policy"},
+	"dashboard":                       {"identity", "report"},
+	"middleware":                      {"dashboard", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
+	"middleware/internal/gencrawlers": {},
+	"caddymodule":                     {"dashboard", "identity", "limit", "middleware", "policy", "report", "sites"},
+	"cmd/caddy":                       {"caddymodule"},
+}
+
+// fronts are the packages that serve requests and so may draw the
+// operator's page; no other package imports dashboard.
+var fronts = []string{"middleware", "caddymodule"}
+
+// Sizes: no non-test file over maxFileLines, no function over
+// maxFuncLines, but for these, each with its reason.
+const (
+	maxFileLines = 600
+	maxFuncLines = 100
+)
+
+var bigFiles = map[string]string{
+	"policy/match.go": "the matcher and its compiler, kept whole so that one file shows the linear-time match",
+}
+
+var bigFuncs = map[string]string{
+	"identity/builtin.go builtinOperators": "the registry's data table, one entry per operator",
+	"policy/match.go flatten":              "the matcher's compiler, one pass over a group's rules",
+}
+
+// budgets caps each package's exported API, as "go doc -short" lists it
+// (one line per function, type, method-less constructor and const or var
+// group). Growing past it is a decision, made here in the same change.
+var budgets = map[string]int{
+	"policy":       34,
+	"sites":        26,
+	"identity":     48,
+	"limit":        26,
+	"report":       13,
+	"dashboard":    9,
+	"middleware":   73, // the engine; 40 once the net/http front, traps and classification have rooms of their own
+	"caddymodule":  3,
+	"internal/sfv": 9,
+}
+
+// packages returns the module's packages (directories with Go files),
+// relative to root, without testdata and the bench module.
+func packages(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "bench") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			if dir := filepath.ToSlash(filepath.Dir(rel)); !slices.Contains(out, dir) {
+				out = append(out, dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// goFiles returns the non-test Go files of the module, relative to root.
+func goFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pkg := range packages(t) {
+		names, _ := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		for _, n := range names {
+			if !strings.HasSuffix(n, "_test.go") {
+				rel, _ := filepath.Rel(root, n)
+				out = append(out, filepath.ToSlash(rel))
+			}
+		}
+	}
+	return out
+}
+
+// imports returns the packages of ours that the non-test files of pkg import.
+func imports(t *testing.T, pkg string) []string {
+	t.Helper()
+	var out []string
+	names, _ := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), n, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if ours, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), mod); ok && !slices.Contains(out, ours) {
+				out = append(out, ours)
+			}
+		}
+	}
+	return out
+}
+
+// TestImportArrows: each package imports only the packages of ours listed
+// for it, so no import runs back up (and none sideways that the document
+// does not draw); only the fronts import dashboard.
+func TestImportArrows(t *testing.T) {
+	for _, pkg := range packages(t) {
+		allowed, ok := arrows[pkg]
+		if !ok {
+			t.Errorf("%s: a package with no arrows: list what it may import in arrows (internal/arch)", pkg)
+			continue
+		}
+		for _, imp := range imports(t, pkg) {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s: not an arrow of docs/ARCHITECTURE.md", pkg, imp)
+			}
+			if imp == "dashboard" && !slices.Contains(fronts, pkg) {
+				t.Errorf("%s imports dashboard: only the fronts (%s) draw the operator's page", pkg, strings.Join(fronts, ", "))
+			}
+		}
+	}
+}
+
+// TestFileSizes: no non-test file over maxFileLines lines.
+func TestFileSizes(t *testing.T) {
+	for _, f := range goFiles(t) {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := bytes.Count(b, []byte("\n"))
+		if _, ok := bigFiles[f]; !ok && n > maxFileLines {
+			t.Errorf("%s: %d lines, more than %d: cut it where its jobs part", f, n, maxFileLines)
+		}
+	}
+}
+
+// TestFunctionSizes: no function over maxFuncLines lines.
+func TestFunctionSizes(t *testing.T) {
+	for _, f := range goFiles(t) {
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, filepath.Join(root, f), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			if _, ok := bigFuncs[f+" "+fd.Name.Name]; !ok && n > maxFuncLines {
+				t.Errorf("%s: %s has %d lines, more than %d", f, fd.Name.Name, n, maxFuncLines)
+			}
+		}
+	}
+}
+
+// TestExportBudgets: no package's exported API grows past its budget.
+func TestExportBudgets(t *testing.T) {
+	for pkg, budget := range budgets {
+		cmd := exec.Command("go", "doc", "-short", "./"+pkg)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go doc -short ./%s: %v", pkg, err)
+		}
+		if n := bytes.Count(out, []byte("\n")); n > budget {
+			t.Errorf("%s exports %d identifiers (go doc -short), its budget is %d: unexport what only it uses, or raise the budget in internal/arch with the reason", pkg, n, budget)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/ARCHITECTURE.md's sizes table")
+
+// sizesTable is the sizes section's table: each room's lines, rounded to
+// the hundred so that ordinary edits leave it true, and its file count.
+func sizesTable(t *testing.T) string {
+	t.Helper()
+	lines, files := map[string]int{}, map[string]int{}
+	for _, f := range goFiles(t) {
+		b, _ := os.ReadFile(filepath.Join(root, f))
+		room := filepath.ToSlash(filepath.Dir(f))
+		lines[room] += bytes.Count(b, []byte("\n"))
+		files[room]++
+	}
+	var rooms []string
+	for r := range lines {
+		rooms = append(rooms, r)
+	}
+	sort.Strings(rooms)
+	var b strings.Builder
+	b.WriteString("| package | files | lines (to the hundred) |\n|---|--:|--:|\n")
+	for _, r := range rooms {
+		fmt.Fprintf(&b, "| `%s` | %d | %d |\n", r, files[r], (lines[r]+50)/100*100)
+	}
+	return b.String()
+}
+
+// TestArchitectureDocument: docs/ARCHITECTURE.md's sizes table is the
+// code's (go test ./internal/arch -update rewrites it), and every name of
+// ours its request walk mentions exists.
+func TestArchitectureDocument(t *testing.T) {
+	path := filepath.Join(root, "docs", "ARCHITECTURE.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- sizes: generated by internal/arch -->\n", "<!-- /sizes -->"
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("docs/ARCHITECTURE.md has no %q ... %q section", begin, end)
+	}
+	want := sizesTable(t)
+	if got := string(doc[i+len(begin) : j]); got != want {
+		if *update {
+			doc = append(append(append([]byte{}, doc[:i+len(begin)]...), want...), doc[j:]...)
+			if err := os.WriteFile(path, doc, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Errorf("docs/ARCHITECTURE.md's sizes are stale (go test ./internal/arch -update):\n%s", want)
+		}
+	}
+	checkWalk(t, string(doc))
+}
+
+// checkWalk fails on a `Type.Method` or `pkg.Name` of the walk section that
+// names a package or type of ours but no declaration of the code.
+func checkWalk(t *testing.T, doc string) {
+	t.Helper()
+	start := strings.Index(doc, "## One request's walk")
+	if start < 0 {
+		t.Fatal("docs/ARCHITECTURE.md has no request walk")
+	}
+	walk := doc[start:]
+	if k := strings.Index(walk[3:], "\n## "); k >= 0 {
+		walk = walk[:k+3]
+	}
+	decls, types, pkgs := declarations(t)
+	ref := regexp.MustCompile("`([A-Za-z_]\\w*(?:\\.[A-Za-z_]\\w*)+)`")
+	checked := 0
+	for _, m := range ref.FindAllStringSubmatch(walk, -1) {
+		parts := strings.Split(m[1], ".")
+		if pkgs[parts[0]] {
+			parts = parts[1:]
+		} else if !types[parts[0]] {
+			continue // not ours (Caddy's Replacer.Map, ...)
+		}
+		checked++
+		if !decls[strings.Join(parts, ".")] {
+			t.Errorf("docs/ARCHITECTURE.md's walk names %s, which the code does not declare", m[1])
+		}
+	}
+	if checked < 10 {
+		t.Errorf("the walk names only %d identifiers of ours: is the section still there?", checked)
+	}
+}
+
+// declarations returns every top-level name ("Func", "Type", "Type.Method")
+// of the module, its types, and its package names.
+func declarations(t *testing.T) (decls, types, pkgs map[string]bool) {
+	t.Helper()
+	decls, types, pkgs = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, f := range goFiles(t) {
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, f), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[file.Name.Name] = true
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				name := d.Name.Name
+				if d.Recv != nil {
+					rt := d.Recv.List[0].Type
+					if s, ok := rt.(*ast.StarExpr); ok {
+						rt = s.X
+					}
+					if id, ok := rt.(*ast.Ident); ok {
+						name = id.Name + "." + name
+					}
+				}
+				decls[name] = true
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						decls[s.Name.Name], types[s.Name.Name] = true, true
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, fl := range st.Fields.List {
+								for _, n := range fl.Names {
+									decls[s.Name.Name+"."+n.Name] = true
+								}
+							}
+						}
+						if it, ok := s.Type.(*ast.InterfaceType); ok {
+							for _, fl := range it.Methods.List {
+								for _, n := range fl.Names {
+									decls[s.Name.Name+"."+n.Name] = true
+								}
+							}
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							decls[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return decls, types, pkgs
+}
