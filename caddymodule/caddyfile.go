@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/middleware"
 )
 
@@ -326,7 +327,7 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *middleware.RobotsTxtCon
 }
 
 // parseBots reads "bots [<token...>] [{ ... }]".
-func parseBots(d *caddyfile.Dispenser, v values, c *middleware.BotsConfig) error {
+func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 	c.Tokens = append(c.Tokens, v.args...)
 	return subBlock(d, "bots", func(v values) error {
 		switch v.key() {

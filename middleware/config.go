@@ -5,6 +5,8 @@ package middleware
 import (
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
+
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -26,7 +28,6 @@ const (
 	DefaultNewSitesPerSecond = 50
 	DefaultMaxRobotsBytes    = sites.DefaultMaxBytes
 	MinMaxRobotsBytes        = 4 << 20
-	DefaultUACacheSize       = 10000
 )
 
 // Values of Config.OnUnreachable.
@@ -68,7 +69,7 @@ type Config struct {
 
 	// Bots says which clients are bots besides those the built-in
 	// crawler list and the User-Agent parser recognise.
-	Bots BotsConfig `json:"bots,omitzero"`
+	Bots classify.Config `json:"bots,omitzero"`
 
 	// Verify configures crawler verification, which is on by default: a
 	// request whose User-Agent names a registered crawler operator's token
@@ -195,29 +196,6 @@ type RobotsTxtConfig struct {
 	// ("*.example.com") exempt nothing: they cover any number of hosts. The
 	// Caddy module adds the names of its server's host matchers.
 	SiteNames []string `json:"site_names,omitempty"`
-}
-
-// BotsConfig is Config.Bots, the bots block: which clients are bots
-// besides those the built-in crawler list and the User-Agent parser
-// recognise.
-type BotsConfig struct {
-	// Tokens lists extra product tokens that mark a client as a bot when
-	// they occur as a whole word in its User-Agent header
-	// (case-insensitive), at least 2 characters each.
-	Tokens []string `json:"tokens,omitempty"`
-
-	// EmptyUserAgent binds clients that send no User-Agent header (or an
-	// empty one) as bots, judged by the "*" group. Default false.
-	EmptyUserAgent bool `json:"empty_user_agent,omitempty"`
-
-	// HTTPTools binds HTTP libraries and command-line tools (curl, Wget,
-	// python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
-	// Default false: scripts and monitoring often use them legitimately.
-	HTTPTools bool `json:"http_tools,omitempty"`
-
-	// CacheSize bounds the LRU cache of User-Agent classifications.
-	// Default 10000 headers.
-	CacheSize int `json:"cache_size,omitempty"`
 }
 
 // CrawlDelayConfig is Config.CrawlDelay, the crawl_delay block: how the

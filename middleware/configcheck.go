@@ -52,9 +52,8 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
 	c.RobotsTxt.SiteNames = slices.Clone(c.RobotsTxt.SiteNames)
-	c.Bots.Tokens = slices.Clone(c.Bots.Tokens)
 	c.Traps.Paths = slices.Clone(c.Traps.Paths)
-	for _, check := range [...]func() error{c.RobotsTxt.withDefaults, c.Bots.withDefaults, c.CrawlDelay.withDefaults,
+	for _, check := range [...]func() error{c.RobotsTxt.withDefaults, c.botDefaults, c.CrawlDelay.withDefaults,
 		c.Clients.withDefaults, c.Traps.withDefaults, c.Bans.withDefaults, c.signalDefaults} {
 		if err := check(); err != nil {
 			return c, err
@@ -76,6 +75,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Verify = v
 	return c, nil
+}
+
+// botDefaults checks and defaults the bots block (package classify).
+func (c *Config) botDefaults() (err error) {
+	c.Bots, err = c.Bots.WithDefaults()
+	return err
 }
 
 // signalDefaults checks and defaults ContentSignals.
@@ -145,20 +150,6 @@ func (c *RobotsTxtConfig) withDefaults() error {
 		return err
 	}
 	return orDefault(&c.MaxSites, DefaultMaxSites, "robots_txt: max_sites")
-}
-
-// withDefaults checks and defaults the bots block.
-func (c *BotsConfig) withDefaults() error {
-	toks := make([]string, 0, len(c.Tokens))
-	for i, b := range c.Tokens {
-		t := strings.ToLower(strings.TrimSpace(b))
-		if len(t) < 2 {
-			return configErr(fmt.Sprintf("bots: tokens[%d]", i), "token must have at least 2 characters, got %q", b)
-		}
-		toks = append(toks, t)
-	}
-	c.Tokens = toks
-	return orDefault(&c.CacheSize, DefaultUACacheSize, "bots: cache_size")
 }
 
 // withDefaults checks and defaults the crawl_delay block.

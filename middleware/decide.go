@@ -87,21 +87,21 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 		// header's first MaxUserAgent bytes choose, for bounded work.
 		ua, bot = ua[:MaxUserAgent], true
 	}
-	info := e.classes.lookup(ua)
-	bot = bot || info.bot // a header that claims an operator is a bot
+	info := e.classes.Lookup(ua)
+	bot = bot || info.Bot // a header that claims an operator is a bot
 	if len(req.Host) > maxHostName && hostTooLong(req.Host) {
 		// No DNS name is this long (RFC 1035): the Host is garbage, and
 		// no site, cache entry or store key is made of it. Bots are
 		// refused; others pass to the site, which answers as it will.
 		v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot}
-		if bot || !info.browser {
+		if bot || !info.Browser {
 			v.Bot, v.Action, v.Reason = true, Deny, ReasonBadTarget
 		}
 		return v
 	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin, bot || !info.browser || tr != nil, req.ClientIP)
+	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin, bot || !info.Browser || tr != nil, req.ClientIP)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
@@ -109,10 +109,10 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	if ent.Named() {
 		v.SiteLabel = v.Site
 	}
-	agent, groupClaims := info.agent(st.Robots, ua, e.verifier)
+	agent, groupClaims := info.Agent(st.Robots, ua, e.verifier)
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
-	if claims := info.claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
+	if claims := info.Claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
 		ver = e.verify(ctx, claims, req, tr)
 		if ver.Verdict == identity.Spoofed && viaUntrustedProxy(req) {
 			e.proxyProvesNothing(req, tr, &ver)
@@ -146,7 +146,7 @@ func (e *Enforcer) decide(ctx context.Context, req *Request, tr *trace) Verdict 
 	}
 	v.Bot = true
 	v.Group = agent.Group()
-	v.Crawler = info.crawler
+	v.Crawler = info.Crawler
 	if st.Postponed {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
 		return v

@@ -23,9 +23,9 @@
 // A client is bound when its User-Agent header names a specific group of the
 // site's robots.txt (as a whole word, SEMANTICS.md §5), when
 // mileusna/useragent marks it as a bot, when it holds a token of the
-// embedded list of known crawlers (crawlers.txt, derived from
+// embedded list of known crawlers (package classify, derived from
 // monperrus/crawler-user-agents and ai-robots-txt/ai.robots.txt), or a token
-// of Config.Bots. Tokens match case-insensitively on word boundaries, never
+// of Config.Bots.Tokens. Tokens match case-insensitively on word boundaries, never
 // as raw substrings. Empty User-Agent headers and HTTP tools (curl,
 // python-requests, ...) are bound only on request. Classifications are kept
 // in a bounded LRU cache, so a repeated header costs one lookup.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -38,7 +40,7 @@ type Enforcer struct {
 	now        func() time.Time
 	clientIP   func(*http.Request) string
 	sites      *sites.Cache
-	classes    *classifier
+	classes    *classify.Classifier
 	limits     limit.Limiter
 	obs        Observer
 	log        *zap.Logger // decision lines, sampled
@@ -137,7 +139,7 @@ func New(cfg Config, opts ...Option) (_ *Enforcer, err error) {
 		e.purposes = identity.NewPurposes()
 		e.signalsReport = cfg.ContentSignals == SignalsReport
 	}
-	e.classes = newClassifier(cfg, e.verifier, e.purposes)
+	e.classes = classify.New(cfg.Bots, e.verifier, e.purposes)
 	if err = e.buildLimits(o); err != nil {
 		return nil, err
 	}

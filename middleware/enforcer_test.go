@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
@@ -69,12 +70,12 @@ func TestDecisions(t *testing.T) {
 		{"unreserved escape RFC view", Config{}, uaGPTBot, "/%70ublic/x", 200, "ok"},
 		{"encoded private for *", Config{}, uaAhrefs, "/%70rivate/", 403, "Disallowed"},
 		{"dry run passes", Config{DryRun: true}, uaGPTBot, "/anything", 200, "ok"},
-		{"extra bot token", Config{Bots: BotsConfig{Tokens: []string{"fooagent"}}}, uaFooBot, "/private/", 403, "for *"},
+		{"extra bot token", Config{Bots: classify.Config{Tokens: []string{"fooagent"}}}, uaFooBot, "/private/", 403, "for *"},
 		{"unknown token not a bot", Config{}, uaFooBot, "/private/", 200, "ok"},
 		{"tool passes by default", Config{}, uaCurl, "/private/", 200, "ok"},
-		{"tool bound when opted in", Config{Bots: BotsConfig{HTTPTools: true}}, uaCurl, "/private/", 403, "for *"},
+		{"tool bound when opted in", Config{Bots: classify.Config{HTTPTools: true}}, uaCurl, "/private/", 403, "for *"},
 		{"empty UA passes by default", Config{}, "", "/private/", 200, "ok"},
-		{"empty UA bound when opted in", Config{Bots: BotsConfig{EmptyUserAgent: true}}, "", "/private/", 403, "for *"},
+		{"empty UA bound when opted in", Config{Bots: classify.Config{EmptyUserAgent: true}}, "", "/private/", 403, "for *"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -381,8 +382,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Clients: ClientsConfig{IPv6Prefix: -1}}, "robots_guard: clients: ipv6_prefix:"},
 		{Config{CrawlDelay: CrawlDelayConfig{MaxKeys: -1}}, "robots_guard: crawl_delay: max_keys:"},
 		{Config{RobotsTxt: RobotsTxtConfig{MaxSites: -1}}, "robots_guard: robots_txt: max_sites:"},
-		{Config{Bots: BotsConfig{CacheSize: -1}}, "robots_guard: bots: cache_size:"},
-		{Config{Bots: BotsConfig{Tokens: []string{"ok", " "}}}, "robots_guard: bots: tokens[1]:"},
+		{Config{Bots: classify.Config{CacheSize: -1}}, "robots_guard: bots: cache_size:"},
+		{Config{Bots: classify.Config{Tokens: []string{"ok", " "}}}, "robots_guard: bots: tokens[1]:"},
 		{Config{RobotsTxt: RobotsTxtConfig{Source: "http://"}}, "robots_guard: robots_txt:"},
 	}
 	for _, tt := range tests {

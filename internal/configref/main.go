@@ -92,11 +92,16 @@ type block struct {
 
 // Generate returns the reference's Markdown.
 func Generate(root string) ([]byte, error) {
-	mw, err := load(filepath.Join(root, "middleware"))
-	if err != nil {
-		return nil, err
+	loaded := map[string]*pkgTypes{}
+	pkg := func(name string) (*pkgTypes, error) {
+		if p := loaded[name]; p != nil {
+			return p, nil
+		}
+		p, err := load(filepath.Join(root, name))
+		loaded[name] = p
+		return p, err
 	}
-	id, err := load(filepath.Join(root, "identity"))
+	mw, err := pkg("middleware")
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +135,13 @@ func Generate(root string) ([]byte, error) {
 			if jname == "" || jname == "-" {
 				continue
 			}
-			kind, sub, arr := describe(f.Type)
+			kind, from, sub, arr := describe(f.Type)
 			if sub != "" {
-				p := mw
-				if _, ok := mw.types[sub]; !ok {
-					p = id
+				p := bl.pkg
+				if from != "" {
+					if p, err = pkg(from); err != nil {
+						return nil, err
+					}
 				}
 				path := jname
 				if bl.path != "" {
@@ -151,35 +158,40 @@ func Generate(root string) ([]byte, error) {
 }
 
 // describe names the kind of value a field takes, and the struct type of
-// a block (or list of blocks) it opens.
-func describe(e ast.Expr) (kind, sub string, arr bool) {
+// a block (or list of blocks) it opens, with its package when that is
+// another one.
+func describe(e ast.Expr) (kind, pkg, sub string, arr bool) {
 	switch t := e.(type) {
 	case *ast.StarExpr:
 		return describe(t.X)
 	case *ast.ArrayType:
-		k, s, _ := describe(t.Elt)
+		k, p, s, _ := describe(t.Elt)
 		if s != "" {
-			return "list of objects", s, true
+			return "list of objects", p, s, true
 		}
-		return "list of " + k + "s", "", false
+		return "list of " + k + "s", "", "", false
 	case *ast.SelectorExpr:
-		return describe(t.Sel)
+		k, _, s, a := describe(t.Sel)
+		if s != "" {
+			return k, t.X.(*ast.Ident).Name, s, a
+		}
+		return k, "", "", a
 	case *ast.Ident:
 		switch t.Name {
 		case "bool":
-			return "flag", "", false
+			return "flag", "", "", false
 		case "int", "int64":
-			return "integer", "", false
+			return "integer", "", "", false
 		case "float64":
-			return "number", "", false
+			return "number", "", "", false
 		case "string":
-			return "string", "", false
+			return "string", "", "", false
 		case "Duration":
-			return "duration", "", false
+			return "duration", "", "", false
 		}
-		return "object", t.Name, false
+		return "object", "", t.Name, false
 	}
-	return "value", "", false
+	return "value", "", "", false
 }
 
 // oneLine joins a doc comment's lines into one paragraph.

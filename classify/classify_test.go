@@ -1,4 +1,4 @@
-package middleware
+package classify
 
 import (
 	"bufio"
@@ -43,20 +43,20 @@ func loadCrawlers(t testing.TB) []crawlerEntry {
 	return out
 }
 
-func mustClassifier(t testing.TB, cfg Config) *classifier {
-	cfg, err := cfg.withDefaults()
+func mustClassifier(t testing.TB, cfg Config) *Classifier {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClassifier(cfg, nil, nil)
+	return New(cfg, nil, nil)
 }
 
 func TestBrowsersAreNeverBots(t *testing.T) {
-	for _, cfg := range []Config{{}, {Bots: BotsConfig{HTTPTools: true, EmptyUserAgent: true}}} {
+	for _, cfg := range []Config{{}, {HTTPTools: true, EmptyUserAgent: true}} {
 		c := mustClassifier(t, cfg)
 		for _, ua := range loadBrowsers(t) {
-			if c.isBot(ua) {
-				t.Errorf("browser classified as bot (tools=%v): %s", cfg.Bots.HTTPTools, ua)
+			if c.IsBot(ua) {
+				t.Errorf("browser classified as bot (tools=%v): %s", cfg.HTTPTools, ua)
 			}
 		}
 	}
@@ -64,16 +64,16 @@ func TestBrowsersAreNeverBots(t *testing.T) {
 
 func TestEveryCrawlerInstanceIsBot(t *testing.T) {
 	def := mustClassifier(t, Config{})
-	tools := mustClassifier(t, Config{Bots: BotsConfig{HTTPTools: true}})
+	tools := mustClassifier(t, Config{HTTPTools: true})
 	n, toolOnly := 0, 0
 	for _, e := range loadCrawlers(t) {
 		for _, ua := range e.Instances {
 			n++
-			if !tools.isBot(ua) {
+			if !tools.IsBot(ua) {
 				t.Errorf("crawler not bound even with http_tools_are_bots (pattern %q): %s", e.Pattern, ua)
 				continue
 			}
-			if !def.isBot(ua) {
+			if !def.IsBot(ua) {
 				toolOnly++
 			}
 		}
@@ -82,7 +82,7 @@ func TestEveryCrawlerInstanceIsBot(t *testing.T) {
 }
 
 func TestTokenBoundaries(t *testing.T) {
-	c := mustClassifier(t, Config{Bots: BotsConfig{Tokens: []string{"lcc", "spider"}}})
+	c := mustClassifier(t, Config{Tokens: []string{"lcc", "spider"}})
 	tests := []struct {
 		ua  string
 		bot bool
@@ -98,7 +98,7 @@ func TestTokenBoundaries(t *testing.T) {
 		{"Mozilla/5.0 (compatible; GOOGLEBOT/2.1)", true},
 	}
 	for _, tt := range tests {
-		if got := c.isBot(tt.ua); got != tt.bot {
+		if got := c.IsBot(tt.ua); got != tt.bot {
 			t.Errorf("isBot(%q) = %v, want %v", tt.ua, got, tt.bot)
 		}
 	}
@@ -112,13 +112,13 @@ func FuzzClassify(f *testing.F) {
 	f.Add("")
 	f.Add(strings.Repeat("bot", 500))
 	c := mustClassifier(f, Config{})
-	tools := mustClassifier(f, Config{Bots: BotsConfig{HTTPTools: true}})
+	tools := mustClassifier(f, Config{HTTPTools: true})
 	f.Fuzz(func(t *testing.T, ua string) {
-		a, b := c.isBot(ua), c.isBot(ua) // cached answer equals computed one
+		a, b := c.IsBot(ua), c.IsBot(ua) // cached answer equals computed one
 		if a != b || a != c.classify(ua) && strings.TrimSpace(ua) != "" {
 			t.Fatalf("inconsistent classification of %q", ua)
 		}
-		if a && !tools.isBot(ua) {
+		if a && !tools.IsBot(ua) {
 			t.Fatalf("opting in tools unbound %q", ua)
 		}
 		// Case does not matter for the token list.
@@ -137,7 +137,7 @@ func lowerBytes(s string) []byte { return []byte(strings.ToLower(s)) }
 // ua_cache_size.
 func TestClassifierCopy(t *testing.T) {
 	const size = 200
-	c := mustClassifier(t, Config{Bots: BotsConfig{CacheSize: size}})
+	c := mustClassifier(t, Config{CacheSize: size})
 	browsers := loadBrowsers(t)[:20]
 	crawlers := []string{"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)", "curl/8.5.0", "Wget/1.21.4"}
 	uas := append(append([]string{}, browsers...), crawlers...)
@@ -148,7 +148,7 @@ func TestClassifierCopy(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !inCopy(uas[len(uas)-1]) {
 		for _, ua := range uas {
-			c.lookup(ua)
+			c.Lookup(ua)
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("headers looked up over and over never reached the copy")
@@ -160,16 +160,16 @@ func TestClassifierCopy(t *testing.T) {
 	}
 	missed := c.misses.Load()
 	for _, ua := range uas {
-		got := c.lookup(ua)
+		got := c.Lookup(ua)
 		bot, browser := c.compute(ua)
-		if got.bot != bot || got.browser != browser {
-			t.Errorf("%q: copy says bot %v browser %v, classification %v %v", ua, got.bot, got.browser, bot, browser)
+		if got.Bot != bot || got.Browser != browser {
+			t.Errorf("%q: copy says bot %v browser %v, classification %v %v", ua, got.Bot, got.Browser, bot, browser)
 		}
 		if !inCopy(ua) {
 			t.Errorf("%q is not in the copy", ua)
 		}
 	}
-	if a := testing.AllocsPerRun(1000, func() { c.lookup(browsers[3]) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { c.Lookup(browsers[3]) }); a != 0 {
 		t.Errorf("a look-up answered from the copy allocates %.2f times", a)
 	}
 	if n := c.misses.Load() - missed; n != 0 {
@@ -180,11 +180,11 @@ func TestClassifierCopy(t *testing.T) {
 	// answers is still right.
 	for i := range 20 * size {
 		ua := "FloodBot/" + strconv.Itoa(i)
-		if v := c.lookup(ua); !v.bot {
+		if v := c.Lookup(ua); !v.Bot {
 			t.Fatalf("%q classified as no bot", ua)
 		}
 		if i%7 == 0 {
-			c.lookup(browsers[0])
+			c.Lookup(browsers[0])
 		}
 	}
 	for c.building.Load() {
@@ -196,7 +196,7 @@ func TestClassifierCopy(t *testing.T) {
 	if h := c.hot.Load(); len(h.m) > size {
 		t.Errorf("copy holds %d headers, more than %d", len(h.m), size)
 	}
-	if v := c.lookup(browsers[0]); v.bot || !v.browser {
-		t.Errorf("after the flood %q: bot %v browser %v", browsers[0], v.bot, v.browser)
+	if v := c.Lookup(browsers[0]); v.Bot || !v.Browser {
+		t.Errorf("after the flood %q: bot %v browser %v", browsers[0], v.Bot, v.Browser)
 	}
 }

@@ -1,7 +1,15 @@
-package middleware
+// Package classify decides who a client is from its User-Agent header: a
+// bot (a known crawler token, a configured one, an HTTP tool where tools
+// count as bots, a header that claims a registered crawler operator, or
+// what mileusna/useragent calls a bot), a browser (a header that
+// mileusna/useragent names as one of the major browsers), or neither. It
+// keeps a bounded cache of its answers, read without locks. It knows
+// nothing of sites or robots.txt beyond the group choice it memoises.
+package classify
 
 import (
 	_ "embed"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -15,6 +23,55 @@ import (
 )
 
 //go:generate go run ./internal/gencrawlers -in ../testdata/useragents -out crawlers.txt
+
+// DefaultCacheSize is Config.CacheSize's default.
+const DefaultCacheSize = 10000
+
+// Config is the bots block of robots_guard: which clients are bots
+// besides those the built-in crawler list and the User-Agent parser
+// recognise.
+type Config struct {
+	// Tokens lists extra product tokens that mark a client as a bot when
+	// they occur as a whole word in its User-Agent header
+	// (case-insensitive), at least 2 characters each.
+	Tokens []string `json:"tokens,omitempty"`
+
+	// EmptyUserAgent binds clients that send no User-Agent header (or an
+	// empty one) as bots, judged by the "*" group. Default false.
+	EmptyUserAgent bool `json:"empty_user_agent,omitempty"`
+
+	// HTTPTools binds HTTP libraries and command-line tools (curl, Wget,
+	// python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
+	// Default false: scripts and monitoring often use them legitimately.
+	HTTPTools bool `json:"http_tools,omitempty"`
+
+	// CacheSize bounds the LRU cache of User-Agent classifications (and
+	// the lock-free copy of it that requests read, as many again at most).
+	// Default 10000 headers.
+	CacheSize int `json:"cache_size,omitempty"`
+}
+
+// WithDefaults returns c with its tokens lower-cased and its zero fields
+// set to their defaults, or an error that names the invalid field, e.g.
+// "robots_guard: bots: tokens[1]: ...".
+func (c Config) WithDefaults() (Config, error) {
+	toks := make([]string, 0, len(c.Tokens))
+	for i, b := range c.Tokens {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return c, fmt.Errorf("robots_guard: bots: tokens[%d]: token must have at least 2 characters, got %q", i, b)
+		}
+		toks = append(toks, t)
+	}
+	c.Tokens = toks
+	switch {
+	case c.CacheSize == 0:
+		c.CacheSize = DefaultCacheSize
+	case c.CacheSize < 0:
+		return c, fmt.Errorf("robots_guard: bots: cache_size: must be positive, got %d", c.CacheSize)
+	}
+	return c, nil
+}
 
 // crawlersTxt is the list of known crawler and HTTP tool tokens, derived
 // from monperrus/crawler-user-agents and ai-robots-txt/ai.robots.txt (both
@@ -130,17 +187,17 @@ func (t knownToken) at(h []byte, i int, startOK bool) uint8 {
 	return t.kind
 }
 
-// classifier decides whether a User-Agent header belongs to a bot, for the
+// Classifier decides whether a User-Agent header belongs to a bot, for the
 // parts that do not depend on a site's robots.txt: mileusna/useragent, the
 // embedded crawler list, the configured extra tokens and the opt-in levels.
-// Results are kept in a bounded LRU cache.
-type classifier struct {
+// Results are kept in a bounded LRU cache. It is safe for concurrent use.
+type Classifier struct {
 	tokens    *tokenSet
 	emptyBot  bool
 	toolsBots bool
 	// cache is the authority: at most ua_cache_size classifications,
 	// least recently used out first.
-	cache *lru.Cache[string, *uaInfo]
+	cache *lru.Cache[string, *Info]
 	// hot is a copy of cache's entries taken now and then, never written
 	// once stored: reads need no lock, and the runtime's string-keyed map
 	// code they run is the code Caddy's own maps keep in the core's
@@ -154,23 +211,25 @@ type classifier struct {
 	purposes *identity.Purposes // nil when content_signals is off
 }
 
-// uaInfo is the cached classification of one header. spec memoises, for the
-// robots.txt last seen with the header, the group choice (policy.Agent),
-// so that neither a browser nor a repeated bot costs a scan of the header
-// per request.
-type uaInfo struct {
-	bot bool
-	// browser: mileusna/useragent names a browser (Chrome, Firefox,
+// Info is the classification of one header, shared by every request that
+// sends it: read it, never write it. Agent memoises, for the robots.txt
+// last seen with the header, the group choice (policy.Agent), so that
+// neither a browser nor a repeated bot costs a scan of the header per
+// request.
+type Info struct {
+	// Bot: the header is a bot's.
+	Bot bool
+	// Browser: mileusna/useragent names a browser (Chrome, Firefox,
 	// Safari, Edge, Opera, ...) and no bot token is present. Only such
 	// clients go on without waiting for a site's first robots.txt fetch;
 	// unknown clients may be bots that the site's own groups name.
-	browser bool
-	// claims: the crawler operators the header names (verification on).
+	Browser bool
+	// Claims: the crawler operators the header names (verification on).
 	// A header that claims one is a bot.
-	claims identity.Claims
-	// crawler: the registry's entry of the crawler the header names, for
+	Claims identity.Claims
+	// Crawler: the registry's entry of the crawler the header names, for
 	// Content-Signal (nil: none, or content_signals off).
-	crawler *identity.CrawlerPurpose
+	Crawler *identity.CrawlerPurpose
 	spec    atomic.Pointer[specMemo]
 }
 
@@ -190,19 +249,23 @@ type specMemo struct {
 // free of shared writes and still keeps busy entries from being evicted.
 const promoteEvery = 64
 
-func newClassifier(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *classifier {
+// New returns a Classifier for cfg (with its defaults applied: see
+// Config.WithDefaults). v, when not nil, makes a header that claims a
+// registered crawler operator a bot and records the claims; purposes,
+// when not nil, records the crawler's documented purpose.
+func New(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *Classifier {
 	s := newTokenSet()
 	s.parseCrawlers(crawlersTxt)
-	for _, b := range cfg.Bots.Tokens {
+	for _, b := range cfg.Tokens {
 		s.add(b, kindCrawler)
 	}
-	cache, _ := lru.New[string, *uaInfo](cfg.Bots.CacheSize) // size > 0 is checked by Config
-	return &classifier{tokens: s, emptyBot: cfg.Bots.EmptyUserAgent, toolsBots: cfg.Bots.HTTPTools, cache: cache, verifier: v, purposes: purposes}
+	cache, _ := lru.New[string, *Info](max(cfg.CacheSize, 1))
+	return &Classifier{tokens: s, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes}
 }
 
 // hotSet is a copy of the classifier's cache, read without locks.
 type hotSet struct {
-	m     map[string]*uaInfo
+	m     map[string]*Info
 	built time.Time
 }
 
@@ -217,11 +280,13 @@ const (
 	rebuildEvery = time.Second
 )
 
-// isBot reports whether ua is classified as a bot.
-func (c *classifier) isBot(ua string) bool { return c.lookup(ua).bot }
+// IsBot reports whether ua is classified as a bot.
+func (c *Classifier) IsBot(ua string) bool { return c.Lookup(ua).Bot }
 
-// lookup returns the cached classification of ua, computing it on a miss.
-func (c *classifier) lookup(ua string) *uaInfo {
+// Lookup returns the classification of ua, cached, computing it on a
+// miss. The work is bounded by the header's length; headers longer than
+// 1 KiB are classified each time and never cached.
+func (c *Classifier) Lookup(ua string) *Info {
 	if len(ua) == 0 || len(ua) > maxCachedUA || ua[0] == ' ' || ua[len(ua)-1] == ' ' {
 		return c.info(ua)
 	}
@@ -240,10 +305,10 @@ func (c *classifier) lookup(ua string) *uaInfo {
 	return c.lookupSlow(ua)
 }
 
-// lookupSlow is lookup for a header not in the copy: from the LRU, or
+// lookupSlow is Lookup for a header not in the copy: from the LRU, or
 // classified and added to it. It starts a rebuild of the copy when enough
 // look-ups have missed it.
-func (c *classifier) lookupSlow(ua string) *uaInfo {
+func (c *Classifier) lookupSlow(ua string) *Info {
 	v, ok := c.cache.Get(ua)
 	if !ok {
 		v = c.info(ua)
@@ -261,10 +326,10 @@ func (c *classifier) lookupSlow(ua string) *uaInfo {
 }
 
 // rebuild replaces the copy with one of the cache's entries now.
-func (c *classifier) rebuild() {
+func (c *Classifier) rebuild() {
 	defer c.building.Store(false)
 	keys := c.cache.Keys()
-	m := make(map[string]*uaInfo, len(keys))
+	m := make(map[string]*Info, len(keys))
 	for _, k := range keys {
 		if v, ok := c.cache.Peek(k); ok {
 			m[k] = v
@@ -275,24 +340,24 @@ func (c *classifier) rebuild() {
 }
 
 // info classifies ua without the cache.
-func (c *classifier) info(ua string) *uaInfo {
+func (c *Classifier) info(ua string) *Info {
 	bot, browser := c.compute(ua)
-	v := &uaInfo{bot: bot, browser: browser}
+	v := &Info{Bot: bot, Browser: browser}
 	if c.purposes != nil {
-		v.crawler = c.purposes.Of(ua)
+		v.Crawler = c.purposes.Of(ua)
 	}
 	if c.verifier != nil {
-		if v.claims = c.verifier.Claims(ua); v.claims != 0 {
-			v.bot, v.browser = true, false
+		if v.Claims = c.verifier.Claims(ua); v.Claims != 0 {
+			v.Bot, v.Browser = true, false
 		}
 	}
 	return v
 }
 
-// agent returns r.Agent(ua) and the operators its group's name stands for
+// Agent returns r.Agent(ua) and the operators its group's name stands for
 // (with verifier v, nil when verification is off), memoised in info for
 // the last r seen.
-func (info *uaInfo) agent(r *policy.Robots, ua string, v *identity.Verifier) (policy.Agent, identity.Claims) {
+func (info *Info) Agent(r *policy.Robots, ua string, v *identity.Verifier) (policy.Agent, identity.Claims) {
 	if m := info.spec.Load(); m != nil {
 		if a, ok := m.agent.For(r); ok {
 			return a, m.groupClaims
@@ -308,7 +373,7 @@ func (info *uaInfo) agent(r *policy.Robots, ua string, v *identity.Verifier) (po
 }
 
 // compute classifies ua without the cache: is it a bot, is it a browser.
-func (c *classifier) compute(ua string) (bot, browser bool) {
+func (c *Classifier) compute(ua string) (bot, browser bool) {
 	if strings.TrimSpace(ua) == "" {
 		return c.emptyBot, false
 	}
@@ -316,14 +381,14 @@ func (c *classifier) compute(ua string) (bot, browser bool) {
 }
 
 // classify does the work of isBot without the cache.
-func (c *classifier) classify(ua string) bool {
+func (c *Classifier) classify(ua string) bool {
 	bot, _ := c.classifyFull(ua)
 	return bot
 }
 
 // classifyFull says whether ua is a bot and whether it is a browser, with
 // at most one parse by mileusna/useragent.
-func (c *classifier) classifyFull(ua string) (bot, browser bool) {
+func (c *Classifier) classifyFull(ua string) (bot, browser bool) {
 	var buf [256]byte
 	h := buf[:0]
 	if len(ua) > len(buf) {
