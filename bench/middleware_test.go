@@ -8,7 +8,7 @@ import (
 	"github.com/jimsmart/grobotstxt"
 	"github.com/temoto/robotstxt"
 
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -76,7 +76,7 @@ func grobotstxtMiddleware(next http.Handler) http.Handler {
 }
 
 func robotsguardMiddleware(tb testing.TB, next http.Handler) http.Handler {
-	e, err := middleware.New(middleware.Config{}, middleware.WithSource(sites.BytesSource([]byte(middlewareRobots))))
+	e, err := guard.New(guard.Config{}, guard.WithSource(sites.BytesSource([]byte(middlewareRobots))))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/robotsguard/robotsguard/dashboard"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/report"
 )
 
@@ -109,9 +109,9 @@ func pooled[T any]() []T {
 	return out
 }
 
-// enforcers returns the Enforcers of the loaded configurations.
-func enforcers() []*middleware.Enforcer {
-	var out []*middleware.Enforcer
+// enforcers returns the Engines of the loaded configurations.
+func enforcers() []*guard.Engine {
+	var out []*guard.Engine
 	for _, st := range pooled[*state]() {
 		out = append(out, st.enforcer)
 	}
@@ -155,7 +155,7 @@ func (AdminAPI) handleBans(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
 	}
-	out := []middleware.BanStatus{}
+	out := []guard.BanStatus{}
 	seen := map[string]bool{}
 	for _, e := range enforcers() {
 		for _, b := range e.Bans(r.Context()) {
@@ -244,7 +244,7 @@ func (AdminAPI) handleSites(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return apiError(http.StatusMethodNotAllowed, "method not allowed; use GET")
 	}
-	out := []middleware.SiteStatus{}
+	out := []guard.SiteStatus{}
 	seen := map[string]bool{}
 	for _, e := range enforcers() {
 		for _, s := range e.Sites() {
@@ -264,7 +264,7 @@ func (AdminAPI) handleRefresh(w http.ResponseWriter, r *http.Request) error {
 	site := r.URL.Query().Get("site")
 	ctx, cancel := context.WithTimeout(r.Context(), adminRefreshTimeout)
 	defer cancel()
-	out := []middleware.SiteStatus{}
+	out := []guard.SiteStatus{}
 	for _, e := range enforcers() {
 		out = append(out, e.Refresh(ctx, site, serverFor)...)
 	}
@@ -300,7 +300,7 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := e.Explain(r.Context(), middleware.Request{
+	x, err := e.Explain(r.Context(), guard.Request{
 		Scheme:    u.Scheme,
 		Host:      u.Host,
 		Target:    path,
@@ -314,11 +314,11 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, x)
 }
 
-// enforcerFor returns the Enforcer of the robots_guard handler that a
+// enforcerFor returns the Engine of the robots_guard handler that a
 // request for path on the site u (with that User-Agent and client address)
 // reaches: the server that listens on its port, then its routes as they
 // match the request; or an API error (404) that says why there is none.
-func enforcerFor(u *url.URL, path, ua, ip string) (*middleware.Enforcer, error) {
+func enforcerFor(u *url.URL, path, ua, ip string) (*guard.Engine, error) {
 	if len(enforcers()) == 0 {
 		return nil, apiError(http.StatusNotFound, "no robots_guard handler is loaded")
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/robotsguard/robotsguard/classify"
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 )
 
 func init() {
@@ -255,16 +255,16 @@ func (v values) num(dst *int) error {
 	return nil
 }
 
-func (v values) dur(dst *middleware.Duration) error {
+func (v values) dur(dst *guard.Duration) error {
 	s, err := v.one()
 	if err != nil {
 		return err
 	}
-	t, err := middleware.ParseDuration(s)
+	t, err := guard.ParseDuration(s)
 	if err != nil {
 		return v.d.Errf("%s: %q is not a duration: %v", v.name, s, err)
 	}
-	*dst = middleware.Duration(t)
+	*dst = guard.Duration(t)
 	return nil
 }
 
@@ -284,7 +284,7 @@ func subBlock(d *caddyfile.Dispenser, block string, f func(v values) error) erro
 }
 
 // parseRobotsTxt reads "robots_txt [<source>] [{ ... }]".
-func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *middleware.RobotsTxtConfig) error {
+func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *guard.RobotsTxtConfig) error {
 	switch len(v.args) {
 	case 0:
 	case 1:
@@ -347,7 +347,7 @@ func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 }
 
 // parseCrawlDelay reads "crawl_delay { ... }".
-func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *middleware.CrawlDelayConfig) error {
+func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *guard.CrawlDelayConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("crawl_delay takes a block, not %q", v.args[0])
 	}
@@ -377,7 +377,7 @@ func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *middleware.CrawlDelayC
 }
 
 // parseClients reads "clients { ... }".
-func parseClients(d *caddyfile.Dispenser, v values, c *middleware.ClientsConfig) error {
+func parseClients(d *caddyfile.Dispenser, v values, c *guard.ClientsConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("clients takes a block, not %q", v.args[0])
 	}
@@ -393,7 +393,7 @@ func parseClients(d *caddyfile.Dispenser, v values, c *middleware.ClientsConfig)
 }
 
 // parseTraps reads "traps <path-pattern...> [{ ... }]".
-func parseTraps(d *caddyfile.Dispenser, v values, c *middleware.TrapsConfig) error {
+func parseTraps(d *caddyfile.Dispenser, v values, c *guard.TrapsConfig) error {
 	if len(v.args) == 0 {
 		return d.Errf("traps: want at least one path pattern, e.g. traps /no-robots/")
 	}
@@ -402,7 +402,7 @@ func parseTraps(d *caddyfile.Dispenser, v values, c *middleware.TrapsConfig) err
 		var err error
 		switch v.key() {
 		case "grace":
-			var g middleware.Duration
+			var g guard.Duration
 			if err = v.dur(&g); err == nil {
 				c.Grace = &g
 			}
@@ -418,7 +418,7 @@ func parseTraps(d *caddyfile.Dispenser, v values, c *middleware.TrapsConfig) err
 }
 
 // parseBans reads "bans { ... }".
-func parseBans(d *caddyfile.Dispenser, v values, c *middleware.BansConfig) error {
+func parseBans(d *caddyfile.Dispenser, v values, c *guard.BansConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("bans takes a block, not %q", v.args[0])
 	}
@@ -438,11 +438,11 @@ func parseBans(d *caddyfile.Dispenser, v values, c *middleware.BansConfig) error
 			if err != nil {
 				return d.Errf("bans: after: %q is not a whole number", v.args[0])
 			}
-			w, err := middleware.ParseDuration(v.args[1])
+			w, err := guard.ParseDuration(v.args[1])
 			if err != nil {
 				return d.Errf("bans: after: %q is not a duration: %v", v.args[1], err)
 			}
-			c.After = &middleware.BanAfter{Denials: n, Window: middleware.Duration(w)}
+			c.After = &guard.BanAfter{Denials: n, Window: guard.Duration(w)}
 			return nil
 		}
 		return v.unknown("for, max, after or max_entries")

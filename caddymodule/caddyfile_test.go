@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 )
 
 func TestUnmarshalCaddyfile(t *testing.T) {
@@ -207,7 +207,7 @@ func TestMovedSettings(t *testing.T) {
 }
 
 // TestConfigCoversEveryField: the module's configuration is
-// middleware.Config itself, embedded and flattened, so that no field is
+// guard.Config itself, embedded and flattened, so that no field is
 // declared twice; the Caddyfile sets every one of its settings, nested
 // ones included, and the module's JSON is the engine's, both ways.
 func TestConfigCoversEveryField(t *testing.T) {
@@ -217,8 +217,8 @@ func TestConfigCoversEveryField(t *testing.T) {
 		if !f.IsExported() {
 			continue
 		}
-		if !f.Anonymous || f.Type != reflect.TypeFor[middleware.Config]() || f.Tag != "" {
-			t.Errorf("RobotsGuard.%s: the module's only exported field must be the embedded middleware.Config, untagged", f.Name)
+		if !f.Anonymous || f.Type != reflect.TypeFor[guard.Config]() || f.Tag != "" {
+			t.Errorf("RobotsGuard.%s: the module's only exported field must be the embedded guard.Config, untagged", f.Name)
 		}
 	}
 	var g RobotsGuard
@@ -274,11 +274,11 @@ func TestConfigCoversEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg := mustJSON(g.Config); string(mod) != cfg {
-		t.Errorf("module JSON\n%s\ndiffers from middleware.Config's\n%s", mod, cfg)
+		t.Errorf("module JSON\n%s\ndiffers from guard.Config's\n%s", mod, cfg)
 	}
 	var set map[string]any
 	json.Unmarshal(mod, &set)
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[middleware.Config]()) {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[guard.Config]()) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		v, ok := set[name]
 		if !ok {

@@ -5,18 +5,18 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 )
 
 // parseVerifyLine reads "verify off" or "verify [{ ... }]".
-func parseVerifyLine(d *caddyfile.Dispenser, v values) (*middleware.VerifyConfig, error) {
+func parseVerifyLine(d *caddyfile.Dispenser, v values) (*guard.VerifyConfig, error) {
 	switch {
 	case len(v.args) == 1 && v.args[0] == "off":
 		if d.NextBlock(d.Nesting()) {
 			return nil, d.Errf("verify off: takes no block")
 		}
-		return &middleware.VerifyConfig{Off: true}, nil
+		return &guard.VerifyConfig{Off: true}, nil
 	case len(v.args) > 0:
 		return nil, d.Errf("verify: want a block or \"off\", got %q", strings.Join(v.args, " "))
 	}
@@ -24,8 +24,8 @@ func parseVerifyLine(d *caddyfile.Dispenser, v values) (*middleware.VerifyConfig
 }
 
 // parseStore reads the block of the store subdirective, if any.
-func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, error) {
-	sc := &middleware.StoreConfig{Redis: url}
+func parseStore(d *caddyfile.Dispenser, url string) (*guard.StoreConfig, error) {
+	sc := &guard.StoreConfig{Redis: url}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()
@@ -43,11 +43,11 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 		case "key_prefix":
 			sc.KeyPrefix = args[0]
 		case "timeout":
-			t, err := middleware.ParseDuration(args[0])
+			t, err := guard.ParseDuration(args[0])
 			if err != nil {
 				return nil, d.Errf("store: timeout: %q is not a duration: %v", args[0], err)
 			}
-			sc.Timeout = middleware.Duration(t)
+			sc.Timeout = guard.Duration(t)
 		case "on_store_error":
 			sc.OnStoreError = args[0]
 		default:
@@ -58,8 +58,8 @@ func parseStore(d *caddyfile.Dispenser, url string) (*middleware.StoreConfig, er
 }
 
 // parseWebBotAuth reads the web_bot_auth block of verify.
-func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, error) {
-	w := &middleware.WebBotAuthSettings{}
+func parseWebBotAuth(d *caddyfile.Dispenser) (*guard.WebBotAuthSettings, error) {
+	w := &guard.WebBotAuthSettings{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()
@@ -68,7 +68,7 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 			if len(args) < 1 || len(args) > 2 {
 				return nil, d.Errf("web_bot_auth: agent <origin> [<operator>] [{ key <jwk file> }]")
 			}
-			a := middleware.SignatureAgent{Origin: args[0]}
+			a := guard.SignatureAgent{Origin: args[0]}
 			if len(args) == 2 {
 				a.Operator = args[1]
 			}
@@ -109,11 +109,11 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 			if len(args) != 1 {
 				return nil, d.Errf("web_bot_auth: max_window: want one duration")
 			}
-			t, err := middleware.ParseDuration(args[0])
+			t, err := guard.ParseDuration(args[0])
 			if err != nil {
 				return nil, d.Errf("web_bot_auth: max_window: %q is not a duration: %v", args[0], err)
 			}
-			w.MaxWindow = middleware.Duration(t)
+			w.MaxWindow = guard.Duration(t)
 		default:
 			return nil, d.Errf("web_bot_auth: unknown subdirective %q", name)
 		}
@@ -122,8 +122,8 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*middleware.WebBotAuthSettings, er
 }
 
 // parseVerify reads the block of the verify subdirective, if any.
-func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
-	vc := &middleware.VerifyConfig{}
+func parseVerify(d *caddyfile.Dispenser) (*guard.VerifyConfig, error) {
+	vc := &guard.VerifyConfig{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()
@@ -133,16 +133,16 @@ func parseVerify(d *caddyfile.Dispenser) (*middleware.VerifyConfig, error) {
 			}
 			return args[0], nil
 		}
-		dur := func(dst *middleware.Duration) error {
+		dur := func(dst *guard.Duration) error {
 			v, err := one()
 			if err != nil {
 				return err
 			}
-			t, err := middleware.ParseDuration(v)
+			t, err := guard.ParseDuration(v)
 			if err != nil {
 				return d.Errf("verify: %s: %q is not a duration: %v", name, v, err)
 			}
-			*dst = middleware.Duration(t)
+			*dst = guard.Duration(t)
 			return nil
 		}
 		var err error

@@ -18,8 +18,8 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -159,8 +159,8 @@ type verifyOpts struct {
 }
 
 // runTest is "caddy robots test"; it returns the exit code. It builds an
-// Enforcer over the given robots.txt and asks it, for each path, what a
-// request would get (Enforcer.Explain): the same classification, request
+// Engine over the given robots.txt and asks it, for each path, what a
+// request would get (Engine.Explain): the same classification, request
 // views, status mapping and verification as a running robots_guard, so
 // that the tester and the guard can never disagree.
 func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []string, vo verifyOpts) (int, error) {
@@ -170,8 +170,8 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	if file != "" && url != "" {
 		return exitError, errors.New("give --file or --url, not both")
 	}
-	cfg := middleware.Config{Verify: &middleware.VerifyConfig{Off: true}}
-	var opts []middleware.Option
+	cfg := guard.Config{Verify: &guard.VerifyConfig{Off: true}}
+	var opts []guard.Option
 	scheme, host, src := "https", "robots-test.invalid", "standard input"
 	switch {
 	case url != "":
@@ -192,7 +192,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		if err != nil {
 			return exitError, err
 		}
-		opts = append(opts, middleware.WithSource(sites.BytesSource(body)))
+		opts = append(opts, guard.WithSource(sites.BytesSource(body)))
 	}
 	var signed *identity.SignedRequest
 	if vo.ip != "" {
@@ -208,19 +208,19 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		}
 		defer v.Close()
 		signed = sr
-		cfg.Verify = &middleware.VerifyConfig{OnSpoofed: vo.onSpoofed}
-		opts = append(opts, middleware.WithVerifier(v))
+		cfg.Verify = &guard.VerifyConfig{OnSpoofed: vo.onSpoofed}
+		opts = append(opts, guard.WithVerifier(v))
 	}
-	e, err := middleware.New(cfg, opts...)
+	e, err := guard.New(cfg, opts...)
 	if err != nil {
 		return exitError, err
 	}
 	defer e.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	xs := make([]middleware.Explanation, len(paths))
+	xs := make([]guard.Explanation, len(paths))
 	for i, p := range paths {
-		req := middleware.Request{Scheme: scheme, Host: host, Target: p, UserAgent: ua, ClientIP: vo.ip, Signed: signed}
+		req := guard.Request{Scheme: scheme, Host: host, Target: p, UserAgent: ua, ClientIP: vo.ip, Signed: signed}
 		if xs[i], err = e.Explain(ctx, req); err != nil {
 			return exitError, err
 		}
@@ -238,7 +238,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 // printSource says where the robots.txt came from when that changes how
 // to read the verdicts: an HTML page, no robots.txt at all (4xx), or none
 // reachable, which is an error here (the guard would refuse every bot).
-func printSource(out io.Writer, src string, x middleware.Explanation) (int, error) {
+func printSource(out io.Writer, src string, x guard.Explanation) (int, error) {
 	st := x.RobotsTxt
 	if st == nil {
 		return exitOK, nil
@@ -261,7 +261,7 @@ func printSource(out io.Writer, src string, x middleware.Explanation) (int, erro
 
 // printPreamble prints what the verdicts rest on: whether the header is a
 // bot's at all, the verification of its claim, and its documented purpose.
-func printPreamble(out io.Writer, x middleware.Explanation) {
+func printPreamble(out io.Writer, x guard.Explanation) {
 	if !x.Bot {
 		fmt.Fprintln(out, "# not a bot by robots_guard's reading of the header (a browser, or an HTTP tool with http_tools_are_bots off): it passes untouched")
 	}
@@ -285,7 +285,7 @@ func printPreamble(out io.Writer, x middleware.Explanation) {
 
 // printVerdicts prints one row per path and returns exitFinding when a
 // path is refused.
-func printVerdicts(out io.Writer, paths []string, xs []middleware.Explanation) (int, error) {
+func printVerdicts(out io.Writer, paths []string, xs []guard.Explanation) (int, error) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	signals := xs[0].ContentSignal != nil
 	if signals {
@@ -299,7 +299,7 @@ func printVerdicts(out io.Writer, paths []string, xs []middleware.Explanation) (
 		if x.Action != "allow" {
 			verdict, code = "DISALLOWED", exitFinding
 		}
-		if x.Reason == middleware.ReasonContentSignal.String() {
+		if x.Reason == guard.ReasonContentSignal.String() {
 			verdict = "DENIED (content_signal)"
 		}
 		group := x.Group
@@ -308,13 +308,13 @@ func printVerdicts(out io.Writer, paths []string, xs []middleware.Explanation) (
 		}
 		rule := "-"
 		switch {
-		case x.Reason == middleware.ReasonRobotsTxt.String():
+		case x.Reason == guard.ReasonRobotsTxt.String():
 			rule = "/robots.txt is always allowed"
-		case x.Reason == middleware.ReasonSpoofed.String():
+		case x.Reason == guard.ReasonSpoofed.String():
 			rule = "spoofed: not an address of " + x.Verification.Operator
 		case x.Rule != nil:
 			rule = fmt.Sprintf("line %d: %s", x.Rule.Line, x.Rule.Text)
-		case x.Reason == middleware.ReasonCrawlDelay.String():
+		case x.Reason == guard.ReasonCrawlDelay.String():
 			rule = fmt.Sprintf("Crawl-delay (line %d): retry after %s", x.CrawlDelayLine, time.Duration(x.RetryAfter))
 		}
 		delay := "-"
@@ -332,7 +332,7 @@ func printVerdicts(out io.Writer, paths []string, xs []middleware.Explanation) (
 
 // signalCell is the CONTENT-SIGNAL column: what the deciding
 // Content-Signal or Content-Usage line says of the crawler's purpose.
-func signalCell(cs *middleware.ExplainSignal) string {
+func signalCell(cs *guard.ExplainSignal) string {
 	switch {
 	case cs == nil, cs.Signal == "not_checked":
 		return "-"
@@ -352,7 +352,7 @@ func testVerifier(out io.Writer, ua string, vo verifyOpts) (*identity.Verifier, 
 		return nil, nil, fmt.Errorf("--ip: %q is not an IP address", vo.ip)
 	}
 	switch vo.onSpoofed {
-	case middleware.SpoofedDeny, middleware.SpoofedStar:
+	case guard.SpoofedDeny, guard.SpoofedStar:
 	default:
 		return nil, nil, fmt.Errorf("--on-spoofed: want deny or star, got %q", vo.onSpoofed)
 	}

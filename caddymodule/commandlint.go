@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/spf13/cobra"
 )
@@ -92,7 +92,7 @@ func checkLintNames(flag string, vals []string) error {
 // armed.
 func runLint(out io.Writer, src string, o lintOpts) (int, error) {
 	for _, t := range o.traps {
-		if err := middleware.CheckTrap(t); err != nil {
+		if err := guard.CheckTrap(t); err != nil {
 			return exitError, fmt.Errorf("--trap: %w", err)
 		}
 	}
@@ -138,7 +138,7 @@ func runLint(out io.Writer, src string, o lintOpts) (int, error) {
 		fmt.Fprintln(out)
 	}
 	for _, t := range o.traps {
-		if ok, by := middleware.TrapArmed(r, t); ok {
+		if ok, by := guard.TrapArmed(r, t); ok {
 			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
 		} else {
 			code = exitFinding
@@ -156,7 +156,7 @@ func runTrapStates(out io.Writer, addr string, traps []string) (int, error) {
 	if err != nil {
 		return exitError, err
 	}
-	var sites []middleware.SiteStatus
+	var sites []guard.SiteStatus
 	if err := json.Unmarshal(body, &sites); err != nil {
 		return exitError, fmt.Errorf("%s/robots_guard/sites: %w", addr, err)
 	}

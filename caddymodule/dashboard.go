@@ -12,8 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/robotsguard/robotsguard/dashboard"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/report"
 )
 
@@ -157,7 +157,7 @@ func (caddyBackend) Feeds() []identity.FeedStatus {
 }
 
 func (caddyBackend) Explain(ctx context.Context, q dashboard.Query) (dashboard.Verdict, error) {
-	req, err := middleware.DashboardRequest(q)
+	req, err := guard.DashboardRequest(q)
 	if err != nil {
 		return dashboard.Verdict{}, err
 	}

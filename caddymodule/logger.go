@@ -7,8 +7,8 @@ import (
 )
 
 // swapCore is a zapcore.Core whose destination can be replaced. The
-// Enforcer outlives config reloads (see pool) but each config has its own
-// logging, so every Provision points the shared Enforcer's logger at the
+// Engine outlives config reloads (see pool) but each config has its own
+// logging, so every Provision points the shared Engine's logger at the
 // new config's core.
 type swapCore struct {
 	cur    atomic.Pointer[zapcore.Core]

@@ -13,9 +13,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -136,24 +136,24 @@ func newGeneration(reg *prometheus.Registry) bool {
 }
 
 var (
-	_ identity.Observer      = metricsObserver{}
-	_ limit.StoreObserver    = metricsObserver{}
-	_ middleware.BanObserver = metricsObserver{}
+	_ identity.Observer   = metricsObserver{}
+	_ limit.StoreObserver = metricsObserver{}
+	_ guard.BanObserver   = metricsObserver{}
 )
 
-// metricsObserver feeds the Enforcer's decisions and fetches into the
+// metricsObserver feeds the Engine's decisions and fetches into the
 // collectors. Browsers (not_bot) are counted too, under group "_none".
 type metricsObserver struct{}
 
-func (metricsObserver) ObserveDecision(v middleware.Verdict) {
+func (metricsObserver) ObserveDecision(v guard.Verdict) {
 	requestsTotal.inc(v)
 }
 
 // counterKey identifies a counter of requestsTotal.
 type counterKey struct {
-	action       middleware.Action
+	action       guard.Action
 	dryRun       bool
-	reason       middleware.Reason
+	reason       guard.Reason
 	verification identity.Verdict
 	group        string
 	site         string // Verdict.SiteLabel
@@ -202,7 +202,7 @@ type labelKey struct{ site, group string }
 
 // fastIndex packs the small fields of v, or reports that one is out of
 // the index's range.
-func fastIndex(v *middleware.Verdict) (int, bool) {
+func fastIndex(v *guard.Verdict) (int, bool) {
 	if v.Action > 3 || v.Reason > 15 || v.Verification > 3 {
 		return 0, false
 	}
@@ -236,7 +236,7 @@ func (cc *cellCounter) total() uint64 {
 	return n
 }
 
-func (c *decisionCollector) inc(v middleware.Verdict) {
+func (c *decisionCollector) inc(v guard.Verdict) {
 	idx, fastOK := fastIndex(&v)
 	var cc *cellCounter
 	if fastOK {
@@ -258,7 +258,7 @@ func (c *decisionCollector) inc(v middleware.Verdict) {
 }
 
 // slow finds or makes the counter of v's tuple in the sync.Map.
-func (c *decisionCollector) slow(v middleware.Verdict) *cellCounter {
+func (c *decisionCollector) slow(v guard.Verdict) *cellCounter {
 	k := counterKey{v.Action, v.DryRun, v.Reason, v.Verification, v.Group, v.SiteLabel}
 	cc, ok := c.counters.Load(k)
 	if !ok {

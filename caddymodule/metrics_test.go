@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 )
 
 // freshGroupLabels starts a test below the group label cap, which is
@@ -60,7 +60,7 @@ func TestRequestsTotal(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				metricsObserver{}.ObserveDecision(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonSpoofed, Group: "MetricsTestBot", Verification: identity.Spoofed})
+				metricsObserver{}.ObserveDecision(guard.Verdict{Action: guard.Deny, Reason: guard.ReasonSpoofed, Group: "MetricsTestBot", Verification: identity.Spoofed})
 			}
 		})
 	}
@@ -91,14 +91,14 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 		})
 		return out
 	}
-	vs := []middleware.Verdict{
-		{Action: middleware.Allow, Reason: middleware.ReasonNotBot},
-		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "GPTBot"},
-		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*"},
-		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", DryRun: true},
-		{Action: middleware.Allow, Reason: middleware.Reason(200), Group: "odd"}, // out of range: the sync.Map alone
-		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", SiteLabel: "http://a.example"},
-		{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "*", SiteLabel: "http://b.example", DryRun: true},
+	vs := []guard.Verdict{
+		{Action: guard.Allow, Reason: guard.ReasonNotBot},
+		{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "GPTBot"},
+		{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "*"},
+		{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "*", DryRun: true},
+		{Action: guard.Allow, Reason: guard.Reason(200), Group: "odd"}, // out of range: the sync.Map alone
+		{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "*", SiteLabel: "http://a.example"},
+		{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "*", SiteLabel: "http://b.example", DryRun: true},
 	}
 	for i := range 100 {
 		for j, v := range vs {
@@ -125,9 +125,9 @@ func TestRequestsTotalFastIndex(t *testing.T) {
 	// Past maxFastGroups groups, a tuple's index stops growing; the
 	// counts stay exact.
 	for i := range maxFastGroups + 10 {
-		c.inc(middleware.Verdict{Action: middleware.Allow, Reason: middleware.ReasonAllowed, Group: "g" + strconv.Itoa(i)})
+		c.inc(guard.Verdict{Action: guard.Allow, Reason: guard.ReasonAllowed, Group: "g" + strconv.Itoa(i)})
 	}
-	i, _ := fastIndex(&middleware.Verdict{Action: middleware.Allow, Reason: middleware.ReasonAllowed})
+	i, _ := fastIndex(&guard.Verdict{Action: guard.Allow, Reason: guard.ReasonAllowed})
 	if n := c.fast[i].Load().n; n != maxFastGroups {
 		t.Errorf("%d groups remembered, want %d", n, maxFastGroups)
 	}
@@ -151,7 +151,7 @@ func TestGroupLabelsRetire(t *testing.T) {
 	c := &decisionCollector{desc: prometheus.NewDesc("x", "x", []string{"action", "reason", "group", "verification", "site"}, nil)}
 	deny := func(group string, n int) {
 		for range n {
-			c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: group})
+			c.inc(guard.Verdict{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: group})
 		}
 	}
 	reg := prometheus.NewRegistry()
@@ -249,8 +249,8 @@ func TestGroupLabelsRetireConcurrently(t *testing.T) {
 					return
 				default:
 				}
-				c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "steady"})
-				c.inc(middleware.Verdict{Action: middleware.Deny, Reason: middleware.ReasonDisallowed, Group: "g" + strconv.Itoa(w*1000+i%100)})
+				c.inc(guard.Verdict{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "steady"})
+				c.inc(guard.Verdict{Action: guard.Deny, Reason: guard.ReasonDisallowed, Group: "g" + strconv.Itoa(w*1000+i%100)})
 			}
 		})
 	}

@@ -1,7 +1,7 @@
 // Package caddymodule is the Caddy shell around the robotsguard engine: the
 // http.handlers.robots_guard module, its Caddyfile directive robots_guard,
 // Prometheus metrics and the "caddy robots" command. All decisions are made
-// by middleware.Enforcer; this package only translates between Caddy and it.
+// by guard.Engine; this package only translates between Caddy and it.
 package caddymodule
 
 import (
@@ -19,9 +19,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/middleware"
 )
 
 func init() {
@@ -50,7 +50,7 @@ func init() {
 // handle_errors; with verify, {http.robots_guard.verification} (none,
 // verified, spoofed or unverifiable) and {http.robots_guard.operator} too.
 //
-// Its configuration is middleware.Config's, field for field, with the same
+// Its configuration is guard.Config's, field for field, with the same
 // JSON names and documentation; every duration in it, nested ones
 // included, reads "90s", "1h30m", "1d" or integer nanoseconds.
 //
@@ -66,8 +66,8 @@ func init() {
 type RobotsGuard struct {
 	// The configuration of the engine, flattened into the module's JSON
 	// (robots_txt, refresh, verify, store, traps, ...): each field and its
-	// documentation are middleware.Config's.
-	middleware.Config
+	// documentation are guard.Config's.
+	guard.Config
 
 	state      *state
 	poolKey    string
@@ -94,7 +94,7 @@ func (RobotsGuard) CaddyModule() caddy.ModuleInfo {
 
 // pool holds what survives config reloads, shared by the handlers and the
 // admin API: one *state per distinct configuration (its key is the
-// configuration's JSON), so that the robots.txt cache and its Enforcer
+// configuration's JSON), so that the robots.txt cache and its Engine
 // carry over when the robots_guard block does not change, and one
 // *sharedLimiter per limiter setting (its key a limiterKey), so that the
 // Crawl-delay clocks carry over whatever else changes. Caddy provisions the
@@ -102,17 +102,17 @@ func (RobotsGuard) CaddyModule() caddy.ModuleInfo {
 // zero in between.
 var pool = caddy.NewUsagePool()
 
-// state is what survives a reload: the Enforcer and the logger it writes to,
+// state is what survives a reload: the Engine and the logger it writes to,
 // which each new config points at its own log.
 type state struct {
-	enforcer *middleware.Enforcer
+	enforcer *guard.Engine
 	log      *swapCore
 	rules    ruleTexts
 	names    nameBoxes
 	ph       phCache
 }
 
-// Destruct stops the Enforcer's background work when the last config that
+// Destruct stops the Engine's background work when the last config that
 // uses it is unloaded.
 func (s *state) Destruct() error { return s.enforcer.Close() }
 
@@ -156,11 +156,11 @@ func (s *sharedLimiter) Destruct() error {
 	return nil
 }
 
-// Provision builds or adopts the Enforcer for this configuration and
+// Provision builds or adopts the Engine for this configuration and
 // registers the metrics on this config's registry. A reload revalidates
 // every cached robots.txt before the next bot request of its site: with the
-// same configuration, the Enforcer is kept and its copies are marked; with
-// a changed one, the new Enforcer starts from the old copies (same
+// same configuration, the Engine is kept and its copies are marked; with
+// a changed one, the new Engine starts from the old copies (same
 // robots_txt source) and marks them. The Crawl-delay clocks are kept as
 // long as max_keys and crawl_delay_tolerance do not change.
 func (g *RobotsGuard) Provision(ctx caddy.Context) error {
@@ -185,9 +185,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
-	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != middleware.KeyGroup || cfg.Verifying()
+	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != guard.KeyGroup || cfg.Verifying()
 	var secret []byte
-	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == middleware.TrapLinksClient; g.trapLinks && cfg.Traps.Secret == "" {
+	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == guard.TrapLinksClient; g.trapLinks && cfg.Traps.Secret == "" {
 		if secret, err = trapSecret(ctx); err != nil {
 			// Traps still work, with links of this process only: the
 			// worst case is a refused link, never an innocent ban.
@@ -198,9 +198,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("robots_guard: %w", err)
 	}
-	// Enforcers of the previous config that read the same source; ranged
+	// Engines of the previous config that read the same source; ranged
 	// before LoadOrNew, which must not wait on the pool inside.
-	var previous []*middleware.Enforcer
+	var previous []*guard.Engine
 	pool.Range(func(_, v any) bool {
 		if st, ok := v.(*state); ok && st.enforcer.Config().RobotsTxt.Source == cfg.RobotsTxt.Source {
 			previous = append(previous, st.enforcer)
@@ -210,20 +210,20 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	adopted := 0
 	val, loaded, err := pool.LoadOrNew(string(key), func() (caddy.Destructor, error) {
 		log := newSwapCore()
-		opts := []middleware.Option{
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}),
-			middleware.WithLimiter(sl.l),
-			middleware.WithVerifier(ver),
-			middleware.WithBans(bans),
+		opts := []guard.Option{
+			guard.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			guard.WithObserver(metricsObserver{}),
+			guard.WithLimiter(sl.l),
+			guard.WithVerifier(ver),
+			guard.WithBans(bans),
 		}
 		if secret != nil {
-			opts = append(opts, middleware.WithTrapSecret(secret))
+			opts = append(opts, guard.WithTrapSecret(secret))
 		}
 		if st := storageOf(ctx); st != nil && len(cfg.Traps.Paths) > 0 {
-			opts = append(opts, middleware.WithTrapClocks(storageClocks{st: st, log: g.logger}))
+			opts = append(opts, guard.WithTrapClocks(storageClocks{st: st, log: g.logger}))
 		}
-		e, err := middleware.New(cfg, opts...)
+		e, err := guard.New(cfg, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 // provisionLimiter loads or makes the shared Crawl-delay limiter for cfg's
 // limiter settings (max_keys, crawl_delay_tolerance and the store block),
 // and points a store limiter's log at this config's.
-func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, error) {
+func (g *RobotsGuard) provisionLimiter(cfg guard.Config) (*sharedLimiter, error) {
 	lk := limiterKey{maxKeys: cfg.CrawlDelay.MaxKeys, tolerance: *cfg.CrawlDelay.Tolerance}
 	if cfg.Store != nil {
 		b, err := json.Marshal(cfg.Store)
@@ -267,7 +267,7 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 	}
 	lv, _, err := pool.LoadOrNew(lk, func() (caddy.Destructor, error) {
 		if cfg.Store == nil {
-			l, err := middleware.NewLimiter(cfg)
+			l, err := guard.NewLimiter(cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -275,9 +275,9 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 		}
 		log := newSwapCore()
 		log.set(g.logger.Core()) // for the lines NewStoreLimiter writes
-		r, err := middleware.NewStoreLimiter(cfg,
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}))
+		r, err := guard.NewStoreLimiter(cfg,
+			guard.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			guard.WithObserver(metricsObserver{}))
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +297,7 @@ func (g *RobotsGuard) provisionLimiter(cfg middleware.Config) (*sharedLimiter, e
 // provisionVerifier loads or makes the shared crawler verifier for cfg's
 // verify block (nil when it is off), keeping its feeds in Caddy's storage
 // unless cache_dir says otherwise.
-func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config) (*identity.Verifier, error) {
+func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg guard.Config) (*identity.Verifier, error) {
 	if !cfg.Verifying() {
 		return nil, nil
 	}
@@ -308,14 +308,14 @@ func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config
 	vv, _, err := pool.LoadOrNew(verifierKey(vkey), func() (caddy.Destructor, error) {
 		log := newSwapCore()
 		log.set(g.logger.Core())
-		opts := []middleware.Option{
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}),
+		opts := []guard.Option{
+			guard.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			guard.WithObserver(metricsObserver{}),
 		}
 		if st := storageOf(ctx); cfg.Verify.CacheDir == "" && st != nil {
-			opts = append(opts, middleware.WithFeedStorage(st))
+			opts = append(opts, guard.WithFeedStorage(st))
 		}
-		v, err := middleware.NewVerifier(cfg, opts...)
+		v, err := guard.NewVerifier(cfg, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +340,7 @@ func (g *RobotsGuard) provisionVerifier(ctx caddy.Context, cfg middleware.Config
 // fetch timeout. The configuration runs when its http app (registered in
 // ctx before the handlers are provisioned) is the active one; it gives up
 // when the configuration is unloaded first.
-func refreshWhenActive(ctx caddy.Context, e *middleware.Enforcer, revalidate bool) {
+func refreshWhenActive(ctx caddy.Context, e *guard.Engine, revalidate bool) {
 	mine, err := ctx.AppIfConfigured("http")
 	if err != nil || ctx.Done() == nil {
 		return // not inside a configuration Caddy loads (a test's context)
@@ -420,7 +420,7 @@ const (
 	markPlaceholders
 )
 
-// ServeHTTP decides the request with the Enforcer and passes it on, or
+// ServeHTTP decides the request with the Engine and passes it on, or
 // stops it.
 func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	ctx := r.Context()
@@ -456,7 +456,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		g.placeholders(repl, &v, mark, clientIP)
 		mark |= markPlaceholders
 	}
-	if !v.Enforced() && v.Reason == middleware.ReasonAllowed && v.CrawlDelay > 0 {
+	if !v.Enforced() && v.Reason == guard.ReasonAllowed && v.CrawlDelay > 0 {
 		mark |= markSpent
 	}
 	if vars != nil {
@@ -471,7 +471,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 // placeholders gives repl the placeholder values of v: through the cached
 // provider when this is the request's first guard, set one by one
 // otherwise (set values come before providers, so the last guard wins).
-func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *middleware.Verdict, mark requestMark, clientIP string) {
+func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark requestMark, clientIP string) {
 	verify := g.state.enforcer.Verifier() != nil
 	if p := g.state.ph.find(g.state, v, verify); p != nil && mark&markPlaceholders == 0 {
 		repl.Map(p.get)
@@ -486,7 +486,7 @@ func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *middleware.Verdict, 
 
 // stop answers a request that v stops: with the guard's own answer, or
 // through the server's handle_errors routes when one takes its status.
-func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server, v *middleware.Verdict) error {
+func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server, v *guard.Verdict) error {
 	var herr caddyhttp.HandlerError
 	if srv != nil && srv.Errors != nil && len(srv.Errors.Routes) > 0 {
 		// Built only here: caddyhttp.Error records a stack trace.
@@ -503,7 +503,7 @@ func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhtt
 	// routes write (a handler may still remove them on purpose).
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
-	if v.Action == middleware.Throttle {
+	if v.Action == guard.Throttle {
 		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
 	}
 	return herr

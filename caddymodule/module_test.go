@@ -21,8 +21,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -75,7 +75,7 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 // handle_errors): it answers stopped requests itself, with the body.
 func TestServeHTTPWithoutServer(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	g := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
+	g := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
 	for _, tc := range []struct {
 		ua, target string
 		code       int
@@ -124,17 +124,17 @@ func TestServeHTTPWithoutServer(t *testing.T) {
 var burst = 1 + int(math.Floor(limit.DefaultTolerance))
 
 // TestStateSurvivesReprovision: a second module with the same
-// configuration (a config reload) shares the Enforcer, so the Crawl-delay
+// configuration (a config reload) shares the Engine, so the Crawl-delay
 // clock goes on; a different configuration gets its own.
 func TestStateSurvivesReprovision(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	a := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
+	a := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
 	for i := range burst {
 		if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
 			t.Fatalf("request %d: %d", i+1, w.Code)
 		}
 	}
-	b := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{
+	b := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{
 		// the old config goes away after the new one is provisioned
 		Source: file}}})
 	a.Cleanup()
@@ -144,7 +144,7 @@ func TestStateSurvivesReprovision(t *testing.T) {
 	if w := serve(b, "SlowBot/1", "/a"); w.Code != 429 {
 		t.Errorf("after reload: %d, want 429 (the clock must survive)", w.Code)
 	}
-	c := provisioned(t, &RobotsGuard{Config: middleware.Config{DryRun: true, RobotsTxt: middleware.RobotsTxtConfig{Source: file}}})
+	c := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
 	if c.state == b.state {
 		t.Error("different configuration, same state")
 	}
@@ -183,7 +183,7 @@ func TestMetricsRegisterTwice(t *testing.T) {
 	}
 }
 
-// TestSwapCore: the shared Enforcer's logger follows the latest config's
+// TestSwapCore: the shared Engine's logger follows the latest config's
 // core, also through loggers derived with With.
 func TestSwapCore(t *testing.T) {
 	sc := newSwapCore()
@@ -206,7 +206,7 @@ func TestSwapCore(t *testing.T) {
 func TestProvisionRejectsBadConfig(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	g := &RobotsGuard{Config: middleware.Config{CrawlDelay: middleware.CrawlDelayConfig{Key: "ua"}}}
+	g := &RobotsGuard{Config: guard.Config{CrawlDelay: guard.CrawlDelayConfig{Key: "ua"}}}
 	err := g.Provision(ctx)
 	if err == nil || !strings.Contains(err.Error(), "crawl_delay: key") {
 		t.Errorf("Provision error %v, want one naming crawl_delay: key", err)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -33,10 +33,10 @@ const (
 // found by index: setting a placeholder then neither allocates nor hashes
 // a name.
 var (
-	actionBoxes = func() (b [middleware.Throttle + 1][2]any) {
+	actionBoxes = func() (b [guard.Throttle + 1][2]any) {
 		for a := range b {
 			for d := range b[a] {
-				b[a][d] = middleware.Verdict{Action: middleware.Action(a), DryRun: d == 1}.ActionName()
+				b[a][d] = guard.Verdict{Action: guard.Action(a), DryRun: d == 1}.ActionName()
 			}
 		}
 		return b
@@ -50,7 +50,7 @@ var (
 )
 
 // actionBox returns v's action placeholder value.
-func actionBox(v *middleware.Verdict) any {
+func actionBox(v *guard.Verdict) any {
 	if int(v.Action) < len(actionBoxes) {
 		d := 0
 		if v.DryRun {
@@ -166,7 +166,7 @@ var phNames = [...]string{phGroup, phRule, phAction, phVerification, phOperator}
 // placeholderValues returns v's placeholder values in phNames' order; with
 // verify false (crawler verification off), the verification and operator
 // values are nil: those placeholders stay unknown.
-func (s *state) placeholderValues(v *middleware.Verdict, verify bool) (vals [len(phNames)]any) {
+func (s *state) placeholderValues(v *guard.Verdict, verify bool) (vals [len(phNames)]any) {
 	vals[0], vals[1], vals[2] = s.names.box(v.Group), "", actionBox(v)
 	if v.Rule != nil {
 		vals[1] = s.rules.text(v.Rule)
@@ -181,7 +181,7 @@ func (s *state) placeholderValues(v *middleware.Verdict, verify bool) (vals [len
 // verdict whose values phCache does not hold, and for a second
 // robots_guard of one request, whose values must replace the first's (set
 // values come before every provider's).
-func (s *state) setPlaceholders(repl *caddy.Replacer, v *middleware.Verdict, verify bool) {
+func (s *state) setPlaceholders(repl *caddy.Replacer, v *guard.Verdict, verify bool) {
 	for i, val := range s.placeholderValues(v, verify) {
 		if val != nil {
 			repl.Set(phNames[i], val)
@@ -224,7 +224,7 @@ func (p *phValues) value(key string) (any, bool) {
 }
 
 // phAct is the action and dry-run flag of v as phValues.act holds them.
-func phAct(v *middleware.Verdict) uint8 {
+func phAct(v *guard.Verdict) uint8 {
 	a := uint8(v.Action) << 1
 	if v.DryRun {
 		a |= 1
@@ -233,7 +233,7 @@ func phAct(v *middleware.Verdict) uint8 {
 }
 
 // matches reports whether p holds the placeholder values of v.
-func (p *phValues) matches(v *middleware.Verdict) bool {
+func (p *phValues) matches(v *guard.Verdict) bool {
 	if p.act != phAct(v) || p.ver != v.Verification || p.ruleAddr != uintptr(unsafe.Pointer(v.Rule)) ||
 		p.groupName != v.Group || p.opName != v.Operator {
 		return false
@@ -263,7 +263,7 @@ const (
 // (the caller sets v's values one by one). verify says whether crawler
 // verification is on (the verification and operator placeholders are
 // provided).
-func (c *phCache) find(s *state, v *middleware.Verdict, verify bool) *phValues {
+func (c *phCache) find(s *state, v *guard.Verdict, verify bool) *phValues {
 	h := uintptr(unsafe.Pointer(unsafe.StringData(v.Group)))>>4 ^
 		uintptr(unsafe.Pointer(unsafe.StringData(v.Operator)))>>3 ^
 		uintptr(unsafe.Pointer(v.Rule))>>5 ^

@@ -12,8 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/middleware"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -35,15 +35,15 @@ func placeholderValues(repl *caddy.Replacer) map[string]string {
 // nothing.
 func TestPlaceholderProvider(t *testing.T) {
 	rule := &policy.Rule{Kind: policy.Disallow, Pattern: "/private/", Line: 12}
-	verdicts := []middleware.Verdict{
+	verdicts := []guard.Verdict{
 		{},             // a browser
 		{DryRun: true}, // a browser, dry run
 		{Group: "*", Bot: true},
-		{Group: "GPTBot", Bot: true, Action: middleware.Deny, Rule: rule},
-		{Group: "GPTBot", Bot: true, Action: middleware.Deny, Rule: rule, DryRun: true},
-		{Group: "SlowBot", Bot: true, Action: middleware.Throttle},
+		{Group: "GPTBot", Bot: true, Action: guard.Deny, Rule: rule},
+		{Group: "GPTBot", Bot: true, Action: guard.Deny, Rule: rule, DryRun: true},
+		{Group: "SlowBot", Bot: true, Action: guard.Throttle},
 		{Group: "Googlebot", Bot: true, Verification: identity.Verified, Operator: "google"},
-		{Group: "GPTBot", Bot: true, Action: middleware.Deny, Verification: identity.Spoofed, Operator: "openai"},
+		{Group: "GPTBot", Bot: true, Action: guard.Deny, Verification: identity.Spoofed, Operator: "openai"},
 	}
 	for _, verify := range []bool{true, false} {
 		s := &state{}
@@ -92,12 +92,12 @@ func TestPlaceholderCacheHoldsNothing(t *testing.T) {
 	rule := &policy.Rule{Kind: policy.Disallow, Pattern: "/x", Line: 3}
 	ruleFreed := make(chan struct{})
 	runtime.AddCleanup(rule, func(ch chan struct{}) { close(ch) }, ruleFreed)
-	v := middleware.Verdict{Group: unsafe.String(&text[100], 7), Rule: rule, Action: middleware.Deny, Bot: true}
+	v := guard.Verdict{Group: unsafe.String(&text[100], 7), Rule: rule, Action: guard.Deny, Bot: true}
 	p := s.ph.find(s, &v, true)
 	if p == nil || p.groupName != "HeldBot" {
 		t.Fatalf("provider %+v", p)
 	}
-	v, text, rule = middleware.Verdict{}, nil, nil
+	v, text, rule = guard.Verdict{}, nil, nil
 	for _, ch := range []chan struct{}{freed, ruleFreed} {
 		select {
 		case <-ch:
@@ -112,7 +112,7 @@ func TestPlaceholderCacheHoldsNothing(t *testing.T) {
 	}
 	r2 := &policy.Rule{Kind: policy.Disallow, Pattern: "/x", Line: 3}
 	p.ruleAddr = uintptr(unsafe.Pointer(r2))
-	if p.matches(&middleware.Verdict{Group: "HeldBot", Rule: r2, Action: middleware.Deny, Bot: true}) {
+	if p.matches(&guard.Verdict{Group: "HeldBot", Rule: r2, Action: guard.Deny, Bot: true}) {
 		t.Error("a freed rule's provider matches a rule at its address")
 	}
 }
@@ -140,8 +140,8 @@ func gcUntil(ch chan struct{}) <-chan struct{} {
 // first handed its values as a provider or set them, and so on for a
 // third.
 func TestPlaceholdersTwoGuards(t *testing.T) {
-	deny := provisioned(t, &RobotsGuard{Config: middleware.Config{DryRun: true, RobotsTxt: middleware.RobotsTxtConfig{Source: writeRobots(t, "User-agent: GPTBot\nDisallow: /\n")}}})
-	allow := provisioned(t, &RobotsGuard{Config: middleware.Config{RobotsTxt: middleware.RobotsTxtConfig{Source: writeRobots(t, "User-agent: *\nAllow: /\n")}}})
+	deny := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: guard.RobotsTxtConfig{Source: writeRobots(t, "User-agent: GPTBot\nDisallow: /\n")}}})
+	allow := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: writeRobots(t, "User-agent: *\nAllow: /\n")}}})
 	type want struct{ group, action string }
 	for _, tc := range []struct {
 		name   string
@@ -183,9 +183,9 @@ func TestPlaceholdersTwoGuards(t *testing.T) {
 func TestPlaceholderCacheBounded(t *testing.T) {
 	s := &state{}
 	const n = 4000
-	vs := make([]middleware.Verdict, n)
+	vs := make([]guard.Verdict, n)
 	for i := range vs {
-		vs[i] = middleware.Verdict{Group: "*", Bot: true, Verification: identity.Unverifiable, Operator: fmt.Sprintf("agent https://%d.example", i)}
+		vs[i] = guard.Verdict{Group: "*", Bot: true, Verification: identity.Unverifiable, Operator: fmt.Sprintf("agent https://%d.example", i)}
 	}
 	for i := range vs[:n/2] { // fill the table
 		s.ph.find(s, &vs[i], true)
@@ -200,7 +200,7 @@ func TestPlaceholderCacheBounded(t *testing.T) {
 	if allocs > 0.5 {
 		t.Errorf("%.2f allocations per new verdict, want at most one slot's in phSlotTurn misses", allocs)
 	}
-	for _, v := range []middleware.Verdict{vs[0], vs[n-1], {}} {
+	for _, v := range []guard.Verdict{vs[0], vs[n-1], {}} {
 		want, got := caddy.NewEmptyReplacer(), caddy.NewEmptyReplacer()
 		s.setPlaceholders(want, &v, true)
 		if p := s.ph.find(s, &v, true); p != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 )
 
 // maxSiteNames bounds the names collected from the configuration.
@@ -103,7 +103,7 @@ func appendNames(names, hosts []string) []string {
 // their server, https when the server has TLS connection policies. Routes
 // without a host name (a catch-all) give none: their hosts are not known
 // before a request names one.
-func servedSites(app *caddyhttp.App, e *middleware.Enforcer) []string {
+func servedSites(app *caddyhttp.App, e *guard.Engine) []string {
 	var out []string
 	for _, srv := range app.Servers {
 		scheme := "http"
@@ -139,7 +139,7 @@ func servedSites(app *caddyhttp.App, e *middleware.Enforcer) []string {
 
 // guardedHosts returns the exact host names of routes that lead to a
 // robots_guard handler of e; hosts are those of the enclosing routes.
-func guardedHosts(routes caddyhttp.RouteList, hosts []string, e *middleware.Enforcer, depth int) []string {
+func guardedHosts(routes caddyhttp.RouteList, hosts []string, e *guard.Engine, depth int) []string {
 	var out []string
 	if depth > 8 {
 		return nil

@@ -1,7 +1,7 @@
 // Package caddymodule is the Caddy shell around the robotsguard engine: the
 // http.handlers.robots_guard module, its Caddyfile directive robots_guard,
 // Prometheus metrics and the "caddy robots" command. All decisions are made
-// by middleware.Enforcer; this package only translates between Caddy and it.
+// by guard.Engine; this package only translates between Caddy and it.
 package caddymodule
 
 import (
@@ -22,8 +22,8 @@ import (
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/middleware"
 )
 
 // banListKey identifies the ban list of a Caddy instance: one in memory
@@ -80,7 +80,7 @@ func (g *RobotsGuard) checkForwarded(srv *caddyhttp.Server, clientIP, remoteAddr
 // memory, or in cfg's store), which every block checks and adds to: a
 // client banned through one block is refused by all, whatever their
 // options. Its size is the max_bans of the block that made it.
-func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
+func (g *RobotsGuard) provisionBans(cfg guard.Config) (limit.Bans, error) {
 	var key banListKey
 	if cfg.Store != nil {
 		b, err := json.Marshal(cfg.Store)
@@ -95,9 +95,9 @@ func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
 		}
 		log := newSwapCore()
 		log.set(g.logger.Core())
-		r, err := middleware.NewStoreLimiter(cfg,
-			middleware.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
-			middleware.WithObserver(metricsObserver{}))
+		r, err := guard.NewStoreLimiter(cfg,
+			guard.WithLogger(zap.New(log).Named("http.handlers.robots_guard")),
+			guard.WithObserver(metricsObserver{}))
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func (g *RobotsGuard) provisionBans(cfg middleware.Config) (limit.Bans, error) {
 // when the placeholder is read (a template, a header), since its HMAC
 // costs more than the rest of the decision.
 type trapLinkValue struct {
-	e        *middleware.Enforcer
+	e        *guard.Engine
 	clientIP string
 }
 
@@ -172,7 +172,7 @@ func trapSecret(ctx caddy.Context) ([]byte, error) {
 }
 
 // storageClocks keeps trap grace clocks in Caddy's storage (see
-// middleware.TrapClockStore), one key per site and trap, so that a restart
+// guard.TrapClockStore), one key per site and trap, so that a restart
 // goes on with them.
 type storageClocks struct {
 	st  certmagic.Storage
@@ -185,7 +185,7 @@ func trapClockKey(site, trap string) string {
 	return "robots_guard/trap_clocks/" + hex.EncodeToString(sum[:16])
 }
 
-// LoadTrapClock implements middleware.TrapClockStore. The value is two
+// LoadTrapClock implements guard.TrapClockStore. The value is two
 // RFC 3339 times, since and confirmed; anything else is no clock.
 func (s storageClocks) LoadTrapClock(site, trap string) (since, confirmed time.Time, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,7 +203,7 @@ func (s storageClocks) LoadTrapClock(site, trap string) (since, confirmed time.T
 	return since, confirmed, found && err1 == nil && err2 == nil
 }
 
-// StoreTrapClock implements middleware.TrapClockStore.
+// StoreTrapClock implements guard.TrapClockStore.
 func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -213,7 +213,7 @@ func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.T
 	}
 }
 
-// DeleteTrapClock implements middleware.TrapClockStore.
+// DeleteTrapClock implements guard.TrapClockStore.
 func (s storageClocks) DeleteTrapClock(site, trap string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

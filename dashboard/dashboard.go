@@ -10,7 +10,7 @@
 // and allowed by its hash), and it works without JavaScript. It knows
 // nothing of Caddy or of the enforcer: a Backend gives it the facts, so
 // that the Caddy module (over every loaded robots_guard handler) and a
-// net/http program (over one middleware.Enforcer) serve the same page.
+// net/http program (over one guard.Engine) serve the same page.
 package dashboard
 
 import (
@@ -78,7 +78,7 @@ type Trap struct {
 	// Path is the trap's path pattern.
 	Path string
 	// State is "armed", "waiting", "allowed" or "not_disallowed" (see
-	// middleware.TrapStatus).
+	// guard.TrapStatus).
 	State string
 	// ArmsAt is when a waiting trap arms.
 	ArmsAt time.Time

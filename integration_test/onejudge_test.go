@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/robotsguard/robotsguard/middleware"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -108,8 +108,8 @@ func TestOneJudge(t *testing.T) {
 	reverse_proxy %s
 }
 `, port, up.addr()))
-	e, err := middleware.New(middleware.Config{Verify: &middleware.VerifyConfig{Off: true}},
-		middleware.WithSource(sites.BytesSource([]byte(judgeRobots))))
+	e, err := guard.New(guard.Config{Verify: &guard.VerifyConfig{Off: true}},
+		guard.WithSource(sites.BytesSource([]byte(judgeRobots))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestOneJudge(t *testing.T) {
 		},
 		"explain": func(c judgeCase) (int, error) {
 			code, b := adminDo(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=%s&path=%s", port, url.QueryEscape(ua), url.QueryEscape(c.cliPath())))
-			var x middleware.Explanation
+			var x guard.Explanation
 			if err := json.Unmarshal(b, &x); code != 200 || err != nil {
 				return 0, fmt.Errorf("explain: %d %s", code, b)
 			}

@@ -62,7 +62,7 @@ func TestReloadAppliesRobotsTxtEdits(t *testing.T) {
 	get(t, tc, port, "/old/x", gptbotUA).check(t, "old rule gone", 200, "page")
 
 	up.set(200, "User-agent: GPTBot\nDisallow: /newer/\n\nUser-agent: SlowBot\nCrawl-delay: 30\n")
-	tc = load(t, "", site("\t\trobots_txt {\n\t\t\tfetch_timeout 4s\n\t\t}\n")) // a changed block: a new Enforcer
+	tc = load(t, "", site("\t\trobots_txt {\n\t\t\tfetch_timeout 4s\n\t\t}\n")) // a changed block: a new Engine
 	get(t, tc, port, "/newer/x", gptbotUA).check(t, "first bot request after a reload, changed block", 403, "line 2")
 	get(t, tc, port, "/b", "SlowBot/1.0").check(t, "Crawl-delay clock kept across a changed block", 429, "Crawl-delay")
 }

@@ -282,7 +282,7 @@ func TestTrapGraceThroughCaddy(t *testing.T) {
 	}
 	get(t, tc, port, link, browserUA, scraper...).check(t, "the armed trap", 403, "banned until")
 	// Caddy runs something else, then the trap site again: a start with
-	// the same storage, no Enforcer carried over.
+	// the same storage, no Engine carried over.
 	loadWithStorage(t, dir, proxies, fmt.Sprintf("http://127.0.0.1:%d {\n\trespond \"elsewhere\"\n}\n", port))
 	tc = loadWithStorage(t, dir, proxies, trapLinkSite(port, "grace 3s"))
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")

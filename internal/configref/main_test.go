@@ -7,7 +7,7 @@ import (
 )
 
 // TestReferenceIsCurrent fails when docs/reference.md is not what the
-// configuration's doc comments make: run go generate ./middleware.
+// configuration's doc comments make: run go generate ./guard.
 func TestReferenceIsCurrent(t *testing.T) {
 	want, err := Generate("../..")
 	if err != nil {
@@ -18,7 +18,7 @@ func TestReferenceIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("docs/reference.md is stale: run go generate ./middleware")
+		t.Fatal("docs/reference.md is stale: run go generate ./guard")
 	}
 	for _, block := range []string{"## robots_txt", "## bots", "## verify", "## verify.web_bot_auth", "## verify.operators[]",
 		"## crawl_delay", "## clients", "## traps", "## bans", "## bans.after", "## store"} {

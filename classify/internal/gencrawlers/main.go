@@ -1,5 +1,5 @@
 // Command gencrawlers derives the embedded list of known crawler tokens
-// (middleware/crawlers.txt) from the crawler-user-agents and ai.robots.txt
+// (classify/crawlers.txt) from the crawler-user-agents and ai.robots.txt
 // data sets in testdata/useragents.
 //
 // crawlers.json holds regular expressions. The middleware never runs them: it
@@ -10,7 +10,7 @@
 // lists the dropped ones in the output's header, so that nothing is lost
 // silently. Tokens shorter than three bytes are dropped too.
 //
-// Usage (see the go:generate line in middleware/classify.go):
+// Usage (see the go:generate line in classify/classify.go):
 //
 //	go run ./internal/gencrawlers -in ../testdata/useragents -out crawlers.txt
 package main

@@ -1,0 +1,334 @@
+package guard
+
+//go:generate go run ../internal/configref -root ..
+
+import (
+	"time"
+
+	"github.com/robotsguard/robotsguard/classify"
+
+	"github.com/robotsguard/robotsguard/sites"
+)
+
+// Defaults and limits of Config. A zero field takes its default.
+const (
+	// DefaultRefresh is short because a refresh is cheap: it revalidates
+	// the copy with its ETag / Last-Modified (or a file's size and
+	// modification time), and an unchanged file answers 304 and is not
+	// parsed again. An edit is in force within a minute, and at once
+	// after Engine.Invalidate (which a Caddy reload calls).
+	DefaultRefresh           = sites.DefaultRefresh
+	MaxRefresh               = 24 * time.Hour
+	DefaultFetchTimeout      = sites.DefaultTimeout
+	MaxFetchTimeout          = time.Minute
+	DefaultIPv4Prefix        = 32
+	DefaultIPv6Prefix        = 64
+	DefaultMaxKeys           = 100000
+	DefaultMaxSites          = sites.DefaultMaxSites
+	DefaultNewSitesPerSecond = 50
+	DefaultMaxRobotsBytes    = sites.DefaultMaxBytes
+	MinMaxRobotsBytes        = 4 << 20
+)
+
+// Values of Config.OnUnreachable.
+const (
+	UnreachableDisallow = "disallow"
+	UnreachableAllow    = "allow"
+)
+
+// Values of Config.TrapLinks.
+const (
+	TrapLinksClient = "client"
+	TrapLinksStatic = "static"
+)
+
+// Values of Config.CrawlDelay.Key and Config.CrawlDelayScope.
+const (
+	KeyIP      = "ip"
+	KeyGroup   = "group"
+	ScopeSite  = "site"
+	ScopeBlock = "block"
+
+	// Values of Config.ContentSignals.
+	SignalsEnforce = "enforce"
+	SignalsReport  = "report"
+	SignalsOff     = "off"
+)
+
+// Config is the serialisable configuration of an Engine. Its JSON form is
+// what the Caddy module reads (the module embeds it), so every field has a
+// snake_case tag and every zero value means "use the default". Settings
+// are grouped by what they are about, one block each, in the Caddyfile as
+// in JSON (robots_txt { }, bots { }, verify { }, crawl_delay { }, ...).
+// Every duration, nested ones included, is a Duration: "90s", "1h30m",
+// "1d" or integer nanoseconds.
+type Config struct {
+	// RobotsTxt says where each site's robots.txt comes from and how it
+	// is fetched and cached.
+	RobotsTxt RobotsTxtConfig `json:"robots_txt,omitzero"`
+
+	// Bots says which clients are bots besides those the built-in
+	// crawler list and the User-Agent parser recognise.
+	Bots classify.Config `json:"bots,omitzero"`
+
+	// Verify configures crawler verification, which is on by default: a
+	// request whose User-Agent names a registered crawler operator's token
+	// (Googlebot, GPTBot, ...) is checked against the operator's published
+	// IP ranges and reverse-DNS domains (package identity), so that no
+	// header that names a registered operator earns more than the "*"
+	// group unless its address proves it (a name no operator registers is
+	// judged by its group, as ever).
+	// nil: on, with the built-in operators and every default, feeds
+	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
+	// off, and every header is believed.
+	Verify *VerifyConfig `json:"verify,omitempty"`
+
+	// CrawlDelay says how the groups' Crawl-delay is enforced.
+	CrawlDelay CrawlDelayConfig `json:"crawl_delay,omitzero"`
+
+	// Clients says how client addresses are grouped into one client: in
+	// Crawl-delay keys, bans and the report.
+	Clients ClientsConfig `json:"clients,omitzero"`
+
+	// Traps are paths that robots.txt disallows for every bot: a client
+	// that fetches one ignores robots.txt and is banned. Default: none.
+	Traps TrapsConfig `json:"traps,omitzero"`
+
+	// Bans says how long a client caught by a trap or by bans.after is
+	// refused, and how many bans are held.
+	Bans BansConfig `json:"bans,omitzero"`
+
+	// Store keeps the Crawl-delay clocks and the bans in a shared store,
+	// so that a bot spreading its requests over several instances gets one
+	// budget, not one per instance. nil (the default) keeps them in memory,
+	// per instance. In Caddy, the connections survive reloads that keep
+	// this block.
+	Store *StoreConfig `json:"store,omitempty"`
+
+	// ContentSignals says what to do with the AI-use preferences of
+	// robots.txt (Content-Signal and Content-Usage lines, SEMANTICS.md
+	// §8a): "enforce" (the default) answers 403 (reason content_signal) to
+	// a crawler whose documented purpose (search, ai-input, ai-train; the
+	// registry in package identity, each entry with its source) the group
+	// of its request says no to, on paths the group allows; "report"
+	// counts and logs such requests as a dry run's denials and lets them
+	// pass; "off" reads the lines and ignores them. Unknown crawlers,
+	// crawlers with no listed purpose and browsers are never affected.
+	ContentSignals string `json:"content_signals,omitempty"`
+
+	// DryRun decides, logs and reports every request but lets all of them
+	// through, to try a configuration on live traffic.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	// LogQuery writes the query string of a denied or throttled request's
+	// target into its log line. Default false: the line shows the path and
+	// "?…", since queries carry tokens and e-mail addresses.
+	LogQuery bool `json:"log_query,omitempty"`
+}
+
+// RobotsTxtConfig is Config.RobotsTxt, the robots_txt block: where each
+// site's robots.txt comes from, and how it is fetched and cached.
+type RobotsTxtConfig struct {
+	// Source says where each site's robots.txt comes from. Empty (the
+	// default) means the protected site itself: a virtual GET /robots.txt
+	// sent to the handler that serves the site (Request.Origin; in Caddy,
+	// through the server, past the guard), so whatever serves the site —
+	// reverse_proxy, file_server, respond, a Go handler — is what gets
+	// enforced. A value starting with http:// or https:// is a URL fetched
+	// with the Engine's own HTTP client (FetchTimeout, at most 5
+	// redirects, the body capped at 500 KiB); any other value is a file
+	// path, checked by New (it must exist and be readable) and read again
+	// when its size or modification time changes. WithSource overrides
+	// this field.
+	Source string `json:"source,omitempty"`
+
+	// Refresh is how long a fetched robots.txt is used before it is
+	// revalidated: fetched again with If-None-Match / If-Modified-Since
+	// (a file source compares size and modification time), so an
+	// unchanged file costs a 304 and no parse. Default 1m; at most 24h
+	// (RFC 9309 §2.4). While a refresh runs, requests are decided with the
+	// previous copy. A Caddy config reload (and Engine.Invalidate)
+	// revalidates every cached robots.txt before the next bot request of
+	// its site.
+	Refresh Duration `json:"refresh,omitempty"`
+
+	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
+	// time a request waits for the first fetch of its site. Default 5s; at
+	// most 1m.
+	FetchTimeout Duration `json:"fetch_timeout,omitempty"`
+
+	// OnUnreachable says what bots may do when a site's robots.txt is
+	// unreachable (5xx, 429, network error, timeout) and no earlier copy is
+	// known: "disallow" (the default, as RFC 9309 §2.3.1.4 asks) or "allow".
+	OnUnreachable string `json:"on_unreachable,omitempty"`
+
+	// MaxSites caps the number of sites (scheme, host name and server
+	// port) whose robots.txt is cached, in two LRU segments with
+	// frequency-based admission (see package sites), so that a flood of
+	// new names cannot push out the sites in use. Default 1000. It matters
+	// for catch-all servers that accept any Host header.
+	MaxSites int `json:"max_sites,omitempty"`
+
+	// MaxBytes bounds the memory of the compiled robots.txt files that
+	// cached sites use, as an estimate (8 bytes per byte of body plus 4 KiB
+	// per file, from measurements) counted once per distinct file however
+	// many sites share it. Over it, the least recently used sites are
+	// dropped. Default 256 MiB: a thousand distinct 22 KB files, or 64 of
+	// the largest (500 KiB) ones; at least 4 MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+
+	// NewSitesPerSecond bounds the first robots.txt fetches of sites not
+	// seen before, so that a flood of Host names costs at most this many
+	// upstream fetches a second (after a burst of four seconds' worth). A
+	// bot's request for a new site over the bound gets 429 with
+	// Retry-After 1 (reason new_site_rate) and is fetched for at a later
+	// request; other clients pass. Default 50. A server that serves more
+	// sites fills its cache at this pace after a start: raise it there.
+	// One client network (a /24 or /48) may spend at most an eighth of it
+	// (4,096 networks are tracked, then the table starts afresh), so a
+	// flood of Host names from one network cannot spend everyone's, and
+	// the sites of SiteNames spend none of it.
+	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
+
+	// SiteNames lists the host names the server is configured for
+	// ("example.com"): their first robots.txt fetch is never postponed by
+	// NewSitesPerSecond, whatever a flood of other names does. Wildcards
+	// ("*.example.com") exempt nothing: they cover any number of hosts. The
+	// Caddy module adds the names of its server's host matchers.
+	SiteNames []string `json:"site_names,omitempty"`
+}
+
+// CrawlDelayConfig is Config.CrawlDelay, the crawl_delay block: how the
+// groups' Crawl-delay is enforced.
+type CrawlDelayConfig struct {
+	// Key selects the key of the Crawl-delay limiter: "ip" (the default)
+	// keys by site, group and client-IP prefix; "group" keys by site and
+	// group for verified crawlers, so that one crawler spread over many
+	// addresses shares one budget that nobody else can spend (other
+	// clients keep per-address budgets; with verification off, every
+	// header that names the group shares it).
+	Key string `json:"key,omitempty"`
+
+	// Scope says what one Crawl-delay clock covers besides the group and
+	// the client: "site" (the default) one clock per site (scheme, host
+	// and port), as robots.txt is per site; "block" one clock for every
+	// host this configuration serves, for a catch-all server that answers
+	// any Host with the same content, where a bot that rotates Host names
+	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
+	// each name (50 of 50 requests in 5 s admitted at Crawl-delay 10 with
+	// "site", 1 of 50 with "block": TestCrawlDelayScope). Blocks with the
+	// same configuration share their clocks; with a store, so do the
+	// instances of a fleet.
+	Scope string `json:"scope,omitempty"`
+
+	// Tolerance is how far ahead of its Crawl-delay a bot may run and
+	// still pass, counted in delays, so that a crawler that keeps the
+	// delay on average but randomises its spacing (Scrapy and wget
+	// --random-wait space requests 0.5–1.5 × the delay apart) or meets
+	// network jitter is not refused: with delay d the tolerance is this
+	// many d, and at least 250ms or d/2, whichever is smaller (see package
+	// limit). The long-run rate stays one request per d: over any interval
+	// T at most ⌈T/d⌉ + 1 + ⌊tolerance⌋ requests pass (⌈T/d⌉ + 3 by
+	// default), and a bot can send at most 1 + ⌊tolerance⌋ at once.
+	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
+	Tolerance *float64 `json:"tolerance,omitempty"`
+
+	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000,
+	// in 16 shards of MaxKeys/16. In a full shard, expired keys are evicted
+	// first, then arbitrary ones (about 1% of the shard). One key costs about 85 bytes (see the package
+	// documentation). Engines that share a limiter (WithLimiter; in
+	// Caddy, handlers with the same max_keys, tolerance and store) share
+	// this bound. It also bounds bans.after's denial counts.
+	MaxKeys int `json:"max_keys,omitempty"`
+}
+
+// ClientsConfig is Config.Clients, the clients block: how client
+// addresses are grouped into one client, in Crawl-delay keys, bans and
+// the report.
+type ClientsConfig struct {
+	// IPv4Prefix is the prefix length that groups IPv4 clients. Default 32
+	// (one address); 1 to 32.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+
+	// IPv6Prefix is the prefix length that groups IPv6 clients. Default 64
+	// (one subnet, the usual smallest allocation); 1 to 128.
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+}
+
+// TrapsConfig is Config.Traps, the traps block.
+type TrapsConfig struct {
+	// Paths are path patterns in robots.txt syntax ("/no-robots/",
+	// "/*/print-all$") that no human is led to and that robots.txt must
+	// disallow for every group: a client that fetches one ignores
+	// robots.txt, whatever its User-Agent says, and is banned (Bans). A
+	// trap is armed for a request only when the site's current robots.txt
+	// disallows that path for every group, the "*" group included (so a
+	// compliant crawler can never be caught); a trap that is not is
+	// logged, with the group that allows it, when a copy is loaded.
+	// Verified crawlers are never banned.
+	Paths []string `json:"paths,omitempty"`
+
+	// Grace is how long the site's robots.txt must have disallowed a
+	// trap, without a break, before the trap arms: crawlers may keep a
+	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
+	// the file before the Disallow was added may follow the new link in
+	// good faith. The clock starts at the first copy the guard sees that
+	// arms the trap, so after a restart traps arm again after the grace.
+	// Default 24h (nil); 0 arms at once (for a Disallow added long ago);
+	// at most 168h.
+	Grace *Duration `json:"grace,omitempty"`
+
+	// Links says how a trap catches a client. "client" (the default):
+	// each client is shown a link of its own, the first trap that is a
+	// plain path (no '*' or '$') followed by a token that only that
+	// client can present (Engine.TrapLink; in Caddy the placeholder
+	// {http.robots_guard.trap_link}): a request for it bans, whatever its
+	// fetch metadata says, and any other request under a trap path gets
+	// 403 and bans nobody, so no third party can aim a trap at a visitor
+	// (an <img> on another site, a link in a mail). "static": the trap
+	// path itself bans, unless the request's fetch metadata shows a
+	// browser made to load it (a sub-resource, another site, no page at
+	// all, a prefetch); plain-http sites get no fetch metadata, so there a
+	// third party can get a visitor banned.
+	Links string `json:"links,omitempty"`
+
+	// Secret is the key of the per-client trap link tokens (at least 16
+	// bytes). Empty: the Caddy module keeps one in Caddy's storage (shared
+	// by the instances that share it), and a plain Engine makes a random
+	// one, so its links change when it restarts.
+	Secret string `json:"secret,omitempty"`
+}
+
+// BansConfig is Config.Bans, the bans block.
+type BansConfig struct {
+	// For is how long a client (its address prefix, Clients) is refused
+	// everything but /robots.txt after a trap hit or After: 403 with a
+	// body that says why and until when. It doubles for each earlier ban
+	// of the client within 7 days, up to Max. Default 1h.
+	For Duration `json:"for,omitempty"`
+
+	// Max caps a repeat offender's ban. Default 24h; at most 30 days.
+	Max Duration `json:"max,omitempty"`
+
+	// After also bans a client after a number of robots.txt denials
+	// (denials) within a time (window), counted per instance. nil (the
+	// default): off.
+	After *BanAfter `json:"after,omitempty"`
+
+	// MaxEntries caps the bans held (and remembered strikes). Default
+	// 100000; when full, finished entries go first, then the bans that end
+	// soonest.
+	MaxEntries int `json:"max_entries,omitempty"`
+}
+
+// Defaults and bounds of bans.
+const (
+	DefaultTrapGrace = 24 * time.Hour
+	DefaultBanFor    = time.Hour
+	DefaultBanMax    = 24 * time.Hour
+	MaxBanMax        = 30 * 24 * time.Hour
+)
+
+// Verifying reports whether crawler verification is on: Verify is nil (the
+// default) or not Off.
+func (c Config) Verifying() bool { return c.Verify == nil || !c.Verify.Off }

@@ -1,0 +1,244 @@
+package guard
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/robotsguard/robotsguard/identity"
+)
+
+// signedRequest returns the parts of r a Web Bot Auth signature covers,
+// or nil when r carries no signature or signatures are not checked.
+func (e *Engine) signedRequest(r *http.Request, scheme string) *identity.SignedRequest {
+	if e.verifier == nil || !e.verifier.WebBotAuth() || len(r.Header["Signature-Input"]) == 0 {
+		return nil
+	}
+	return SignedRequest(r, scheme)
+}
+
+// SignedRequest returns what a Web Bot Auth signature of r covers (front
+// ends that fill Request themselves put it in Request.Signed).
+func SignedRequest(r *http.Request, scheme string) *identity.SignedRequest {
+	u := r.URL
+	return &identity.SignedRequest{Method: r.Method, Scheme: scheme, Authority: r.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: r.Header}
+}
+
+// Handler returns next wrapped by the Engine: allowed requests reach next,
+// denied ones get 403 and throttled ones 429 with Retry-After (or what
+// WithDenyHandler and WithThrottleHandler write). next also serves the
+// site's robots.txt to the default source.
+func (e *Engine) Handler(next http.Handler) http.Handler {
+	return &handler{e: e, next: next}
+}
+
+type handler struct {
+	e    *Engine
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e := h.e
+	v := e.DecideHTTP(r, nil, e.clientIP(r), h.next)
+	switch {
+	case !v.Enforced():
+		h.next.ServeHTTP(w, r)
+	default:
+		e.Respond(w, r, v)
+	}
+}
+
+// DecideHTTP is Decide for an http.Request: it maps r as RequestOf does,
+// in place, and decides it. Handler and the Caddy module call it.
+func (e *Engine) DecideHTTP(r, orig *http.Request, clientIP string, origin http.Handler) Verdict {
+	var req Request
+	e.fillRequest(&req, r, orig, clientIP, origin)
+	return e.decideReq(r.Context(), &req)
+}
+
+// RequestOf maps r to the Request that Decide takes: the one mapping of the
+// net/http front (Handler) and the Caddy module. orig is the request as
+// the client sent it, when the front end rewrote r before the guard
+// (Caddy's original request): its RequestURI and URL are the target judged
+// and the path and query a Web Bot Auth signature covers; nil means r. The
+// rest comes from r. clientIP is the client's address as the front end
+// resolved it (behind trusted proxies, the forwarded one); origin is the
+// handler that serves the site, which the default robots.txt source asks.
+// Fetch metadata is read only when traps are set, and the signature parts
+// only when Web Bot Auth is on and r carries a signature.
+func (e *Engine) RequestOf(r, orig *http.Request, clientIP string, origin http.Handler) Request {
+	var req Request
+	e.fillRequest(&req, r, orig, clientIP, origin)
+	return req
+}
+
+// fillRequest is RequestOf into a zero Request.
+func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP string, origin http.Handler) {
+	if orig == nil {
+		orig = r
+	}
+	req.Scheme = "http"
+	if r.TLS != nil {
+		req.Scheme = "https"
+	}
+	req.Target = orig.RequestURI
+	if req.Target == "" && orig.URL != nil {
+		req.Target = orig.URL.RequestURI()
+	}
+	if req.Target == "" {
+		req.Target = r.URL.RequestURI()
+	}
+	req.Host, req.Port, req.Method = r.Host, LocalPort(r), r.Method
+	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
+	req.header, req.peer = r.Header, r.RemoteAddr
+	if e.traps != nil { // only traps read fetch metadata
+		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
+		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
+		if req.SecPurpose = headerValue(r.Header, "Sec-Purpose"); req.SecPurpose == "" {
+			req.SecPurpose = headerValue(r.Header, "Purpose")
+		}
+	}
+	if req.Signed = e.signedRequest(r, req.Scheme); req.Signed != nil && orig != r && orig.URL != nil {
+		// The signature covers the request as the client sent it: the
+		// path before any rewrite.
+		req.Signed.Path, req.Signed.Query = orig.URL.EscapedPath(), orig.URL.RawQuery
+	}
+}
+
+// Respond writes the answer to a request that v stops (v.Enforced()): 403
+// or 429 with Retry-After and a short text body, or what WithDenyHandler and
+// WithThrottleHandler write. Front ends that call Decide themselves use it
+// to answer the way Handler does.
+func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
+	if v.Action == Deny {
+		e.deny(w, r, v)
+		return
+	}
+	e.throttle(w, r, v)
+}
+
+// LocalPort returns the port of the server's side of r's connection (from
+// http.LocalAddrContextKey: TCP, or UDP for HTTP/3), or 0 when there is
+// none (a Unix socket). Front ends put it into Request.Port.
+func LocalPort(r *http.Request) int {
+	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		return a.Port
+	case *net.UDPAddr: // HTTP/3 (quic-go stores the UDP address)
+		return a.Port
+	}
+	return 0
+}
+
+// userAgent returns the User-Agent header; the key is canonical already, so
+// the map is read directly.
+func userAgent(h http.Header) string {
+	if v := h["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// retryAfterTexts are the Retry-After values of 0 to 3600 seconds, made
+// once, so that a 429 does not format its number.
+var retryAfterTexts = func() []string {
+	t := make([]string, 3601)
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+// retryAfterText returns the header value of secs seconds.
+func retryAfterText(secs int64) string {
+	if secs >= 0 && secs < int64(len(retryAfterTexts)) {
+		return retryAfterTexts[secs]
+	}
+	return strconv.FormatInt(secs, 10)
+}
+
+// respHeaders holds the header values of one stopped request's answer.
+// Every answer gets slices of its own: a handler after the guard may
+// rewrite a header's values in place (Caddy's header directive with a
+// replacement does, when it is deferred), which would change a slice
+// shared by all answers.
+type respHeaders [5]string
+
+// Indexes into respHeaders.
+const (
+	hdrContentType = iota
+	hdrCacheControl
+	hdrNosniff
+	hdrRetryAfter
+	hdrAcceptSignature
+)
+
+// slabSize is how many answers' headers one allocation holds.
+const slabSize = 64
+
+// headerSlab holds the respHeaders of slabSize answers. Each slot is handed
+// out once and never reused (the answer it went to may keep it as long as
+// it likes), so the header values of a stopped request cost one
+// allocation per slabSize answers; a slab is garbage once no answer
+// refers to any of its slots. Slabs go round through a sync.Pool, which is
+// per P, so handing out a slot writes no memory that other Ps use.
+type headerSlab struct {
+	n  int
+	hs [slabSize]respHeaders
+}
+
+// newHeaders returns a fresh respHeaders from the P's slab.
+func (e *Engine) newHeaders() *respHeaders {
+	s, _ := e.slabs.Get().(*headerSlab)
+	if s == nil {
+		s = new(headerSlab)
+	}
+	hs := &s.hs[s.n]
+	if s.n++; s.n < slabSize {
+		e.slabs.Put(s)
+	}
+	return hs
+}
+
+// set puts value i of hs under key in h.
+func (hs *respHeaders) set(h http.Header, key string, i int) { h[key] = hs[i : i+1 : i+1] }
+
+// headerValue returns the first value of the canonical header key without
+// allocating.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// writeVerdict is the default answer to a stopped request: the status,
+// Retry-After for Throttle, and the message as a text/plain body that no
+// cache may keep (the answer depends on the User-Agent).
+func (e *Engine) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
+	h := w.Header()
+	hs := e.newHeaders()
+	hs[hdrContentType], hs[hdrCacheControl], hs[hdrNosniff] = "text/plain; charset=utf-8", "no-store", "nosniff"
+	hs.set(h, "Content-Type", hdrContentType)
+	hs.set(h, "Cache-Control", hdrCacheControl)
+	hs.set(h, "X-Content-Type-Options", hdrNosniff)
+	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
+		hs[hdrAcceptSignature] = `sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`
+		hs.set(h, "Accept-Signature", hdrAcceptSignature)
+	}
+	switch {
+	case v.Action == Throttle:
+		hs[hdrRetryAfter] = retryAfterText(v.RetryAfterSeconds())
+		hs.set(h, "Retry-After", hdrRetryAfter)
+	case v.BanUntil != 0:
+		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
+		hs[hdrRetryAfter] = retryAfterText(max(secs, 1))
+		hs.set(h, "Retry-After", hdrRetryAfter)
+	}
+	w.WriteHeader(v.StatusCode())
+	bp := e.bufs.Get().(*respBuf)
+	bp.b = append(v.AppendMessage(bp.b[:0]), '\n')
+	_, _ = w.Write(bp.b)
+	e.bufs.Put(bp)
+}

@@ -1,0 +1,95 @@
+package guard
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
+)
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// site returns a handler serving robots and "ok" elsewhere.
+func site(robots string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, robots) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+func mustNew(t testing.TB, cfg Config, opts ...Option) *Engine {
+	t.Helper()
+	e, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// burst is how many requests of one bot the default tolerance
+// (limit.DefaultTolerance, 2.5 delays) admits at once: the next one within
+// the Crawl-delay is throttled.
+var burst = 1 + int(math.Floor(limit.DefaultTolerance))
+
+// spend sends burst requests from addr at once and fails unless each is
+// answered 200: the bot's next request within the delay gets 429.
+func spend(t testing.TB, h http.Handler, ua, target, addr string) {
+	t.Helper()
+	for i := range burst {
+		if rec := doIP(h, ua, target, addr); rec.Code != 200 {
+			t.Fatalf("request %d of the burst of %d: %d", i+1, burst, rec.Code)
+		}
+	}
+}
+
+func do(h http.Handler, ua, target string) *httptest.ResponseRecorder {
+	return doIP(h, ua, target, "192.0.2.1:1234")
+}
+
+func doIP(h http.Handler, ua, target, remote string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", "http://example.com"+target, nil)
+	req.RequestURI = target
+	req.RemoteAddr = remote
+	if ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+type countObserver struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (o *countObserver) inc(k string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]int{}
+	}
+	o.m[k]++
+}
+
+func (o *countObserver) get(k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m[k]
+}
+
+func (o *countObserver) ObserveDecision(v Verdict) {
+	o.inc(v.ActionName() + "/" + v.Reason.String())
+	if v.Verification != identity.None {
+		o.inc("verification/" + v.Verification.String())
+	}
+}
+
+func (o *countObserver) ObserveFetch(site string, out sites.Outcome) { o.inc("fetch/" + out.String()) }

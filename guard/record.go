@@ -1,0 +1,54 @@
+package guard
+
+import (
+	"net/http"
+
+	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/report"
+)
+
+// BrowserGroup is the group that the violations report gives clients
+// whose User-Agent header is a browser's (stopped by a trap or a ban).
+const BrowserGroup = "(browser)"
+
+// recordOf is the violations report's record of a stopped request, and
+// whether the report counts it: robots.txt denials (in either view) and
+// spoofed claims, Crawl-delay throttles, trap hits and banned requests.
+// Other stops (a postponed or unreachable robots.txt, a bad target) are
+// the site's state, not the client's doing.
+func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
+	var kind report.Kind
+	switch {
+	case v.Reason == ReasonTrap:
+		kind = report.Trap
+	case v.Reason == ReasonTrapUnattributed:
+		kind = report.TrapUnattributed
+	case v.Reason == ReasonBanned:
+		kind = report.Banned
+	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
+		kind = report.Throttle
+	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed || v.Reason == ReasonContentSignal):
+		kind = report.Denial
+	default:
+		return report.Record{}, false
+	}
+	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, At: at, Kind: kind}
+	if !v.Bot {
+		// A browser's header (a trap or a ban stopped it): its group, "*",
+		// would say nothing.
+		rec.Group = BrowserGroup
+	}
+	if v.Action == Deny {
+		rec.Rule = v.Rule
+	}
+	return rec, true
+}
+
+// Report returns the violations report: per site (the 100 busiest), the
+// top clients by robots.txt denials, throttles, trap hits and banned
+// requests over the last hour and day, and the lines that denied whom.
+func (e *Engine) Report() report.Report { return e.report.Report() }
+
+// ReportHandler returns an http.Handler that serves Report as JSON, for a
+// net/http program to mount where only its operators reach it.
+func (e *Engine) ReportHandler() http.Handler { return e.report.Handler() }

@@ -1,6 +1,0 @@
-//go:build race
-
-package middleware
-
-// raceEnabled reports whether the race detector is on.
-const raceEnabled = true
