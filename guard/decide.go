@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"time"
-	"unsafe"
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/policy"
@@ -306,9 +305,8 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 // decideDecoded decides the decoded views of a target
 // (policy.AppendDecodedView, with backslashes read as '/' and kept) and
 // reports whether one is denied. The views are built in a pooled buffer
-// and given to Decide as strings over it: Decide keeps no part of its
-// target, so the buffer goes back to the pool when the last Decide returns
-// (unless a huge target grew it).
+// (which goes back to the pool unless a huge target grew it) and given to
+// Decide as strings of their own.
 func (e *Engine) decideDecoded(agent policy.Agent, path, query string) (policy.Decision, bool) {
 	bp := e.bufs.Get().(*respBuf)
 	var d policy.Decision
@@ -319,7 +317,7 @@ func (e *Engine) decideDecoded(agent policy.Agent, path, query string) (policy.D
 		if bp.b, start, ok = policy.AppendDecodedView(bp.b[:0], path, query, keepBackslash); !ok {
 			continue
 		}
-		if d = agent.Decide(unsafe.String(unsafe.SliceData(bp.b[start:]), len(bp.b)-start)); !d.Allowed && !d.Exempt {
+		if d = agent.Decide(string(bp.b[start:])); !d.Allowed && !d.Exempt {
 			denied = true
 			break
 		}

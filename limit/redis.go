@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
@@ -299,6 +298,17 @@ func (r *Redis) Peek(ctx context.Context, k Key, now int64, delay time.Duration)
 	return ok, wait
 }
 
+// callerEnded reports whether a failed call's end came from its caller:
+// the caller's context is done, or its deadline, earlier than the store's
+// (storeDeadline), has passed. Such a failure says nothing of the store.
+func callerEnded(parent context.Context, storeDeadline time.Time) bool {
+	if parent.Err() != nil {
+		return true
+	}
+	d, ok := parent.Deadline()
+	return ok && d.Before(storeDeadline) && !time.Now().Before(d)
+}
+
 // errPaused marks a decision made locally because calls are paused.
 var errPaused = errors.New("store calls paused after failures")
 
@@ -314,12 +324,7 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		return false, 0, errPaused
 	}
 	c := r.calls.Get().(*scriptCall)
-	defer func() {
-		// Disarmed even if the client panics, so that the pool never
-		// hands out a context that is still running (or already done).
-		c.ctx.finish()
-		r.calls.Put(c)
-	}()
+	defer r.calls.Put(c)
 	c.delay = max(1, int64(delay/time.Microsecond))
 	c.tau = int64(Tolerance(delay, r.cfg.Tolerance) / time.Microsecond)
 	c.spend = 0
@@ -328,16 +333,16 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 	}
 	c.now = now / 1000
 	c.keyBuf = r.appendKey(c.keyBuf[:0], k)
-	// A view of the pooled buffer, not a copy: the buffer is not written
-	// again until this call has returned and the call is back in the
-	// pool, and nothing keeps the command after it returns.
-	c.key = unsafe.String(unsafe.SliceData(c.keyBuf), len(c.keyBuf))
+	c.key = string(c.keyBuf)
 	args := c.args[:]
 	if !r.cfg.clientClock {
 		args = args[:len(args)-1]
 	}
 	start := time.Now()
-	ctx := c.ctx.start(parent, start.Add(r.cfg.Timeout))
+	// Bounded by the store's timeout and by the request: a call whose
+	// client went away ends at once.
+	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
+	defer cancel()
 	cmd := redis.NewIntCmd(ctx, args...)
 	// For a cluster's routing: the key's position, and a key step, which
 	// spares the client a look-up of the command's metadata (under a
@@ -355,8 +360,7 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		err = r.client.Process(ctx, cmd)
 	}
 	wait := cmd.Val()
-	gone := err != nil && c.ctx.callerEnded(parent)
-	c.ctx.finish()
+	gone := err != nil && callerEnded(parent, start.Add(r.cfg.Timeout))
 	took := time.Since(start)
 	if gone {
 		return false, 0, errGone
@@ -381,19 +385,18 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 // scriptCall holds the arguments of one call of gcraScript. Calls take
 // them from a pool and go-redis writes *int64 and *string arguments in
 // place (and a cluster client reads the key's slot from the *string), so
-// a decision boxes nothing into interfaces and copies no key: what is
-// left is go-redis's own (its command, and its health check of the
-// connection it takes from its pool).
+// a decision boxes nothing into interfaces: what is left is the key's
+// string, the call's context and go-redis's own (its command, and its
+// health check of the connection it takes from its pool).
 type scriptCall struct {
 	args                   [8]any
 	keyBuf                 []byte
-	key                    string // a view of keyBuf
+	key                    string
 	delay, tau, spend, now int64
-	ctx                    *callCtx
 }
 
 func (r *Redis) newScriptCall() any {
-	c := &scriptCall{ctx: newCallCtx()}
+	c := &scriptCall{}
 	c.args = [8]any{"evalsha", r.sha, "1", &c.key, &c.delay, &c.tau, &c.spend, &c.now}
 	return c
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"unsafe"
 )
 
 // canonicalTarget appends a target's path and query p (requestPath's, with
@@ -53,18 +52,16 @@ func (a Agent) Decide(target string) Decision {
 	}
 	d.Group = r.merged[a.group].name
 	d.CrawlDelay, d.CrawlDelayLine = r.merged[a.group].delay, r.merged[a.group].delayLine
-	// The canonical target: most request targets are canonical already
-	// and are matched as they are (read only); others are normalised
-	// into a pooled scratch buffer.
-	var t []byte
-	var sc *scratch
+	// The canonical target, in a pooled scratch buffer: most request
+	// targets are canonical already and are copied as they are; others
+	// are normalised.
+	sc := r.scratch.Get().(*scratch)
 	if p, slash := requestPath(target); !slash && isCanonical(p) {
-		t = unsafe.Slice(unsafe.StringData(p), len(p))
+		sc.target = append(sc.target[:0], p...)
 	} else {
-		sc = r.scratch.Get().(*scratch)
 		sc.target = canonicalTarget(sc.target, p, slash)
-		t = sc.target
 	}
+	t := sc.target
 	pathLen := bytes.IndexByte(t, '?')
 	if pathLen < 0 {
 		pathLen = len(t)
@@ -74,9 +71,7 @@ func (a Agent) Decide(target string) Decision {
 	} else {
 		d = r.decideSets(a, t, d)
 	}
-	if sc != nil {
-		r.scratch.Put(sc)
-	}
+	r.scratch.Put(sc)
 	return d
 }
 
