@@ -107,9 +107,6 @@ var pool = caddy.NewUsagePool()
 type state struct {
 	enforcer *guard.Engine
 	log      *swapCore
-	rules    ruleTexts
-	names    nameBoxes
-	ph       phCache
 }
 
 // Destruct stops the Engine's background work when the last config that
@@ -468,15 +465,16 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	return g.stop(w, r, srv, &v)
 }
 
-// placeholders gives repl the placeholder values of v: through the cached
-// provider when this is the request's first guard, set one by one
-// otherwise (set values come before providers, so the last guard wins).
+// placeholders gives repl the placeholder values of v: a browser's (no
+// group, rule or operator) through a provider made once when this is the
+// request's first guard, set one by one otherwise (set values come before
+// providers, so the last guard wins).
 func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark requestMark, clientIP string) {
 	verify := g.state.enforcer.Verifier() != nil
-	if p := g.state.ph.find(g.state, v, verify); p != nil && mark&markPlaceholders == 0 {
-		repl.Map(p.get)
+	if p := fixedProvider(v, verify); p != nil && mark&markPlaceholders == 0 {
+		repl.Map(p)
 	} else {
-		g.state.setPlaceholders(repl, v, verify)
+		setPlaceholders(repl, v, verify)
 	}
 	if g.trapLinks {
 		// Made only when a template or header reads it.

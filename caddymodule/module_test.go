@@ -6,12 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
-	"unsafe"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -23,7 +19,6 @@ import (
 
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/policy"
 )
 
 const gptUA = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
@@ -211,94 +206,6 @@ func TestProvisionRejectsBadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "crawl_delay: key") {
 		t.Errorf("Provision error %v, want one naming crawl_delay: key", err)
 	}
-}
-
-// The rule placeholder's table holds rules weakly: the rules of a
-// robots.txt copy nobody uses any more are freed, and their entries no
-// longer match.
-func TestRuleTextsHoldRulesWeakly(t *testing.T) {
-	var rt ruleTexts
-	r := &policy.Rule{Kind: policy.Disallow, Pattern: "/x", Line: 3}
-	if got := rt.text(r); got != "3: Disallow: /x" {
-		t.Fatalf("text %v", got)
-	}
-	k := uintptr(unsafe.Pointer(r))
-	r = nil
-	runtime.GC()
-	runtime.GC()
-	v, ok := rt.m.Load(k)
-	if !ok {
-		t.Fatal("entry gone")
-	}
-	if v.(*ruleTextEntry).rule.Value() != nil {
-		t.Fatal("the table kept a rule alive")
-	}
-}
-
-// TestNameBoxes covers the placeholder values of group and operator names:
-// the value is the name whichever way it is found (its slot, the map, or
-// neither once the map is full), and a name found again through its slot
-// is the same interface value, made once.
-func TestNameBoxes(t *testing.T) {
-	var nb nameBoxes
-	names := make([]string, 300) // more than the slots: some share one
-	for i := range names {
-		names[i] = strings.Repeat("x", i%7) + "Bot" + strconv.Itoa(i)
-	}
-	for round := 0; round < 3; round++ {
-		for _, n := range names {
-			if got := nb.box(n); got != any(n) {
-				t.Fatalf("box(%q) = %v", n, got)
-			}
-		}
-	}
-	// The same bytes at another address give the same value.
-	other := strings.Clone(names[5])
-	if got := nb.box(other); got != any(names[5]) {
-		t.Errorf("box of a copy = %v", got)
-	}
-	if got := nb.box(""); got != any("") {
-		t.Errorf(`box("") = %v`, got)
-	}
-	if n := testing.AllocsPerRun(100, func() { nb.box(names[0]) }); n != 0 {
-		t.Errorf("box of a known name: %v allocs", n)
-	}
-	for i := range maxNameBoxes + 10 {
-		nb.box("Many" + strconv.Itoa(i))
-	}
-	if n := nb.n.Load(); n > maxNameBoxes {
-		t.Errorf("%d names in the map, at most %d", n, maxNameBoxes)
-	}
-	if got := nb.box("Many1005"); got != any("Many1005") {
-		t.Errorf("past the bound: %v", got)
-	}
-}
-
-// TestNameBoxesHoldCopies: a group name is part of its robots.txt file's
-// text; boxing it must not keep that text alive once the file is replaced.
-func TestNameBoxesHoldCopies(t *testing.T) {
-	var nb nameBoxes
-	text := new([1 << 16]byte)
-	copy(text[100:], "HeldBot")
-	freed := make(chan struct{})
-	runtime.AddCleanup(text, func(ch chan struct{}) { close(ch) }, freed)
-	if got := nb.box(unsafe.String(&text[100], 7)); got != any("HeldBot") {
-		t.Fatalf("box of a name in a text = %v", got)
-	}
-	text = nil
-	for i := 0; i < 50; i++ {
-		runtime.GC()
-		select {
-		case <-freed:
-			if got := nb.box("HeldBot"); got != any("HeldBot") {
-				t.Errorf("box after the text went = %v", got)
-			}
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	runtime.KeepAlive(&nb)
-	t.Error("a boxed name keeps the text it came from alive")
 }
 
 // TestSameAddr checks the short cut in front of checkForwarded: it may
