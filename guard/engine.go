@@ -75,8 +75,7 @@ type Engine struct {
 	banAfter      *denialCounter // nil: off
 	report        *report.Recorder
 
-	bufs  sync.Pool // *respBuf for response bodies and decoded views
-	slabs sync.Pool // *headerSlab for the header values of answers
+	bufs sync.Pool // *respBuf for response bodies and decoded views
 }
 
 // New validates cfg, applies its defaults and returns an Engine. An invalid

@@ -158,52 +158,6 @@ func retryAfterText(secs int64) string {
 	return strconv.FormatInt(secs, 10)
 }
 
-// respHeaders holds the header values of one stopped request's answer.
-// Every answer gets slices of its own: a handler after the guard may
-// rewrite a header's values in place (Caddy's header directive with a
-// replacement does, when it is deferred), which would change a slice
-// shared by all answers.
-type respHeaders [5]string
-
-// Indexes into respHeaders.
-const (
-	hdrContentType = iota
-	hdrCacheControl
-	hdrNosniff
-	hdrRetryAfter
-	hdrAcceptSignature
-)
-
-// slabSize is how many answers' headers one allocation holds.
-const slabSize = 64
-
-// headerSlab holds the respHeaders of slabSize answers. Each slot is handed
-// out once and never reused (the answer it went to may keep it as long as
-// it likes), so the header values of a stopped request cost one
-// allocation per slabSize answers; a slab is garbage once no answer
-// refers to any of its slots. Slabs go round through a sync.Pool, which is
-// per P, so handing out a slot writes no memory that other Ps use.
-type headerSlab struct {
-	n  int
-	hs [slabSize]respHeaders
-}
-
-// newHeaders returns a fresh respHeaders from the P's slab.
-func (e *Engine) newHeaders() *respHeaders {
-	s, _ := e.slabs.Get().(*headerSlab)
-	if s == nil {
-		s = new(headerSlab)
-	}
-	hs := &s.hs[s.n]
-	if s.n++; s.n < slabSize {
-		e.slabs.Put(s)
-	}
-	return hs
-}
-
-// set puts value i of hs under key in h.
-func (hs *respHeaders) set(h http.Header, key string, i int) { h[key] = hs[i : i+1 : i+1] }
-
 // headerValue returns the first value of the canonical header key without
 // allocating.
 func headerValue(h http.Header, key string) string {
@@ -217,24 +171,22 @@ func headerValue(h http.Header, key string) string {
 // Retry-After for Throttle, and the message as a text/plain body that no
 // cache may keep (the answer depends on the User-Agent).
 func (e *Engine) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
+	// Each answer gets header values of its own: a handler after the
+	// guard may rewrite a value in place (Caddy's header directive does,
+	// when it is deferred).
 	h := w.Header()
-	hs := e.newHeaders()
-	hs[hdrContentType], hs[hdrCacheControl], hs[hdrNosniff] = "text/plain; charset=utf-8", "no-store", "nosniff"
-	hs.set(h, "Content-Type", hdrContentType)
-	hs.set(h, "Cache-Control", hdrCacheControl)
-	hs.set(h, "X-Content-Type-Options", hdrNosniff)
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
 	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
-		hs[hdrAcceptSignature] = `sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`
-		hs.set(h, "Accept-Signature", hdrAcceptSignature)
+		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`}
 	}
 	switch {
 	case v.Action == Throttle:
-		hs[hdrRetryAfter] = retryAfterText(v.RetryAfterSeconds())
-		hs.set(h, "Retry-After", hdrRetryAfter)
+		h["Retry-After"] = []string{retryAfterText(v.RetryAfterSeconds())}
 	case v.BanUntil != 0:
 		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
-		hs[hdrRetryAfter] = retryAfterText(max(secs, 1))
-		hs.set(h, "Retry-After", hdrRetryAfter)
+		h["Retry-After"] = []string{retryAfterText(max(secs, 1))}
 	}
 	w.WriteHeader(v.StatusCode())
 	bp := e.bufs.Get().(*respBuf)

@@ -31,20 +31,6 @@ func TestAnswersShareNoHeaderValues(t *testing.T) {
 	}
 }
 
-// The header slab hands each answer slots of its own, and a full slab is
-// never handed out again.
-func TestHeaderSlab(t *testing.T) {
-	e := mustNew(t, Config{})
-	seen := map[*respHeaders]bool{}
-	for range 3 * slabSize {
-		hs := e.newHeaders()
-		if seen[hs] {
-			t.Fatal("a slot was handed out twice")
-		}
-		seen[hs] = true
-	}
-}
-
 // /robots.txt is always served, in every spelling rules read as it
 // (RFC 9309 §2.2.2): to a banned client, before the site's first fetch,
 // while its robots.txt is unreachable.
