@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 )
 
@@ -255,16 +256,16 @@ func (v values) num(dst *int) error {
 	return nil
 }
 
-func (v values) dur(dst *guard.Duration) error {
+func (v values) dur(dst *duration.Duration) error {
 	s, err := v.one()
 	if err != nil {
 		return err
 	}
-	t, err := guard.ParseDuration(s)
+	t, err := duration.Parse(s)
 	if err != nil {
 		return v.d.Errf("%s: %q is not a duration: %v", v.name, s, err)
 	}
-	*dst = guard.Duration(t)
+	*dst = duration.Duration(t)
 	return nil
 }
 
@@ -402,7 +403,7 @@ func parseTraps(d *caddyfile.Dispenser, v values, c *guard.TrapsConfig) error {
 		var err error
 		switch v.key() {
 		case "grace":
-			var g guard.Duration
+			var g duration.Duration
 			if err = v.dur(&g); err == nil {
 				c.Grace = &g
 			}
@@ -438,11 +439,11 @@ func parseBans(d *caddyfile.Dispenser, v values, c *guard.BansConfig) error {
 			if err != nil {
 				return d.Errf("bans: after: %q is not a whole number", v.args[0])
 			}
-			w, err := guard.ParseDuration(v.args[1])
+			w, err := duration.Parse(v.args[1])
 			if err != nil {
 				return d.Errf("bans: after: %q is not a duration: %v", v.args[1], err)
 			}
-			c.After = &guard.BanAfter{Denials: n, Window: guard.Duration(w)}
+			c.After = &guard.BanAfter{Denials: n, Window: duration.Duration(w)}
 			return nil
 		}
 		return v.unknown("for, max, after or max_entries")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 )
@@ -43,11 +44,11 @@ func parseStore(d *caddyfile.Dispenser, url string) (*guard.StoreConfig, error) 
 		case "key_prefix":
 			sc.KeyPrefix = args[0]
 		case "timeout":
-			t, err := guard.ParseDuration(args[0])
+			t, err := duration.Parse(args[0])
 			if err != nil {
 				return nil, d.Errf("store: timeout: %q is not a duration: %v", args[0], err)
 			}
-			sc.Timeout = guard.Duration(t)
+			sc.Timeout = duration.Duration(t)
 		case "on_store_error":
 			sc.OnStoreError = args[0]
 		default:
@@ -109,11 +110,11 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*guard.WebBotAuthSettings, error) 
 			if len(args) != 1 {
 				return nil, d.Errf("web_bot_auth: max_window: want one duration")
 			}
-			t, err := guard.ParseDuration(args[0])
+			t, err := duration.Parse(args[0])
 			if err != nil {
 				return nil, d.Errf("web_bot_auth: max_window: %q is not a duration: %v", args[0], err)
 			}
-			w.MaxWindow = guard.Duration(t)
+			w.MaxWindow = duration.Duration(t)
 		default:
 			return nil, d.Errf("web_bot_auth: unknown subdirective %q", name)
 		}
@@ -133,16 +134,16 @@ func parseVerify(d *caddyfile.Dispenser) (*guard.VerifyConfig, error) {
 			}
 			return args[0], nil
 		}
-		dur := func(dst *guard.Duration) error {
+		dur := func(dst *duration.Duration) error {
 			v, err := one()
 			if err != nil {
 				return err
 			}
-			t, err := guard.ParseDuration(v)
+			t, err := duration.Parse(v)
 			if err != nil {
 				return d.Errf("verify: %s: %q is not a duration: %v", name, v, err)
 			}
-			*dst = guard.Duration(t)
+			*dst = duration.Duration(t)
 			return nil
 		}
 		var err error

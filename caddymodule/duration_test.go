@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 )
 
@@ -41,7 +42,7 @@ func randomDuration(r *rand.Rand) string {
 	return b.String()
 }
 
-// TestParseDurationMatchesCaddy compares guard.ParseDuration with
+// TestParseDurationMatchesCaddy compares duration.Parse with
 // caddy.ParseDuration (the one the middleware mirrors without importing
 // Caddy) over the seeds and many random strings: the same value, and an
 // error for the same inputs.
@@ -54,7 +55,7 @@ func TestParseDurationMatchesCaddy(t *testing.T) {
 	ok := 0
 	for _, in := range inputs {
 		want, werr := caddy.ParseDuration(in)
-		got, err := guard.ParseDuration(in)
+		got, err := duration.Parse(in)
 		if got != want || (err == nil) != (werr == nil) {
 			t.Errorf("ParseDuration(%q) = %v, %v; caddy.ParseDuration: %v, %v", in, got, err, want, werr)
 		}
@@ -67,10 +68,10 @@ func TestParseDurationMatchesCaddy(t *testing.T) {
 	}
 }
 
-// TestDurationJSONMatchesCaddy: guard.Duration reads every JSON value
+// TestDurationJSONMatchesCaddy: duration.Duration reads every JSON value
 // that caddy.Duration reads, to the same value, and refuses the others.
 // (caddy.Duration does not decode a string's escapes: those are left out,
-// guard.Duration decodes them.)
+// duration.Duration decodes them.)
 func TestDurationJSONMatchesCaddy(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 309))
 	var docs []string
@@ -90,7 +91,7 @@ func TestDurationJSONMatchesCaddy(t *testing.T) {
 	for _, doc := range docs {
 		var want caddy.Duration
 		werr := json.Unmarshal([]byte(doc), &want)
-		var got guard.Duration
+		var got duration.Duration
 		err := json.Unmarshal([]byte(doc), &got)
 		if (err == nil) != (werr == nil) || (err == nil && time.Duration(got) != time.Duration(want)) {
 			t.Errorf("Unmarshal %s = %v, %v; caddy.Duration: %v, %v", doc, time.Duration(got), err, time.Duration(want), werr)
@@ -102,54 +103,54 @@ func TestDurationJSONMatchesCaddy(t *testing.T) {
 // in the JSON, where the Caddyfile sets it, and the name its bound error
 // gives.
 type durationField struct {
-	name      string                               // its path in the JSON
-	json      func(v string) string                // the handler's JSON with the field at v
-	caddyfile func(v string) string                // a robots_guard block with it at v
-	get       func(c *guard.Config) guard.Duration // its value
-	boundErr  string                               // the error prefix of an out-of-bounds value
-	inBounds  string                               // a value in days within its bounds
+	name      string                                  // its path in the JSON
+	json      func(v string) string                   // the handler's JSON with the field at v
+	caddyfile func(v string) string                   // a robots_guard block with it at v
+	get       func(c *guard.Config) duration.Duration // its value
+	boundErr  string                                  // the error prefix of an out-of-bounds value
+	inBounds  string                                  // a value in days within its bounds
 }
 
 var durationFields = []durationField{
 	{"robots_txt.refresh", func(v string) string { return `{"robots_txt":{"refresh":` + v + `}}` },
 		func(v string) string { return "robots_txt {\nrefresh " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.RobotsTxt.Refresh },
+		func(c *guard.Config) duration.Duration { return c.RobotsTxt.Refresh },
 		"robots_guard: robots_txt: refresh: ", "0.5d"},
 	{"robots_txt.fetch_timeout", func(v string) string { return `{"robots_txt":{"fetch_timeout":` + v + `}}` },
 		func(v string) string { return "robots_txt {\nfetch_timeout " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.RobotsTxt.FetchTimeout },
+		func(c *guard.Config) duration.Duration { return c.RobotsTxt.FetchTimeout },
 		"robots_guard: robots_txt: fetch_timeout: ", "0.0001d"},
 	{"traps.grace", func(v string) string { return `{"traps":{"grace":` + v + `}}` },
 		func(v string) string { return "traps /t/ {\ngrace " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return *c.Traps.Grace },
+		func(c *guard.Config) duration.Duration { return *c.Traps.Grace },
 		"robots_guard: traps: grace: ", "2d"},
 	{"bans.for", func(v string) string { return `{"bans":{"for":` + v + `,"max":"30d"}}` },
 		func(v string) string { return "bans {\nfor " + v + "\nmax 30d\n}" },
-		func(c *guard.Config) guard.Duration { return c.Bans.For },
+		func(c *guard.Config) duration.Duration { return c.Bans.For },
 		"robots_guard: bans: for: ", "2d"},
 	{"bans.max", func(v string) string { return `{"bans":{"max":` + v + `}}` },
 		func(v string) string { return "bans {\nmax " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.Bans.Max },
+		func(c *guard.Config) duration.Duration { return c.Bans.Max },
 		"robots_guard: bans: max: ", "7d"},
 	{"bans.after.window", func(v string) string { return `{"bans":{"after":{"denials":5,"window":` + v + `}}}` },
 		func(v string) string { return "bans {\nafter 5 " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.Bans.After.Window },
+		func(c *guard.Config) duration.Duration { return c.Bans.After.Window },
 		"robots_guard: bans: after: window ", "0.5d"},
 	{"verify.refresh", func(v string) string { return `{"verify":{"refresh":` + v + `}}` },
 		func(v string) string { return "verify {\nrefresh " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.Verify.Refresh },
+		func(c *guard.Config) duration.Duration { return c.Verify.Refresh },
 		"robots_guard: verify: refresh: ", "2d"},
 	{"verify.dns_timeout", func(v string) string { return `{"verify":{"dns_timeout":` + v + `}}` },
 		func(v string) string { return "verify {\ndns_timeout " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.Verify.DNSTimeout },
+		func(c *guard.Config) duration.Duration { return c.Verify.DNSTimeout },
 		"robots_guard: verify: dns_timeout: ", "0.0001d"},
 	{"verify.web_bot_auth.max_window", func(v string) string { return `{"verify":{"web_bot_auth":{"max_window":` + v + `}}}` },
 		func(v string) string { return "verify {\nweb_bot_auth {\nmax_window " + v + "\n}\n}" },
-		func(c *guard.Config) guard.Duration { return c.Verify.WebBotAuth.MaxWindow },
+		func(c *guard.Config) duration.Duration { return c.Verify.WebBotAuth.MaxWindow },
 		"robots_guard: verify: web_bot_auth: max_window: ", "2d"},
 	{"store.timeout", func(v string) string { return `{"store":{"redis":"redis://127.0.0.1:6379","timeout":` + v + `}}` },
 		func(v string) string { return "store redis redis://127.0.0.1:6379 {\ntimeout " + v + "\n}" },
-		func(c *guard.Config) guard.Duration { return c.Store.Timeout },
+		func(c *guard.Config) duration.Duration { return c.Store.Timeout },
 		"robots_guard: store: timeout: ", "0.00005d"},
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -84,7 +85,7 @@ func BenchmarkBotThrottled(b *testing.B) {
 // due (which would be measured too).
 func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 	clk := testclock.New()
-	e := mustNew(b, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(MaxRefresh)}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
+	e := mustNew(b, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(MaxRefresh)}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
 	req := Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1:1234"}
 	ctx := context.Background()
 	e.Decide(ctx, req)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/duration"
 
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -150,12 +151,12 @@ type RobotsTxtConfig struct {
 	// previous copy. A Caddy config reload (and Engine.Invalidate)
 	// revalidates every cached robots.txt before the next bot request of
 	// its site.
-	Refresh Duration `json:"refresh,omitempty"`
+	Refresh duration.Duration `json:"refresh,omitempty"`
 
 	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
 	// time a request waits for the first fetch of its site. Default 5s; at
 	// most 1m.
-	FetchTimeout Duration `json:"fetch_timeout,omitempty"`
+	FetchTimeout duration.Duration `json:"fetch_timeout,omitempty"`
 
 	// OnUnreachable says what bots may do when a site's robots.txt is
 	// unreachable (5xx, 429, network error, timeout) and no earlier copy is
@@ -276,7 +277,7 @@ type TrapsConfig struct {
 	// arms the trap, so after a restart traps arm again after the grace.
 	// Default 24h (nil); 0 arms at once (for a Disallow added long ago);
 	// at most 168h.
-	Grace *Duration `json:"grace,omitempty"`
+	Grace *duration.Duration `json:"grace,omitempty"`
 
 	// Links says how a trap catches a client. "client" (the default):
 	// each client is shown a link of its own, the first trap that is a
@@ -305,10 +306,10 @@ type BansConfig struct {
 	// everything but /robots.txt after a trap hit or After: 403 with a
 	// body that says why and until when. It doubles for each earlier ban
 	// of the client within 7 days, up to Max. Default 1h.
-	For Duration `json:"for,omitempty"`
+	For duration.Duration `json:"for,omitempty"`
 
 	// Max caps a repeat offender's ban. Default 24h; at most 30 days.
-	Max Duration `json:"max,omitempty"`
+	Max duration.Duration `json:"max,omitempty"`
 
 	// After also bans a client after a number of robots.txt denials
 	// (denials) within a time (window), counted per instance. nil (the

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -125,7 +126,7 @@ func (c *RobotsTxtConfig) withDefaults() error {
 	case c.Refresh < 0:
 		return errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
 	case c.Refresh == 0:
-		c.Refresh = Duration(DefaultRefresh)
+		c.Refresh = duration.Duration(DefaultRefresh)
 	case time.Duration(c.Refresh) > MaxRefresh:
 		return errf("refresh", "must be at most 24h, got %s", time.Duration(c.Refresh))
 	}
@@ -133,7 +134,7 @@ func (c *RobotsTxtConfig) withDefaults() error {
 	case c.FetchTimeout < 0:
 		return errf("fetch_timeout", "must be positive, got %s", time.Duration(c.FetchTimeout))
 	case c.FetchTimeout == 0:
-		c.FetchTimeout = Duration(DefaultFetchTimeout)
+		c.FetchTimeout = duration.Duration(DefaultFetchTimeout)
 	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
 		return errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
 	}
@@ -212,7 +213,7 @@ func (c *TrapsConfig) withDefaults() error {
 	}
 	switch g := c.Grace; {
 	case g == nil:
-		d := Duration(DefaultTrapGrace)
+		d := duration.Duration(DefaultTrapGrace)
 		c.Grace = &d
 	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
 		return errf("grace", "must be between 0 and 168h, got %s", time.Duration(*g))
@@ -227,13 +228,13 @@ func (c *BansConfig) withDefaults() error {
 	}
 	switch d := time.Duration(c.Max); {
 	case d == 0:
-		c.Max = Duration(DefaultBanMax)
+		c.Max = duration.Duration(DefaultBanMax)
 	case d < time.Second || d > MaxBanMax:
 		return errf("max", "must be between 1s and 720h, got %s", d)
 	}
 	switch d := time.Duration(c.For); {
 	case d == 0:
-		c.For = Duration(min(DefaultBanFor, time.Duration(c.Max)))
+		c.For = duration.Duration(min(DefaultBanFor, time.Duration(c.Max)))
 	case d < time.Second:
 		return errf("for", "must be at least 1s, got %s", d)
 	case d > time.Duration(c.Max):

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
@@ -70,11 +71,11 @@ type VerifyConfig struct {
 	// Refresh is how often each IP-range feed is fetched again
 	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
 	// max-age of a feed shortens it, down to 1h.
-	Refresh Duration `json:"refresh,omitempty"`
+	Refresh duration.Duration `json:"refresh,omitempty"`
 
 	// DNSTimeout bounds one forward-confirmed reverse-DNS check (PTR and
 	// forward lookups). Default 2s; at most 30s.
-	DNSTimeout Duration `json:"dns_timeout,omitempty"`
+	DNSTimeout duration.Duration `json:"dns_timeout,omitempty"`
 
 	// Resolver is the host:port of the DNS server to ask. Default: the
 	// system's resolver.
@@ -118,7 +119,7 @@ type WebBotAuthSettings struct {
 	// false: only known agents are trusted.
 	Discover bool `json:"discover,omitempty"`
 	// MaxWindow bounds expires − created of a signature. Default 24h.
-	MaxWindow Duration `json:"max_window,omitempty"`
+	MaxWindow duration.Duration `json:"max_window,omitempty"`
 	// AllowPrivateDirectories lets key directories be fetched from
 	// private, loopback and link-local addresses. Default false.
 	AllowPrivateDirectories bool `json:"allow_private_directories,omitempty"`
@@ -176,13 +177,13 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	}
 	switch r := time.Duration(c.Refresh); {
 	case r == 0:
-		c.Refresh = Duration(identity.DefaultRefresh)
+		c.Refresh = duration.Duration(identity.DefaultRefresh)
 	case r < identity.MinRefresh:
 		return nil, errf("refresh", "must be at least 1h (the operators' feeds change slowly), got %s", r)
 	}
 	switch d := time.Duration(c.DNSTimeout); {
 	case d == 0:
-		c.DNSTimeout = Duration(identity.DefaultDNSTimeout)
+		c.DNSTimeout = duration.Duration(identity.DefaultDNSTimeout)
 	case d < 0 || d > MaxDNSTimeout:
 		return nil, errf("dns_timeout", "must be between 0 and 30s, got %s", d)
 	}
@@ -208,7 +209,7 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 		switch d := time.Duration(w.MaxWindow); {
 		case d == 0:
 			w2 := *w
-			w2.MaxWindow = Duration(identity.DefaultMaxWindow)
+			w2.MaxWindow = duration.Duration(identity.DefaultMaxWindow)
 			c.WebBotAuth = &w2
 		case d < time.Minute || d > 7*24*time.Hour:
 			return nil, errf("web_bot_auth: max_window", "must be between 1m and 168h, got %s", d)
@@ -229,7 +230,7 @@ type BanAfter struct {
 	// Denials is the number of robots.txt denials that bans; at least 2.
 	Denials int `json:"denials"`
 	// Window is the time they must fall within; at most 24h.
-	Window Duration `json:"window"`
+	Window duration.Duration `json:"window"`
 }
 
 // StoreConfig configures the shared Crawl-delay store (Config.Store): a
@@ -253,7 +254,7 @@ type StoreConfig struct {
 	KeyPrefix string `json:"key_prefix,omitempty"`
 
 	// Timeout bounds one decision's round trip. Default 50ms; at most 5s.
-	Timeout Duration `json:"timeout,omitempty"`
+	Timeout duration.Duration `json:"timeout,omitempty"`
 
 	// OnStoreError is what a request gets when its call fails: "allow"
 	// (the default: it passes, and a sampled warning is logged) or "deny"
@@ -283,7 +284,7 @@ func (c StoreConfig) withDefaults() (*StoreConfig, error) {
 	}
 	switch d := time.Duration(c.Timeout); {
 	case d == 0:
-		c.Timeout = Duration(limit.DefaultStoreTimeout)
+		c.Timeout = duration.Duration(limit.DefaultStoreTimeout)
 	case d < 0 || d > limit.MaxStoreTimeout:
 		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
@@ -371,9 +372,9 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(48 * time.Hour)}}, "robots_guard: robots_txt: refresh: must be at most 24h, got 48h0m0s"},
+		{Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(48 * time.Hour)}}, "robots_guard: robots_txt: refresh: must be at most 24h, got 48h0m0s"},
 		{Config{RobotsTxt: RobotsTxtConfig{Refresh: -1}}, "robots_guard: robots_txt: refresh:"},
-		{Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
+		{Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: duration.Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
 		{Config{RobotsTxt: RobotsTxtConfig{OnUnreachable: "maybe"}}, "robots_guard: robots_txt: on_unreachable:"},
 		{Config{CrawlDelay: CrawlDelayConfig{Key: "ua"}}, "robots_guard: crawl_delay: key:"},
 		{Config{Clients: ClientsConfig{IPv4Prefix: 33}}, "robots_guard: clients: ipv4_prefix:"},
@@ -392,7 +393,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
-	if _, err := Middleware(Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(24 * time.Hour)}}); err != nil {
+	if _, err := Middleware(Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(24 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
@@ -171,7 +172,7 @@ func heapAlloc() uint64 {
 // choice do not keep a replaced robots.txt alive.
 func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
 	ctx := context.Background()
 	for i := range 100 {
 		e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: fmt.Sprintf("Bot%d/1.0 (+https://example.com/bot)", i), Origin: s})

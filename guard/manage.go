@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -36,8 +37,8 @@ type SiteStatus struct {
 	// failed, so Config.RobotsTxt.OnUnreachable decides.
 	Unreachable bool `json:"unreachable,omitempty"`
 	// Fetched is when the copy was fetched; Age is how long ago.
-	Fetched time.Time `json:"fetched,omitzero"`
-	Age     Duration  `json:"age"`
+	Fetched time.Time         `json:"fetched,omitzero"`
+	Age     duration.Duration `json:"age"`
 	// Checked is when the last fetch ended that kept the copy (304 Not
 	// Modified, or a failure that kept the last good copy) or replaced it.
 	Checked time.Time `json:"checked,omitzero"`
@@ -65,7 +66,7 @@ func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 	s.Rules = !st.Unreachable && st.Robots.Restricts()
 	if !st.Fetched.IsZero() {
 		s.Fetched = st.Fetched
-		s.Age = Duration(e.now().Sub(st.Fetched).Round(time.Millisecond))
+		s.Age = duration.Duration(e.now().Sub(st.Fetched).Round(time.Millisecond))
 	}
 	return s
 }
@@ -192,8 +193,8 @@ type Explanation struct {
 	Rule *ExplainRule `json:"rule,omitempty"`
 	// CrawlDelay is the group's Crawl-delay; RetryAfter the wait a
 	// throttled client would be told (only with a client address).
-	CrawlDelay Duration `json:"crawl_delay,omitempty"`
-	RetryAfter Duration `json:"retry_after,omitempty"`
+	CrawlDelay duration.Duration `json:"crawl_delay,omitempty"`
+	RetryAfter duration.Duration `json:"retry_after,omitempty"`
 	// CrawlDelayLine is the robots.txt line of the Crawl-delay.
 	CrawlDelayLine int `json:"crawl_delay_line,omitempty"`
 	// RobotsTxt describes the copy the verdict comes from.
@@ -278,7 +279,7 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 	x := Explanation{
 		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
 		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group,
-		CrawlDelay: Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
+		CrawlDelay: duration.Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
 	}
 	if v.Enforced() {
 		x.Status = v.StatusCode()
@@ -287,7 +288,7 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 		// No client given: the budget of "no address" says nothing.
 		x.Action, x.Reason, x.Status = Verdict{DryRun: v.DryRun}.ActionName(), ReasonAllowed.String(), 0
 	} else {
-		x.RetryAfter = Duration(v.RetryAfter)
+		x.RetryAfter = duration.Duration(v.RetryAfter)
 	}
 	if tr.decided && tr.d.Rule != nil {
 		x.Rule = &ExplainRule{Line: tr.d.Rule.Line, Text: tr.d.Rule.String(), Implied: tr.d.Rule.Implied}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"go.uber.org/zap"
@@ -19,7 +20,7 @@ import (
 // request is decided with a fresh fetch, not with the old copy.
 func TestInvalidate(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
 	h := e.Handler(s)
 	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("first: %d", rec.Code)
@@ -61,7 +62,7 @@ func TestInvalidate(t *testing.T) {
 
 func TestRefreshAndSites(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
 	h := e.Handler(s)
 	do(h, uaAhrefs, "/")
 	s.Set("User-agent: *\nDisallow: /b\n")
@@ -96,7 +97,7 @@ func TestExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if x.Action != "deny" || x.Reason != "disallowed" || x.Status != 403 || x.Group != "bingbot" || x.Rule == nil ||
-		x.Rule.Text != "Disallow: /a/b" || x.CrawlDelay != Duration(10*time.Second) || x.RobotsTxt == nil || x.RobotsTxt.Outcome != "ok" {
+		x.Rule.Text != "Disallow: /a/b" || x.CrawlDelay != duration.Duration(10*time.Second) || x.RobotsTxt == nil || x.RobotsTxt.Outcome != "ok" {
 		t.Fatalf("Explain = %+v", x)
 	}
 	// Explain spends no budget: a bot explained twice is still admitted.
@@ -109,12 +110,12 @@ func TestExplain(t *testing.T) {
 	spend(t, e.Handler(origin), uaBing, "/page", "192.0.2.1:1234")
 	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1"})
 	// Three requests at once under Crawl-delay 10s: 30s - 25s tolerance.
-	if x.Action != "throttle" || x.Status != 429 || x.RetryAfter != Duration(5*time.Second) {
+	if x.Action != "throttle" || x.Status != 429 || x.RetryAfter != duration.Duration(5*time.Second) {
 		t.Fatalf("Explain after a request = %+v", x)
 	}
 	// Without an address the Crawl-delay is shown, not checked.
 	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing})
-	if x.Action != "allow" || x.CrawlDelay != Duration(10*time.Second) {
+	if x.Action != "allow" || x.CrawlDelay != duration.Duration(10*time.Second) {
 		t.Fatalf("Explain without an address = %+v", x)
 	}
 	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaChrome})
@@ -136,7 +137,7 @@ func TestNoRulesLogged(t *testing.T) {
 	var mu sync.Mutex
 	answer := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 	set := func(f http.HandlerFunc) { mu.Lock(); answer = f; mu.Unlock() }
-	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
+	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
 		Handler(testorigin.Status(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
 	step := func(n int) {
 		for range n {
@@ -199,7 +200,7 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
+	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
 	do(h, uaAhrefs, "/")
 	refresh := func(key string, n int) {
 		t.Helper()
@@ -225,7 +226,7 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
 	req := Request{Host: "example.com", Target: "/a", UserAgent: uaChrome, ClientIP: "192.0.2.1", Origin: s}
 	ctx := context.Background()
 	e.Decide(ctx, req)
@@ -243,7 +244,7 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 // has renewed since, and only those.
 func TestRevalidate(t *testing.T) {
 	a, b := testorigin.NewEditable("User-agent: *\nDisallow: /a\n"), testorigin.NewEditable("User-agent: *\nDisallow: /b\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
 	ctx := context.Background()
 	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // bots wait for the first fetch
 	e.Decide(ctx, Request{Host: "b.example", Target: "/", UserAgent: uaAhrefs, Origin: b})
@@ -269,7 +270,7 @@ func TestBrowsersNeverWait(t *testing.T) {
 	release := make(chan struct{})
 	s.Block(release)
 	defer close(release)
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: Duration(time.Second)}})
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: duration.Duration(time.Second)}})
 	start := time.Now()
 	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaChrome, Origin: s})
 	if d := time.Since(start); d > 500*time.Millisecond || v.Action != Allow {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testredis"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
@@ -102,7 +103,7 @@ func TestStoreConfigErrors(t *testing.T) {
 		{StoreConfig{}, "robots_guard: store: redis: the server's URL is required"},
 		{StoreConfig{Redis: "http://x:1"}, "robots_guard: store: redis:"},
 		{StoreConfig{Redis: "redis://:s3cret@host:port"}, "xxxxx"},
-		{StoreConfig{Redis: "redis://127.0.0.1:6379", Timeout: Duration(time.Minute)}, "robots_guard: store: timeout: must be between 0 and 5s"},
+		{StoreConfig{Redis: "redis://127.0.0.1:6379", Timeout: duration.Duration(time.Minute)}, "robots_guard: store: timeout: must be between 0 and 5s"},
 		{StoreConfig{Redis: "redis://127.0.0.1:6379", OnStoreError: "fail"}, `robots_guard: store: on_store_error: must be "allow" or "deny", got "fail"`},
 	} {
 		_, err := New(Config{Store: &tc.s})
@@ -164,7 +165,7 @@ func BenchmarkStoreBotCrawlDelayParallel(b *testing.B) {
 func TestStoreBanOutlivesClient(t *testing.T) {
 	srv := testredis.Start(t)
 	mk := func() *Engine {
-		zero := Duration(0)
+		zero := duration.Duration(0)
 		e := mustNew(t, Config{Store: &StoreConfig{Redis: srv.URL}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}},
 			WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /no-robots/\n"))))
 		t.Cleanup(func() { e.Close() })

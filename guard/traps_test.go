@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
@@ -34,8 +35,8 @@ Crawl-delay: 1
 func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*Config), opts ...Option) (*Engine, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
-	zero := Duration(0)
-	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: BansConfig{For: Duration(time.Hour), Max: Duration(2 * time.Hour)}}
+	zero := duration.Duration(0)
+	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -176,7 +177,7 @@ func TestBanAfter(t *testing.T) {
 	clk := testclock.New()
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
 		c.Traps.Paths = nil
-		c.Bans.After = &BanAfter{Denials: 3, Window: Duration(time.Minute)}
+		c.Bans.After = &BanAfter{Denials: 3, Window: duration.Duration(time.Minute)}
 	})
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	for i := range 2 {
@@ -284,7 +285,7 @@ func TestReportCounts(t *testing.T) {
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
 	clk := testclock.New()
 	src := testorigin.NewEditable(trapRobots)
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
+	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Engine, ua, target, ip string) Verdict {
 		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})
@@ -535,7 +536,7 @@ func (c *memClocks) DeleteTrapClock(site, trap string) {
 func TestTrapGraceVisibleAndKept(t *testing.T) {
 	clk := testclock.New()
 	store := &memClocks{m: map[string][2]time.Time{}}
-	grace := Duration(time.Hour)
+	grace := duration.Duration(time.Hour)
 	mk := func() (*Engine, *observer.ObservedLogs) {
 		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	}

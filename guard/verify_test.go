@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testdns"
@@ -263,8 +264,8 @@ func TestVerifyConfigErrors(t *testing.T) {
 	}{
 		{VerifyConfig{OnSpoofed: "block"}, `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
 		{VerifyConfig{OnDNSError: "deny"}, `robots_guard: verify: on_dns_error: must be "star" or "header", got "deny"`},
-		{VerifyConfig{Refresh: Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
-		{VerifyConfig{DNSTimeout: Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
+		{VerifyConfig{Refresh: duration.Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
+		{VerifyConfig{DNSTimeout: duration.Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
 		{VerifyConfig{Resolver: "127.0.0.1"}, "robots_guard: verify: resolver:"},
 		{VerifyConfig{DNSCacheSize: -1}, "robots_guard: verify: dns_cache_size: must be positive"},
 		{VerifyConfig{Builtin: &off}, "robots_guard: verify: operators: the registry is empty"},
@@ -326,7 +327,7 @@ func TestVerifyDNSError(t *testing.T) {
 	} {
 		cfg := verifyConfig(t, "", dns.Addr)
 		cfg.Verify.OnDNSError = tc.mode
-		cfg.Verify.DNSTimeout = Duration(100 * time.Millisecond)
+		cfg.Verify.DNSTimeout = duration.Duration(100 * time.Millisecond)
 		e := newVerifying(t, cfg)
 		v := decideAt(e, "AcmeBot/3.1", "/private/x", "11.51.100.8:1")
 		if v.Action != tc.action || v.Group != tc.group || v.Verification != identity.Unverifiable {

@@ -1,4 +1,4 @@
-package guard
+package duration
 
 import (
 	"encoding/json"
@@ -11,12 +11,12 @@ import (
 // Duration is a time.Duration that reads and writes JSON the way every
 // duration of the configuration is written, in the Caddy module as in a
 // JSON file read by a net/http program: a string such as "90s", "1h30m" or
-// "1d12h" (see ParseDuration), or an integer number of nanoseconds. It
+// "1d12h" (see Parse), or an integer number of nanoseconds. It
 // accepts what Caddy's caddy.Duration accepts, so that a duration written
 // for one field works for every other. It writes strings such as "1h30m0s".
 type Duration time.Duration
 
-// UnmarshalJSON accepts a duration string (ParseDuration), an integer
+// UnmarshalJSON accepts a duration string (Parse), an integer
 // number of nanoseconds, or null (zero: the field's default), as
 // caddy.Duration does. Unlike caddy.Duration it decodes the string's JSON
 // escapes first, so "5\u00b5s" is 5µs as any JSON reader would take it.
@@ -27,7 +27,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		p, err := ParseDuration(s)
+		p, err := Parse(s)
 		if err != nil {
 			return err
 		}
@@ -44,11 +44,11 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// maxDurationLen bounds the input of ParseDuration, as caddy.ParseDuration
+// maxDurationLen bounds the input of Parse, as caddy.Parse
 // bounds it.
 const maxDurationLen = 1024
 
-// ParseDuration parses a duration as Caddy's caddy.ParseDuration does
+// Parse parses a duration as Caddy's caddy.Parse does
 // (Caddy v2's caddy.go), so that the Caddyfile, the Caddy module's JSON and
 // a net/http program's JSON agree: a Go duration (time.ParseDuration: "300ms",
 // "1.5h", "2h45m") in which a number may also carry the unit d, a day of
@@ -56,7 +56,7 @@ const maxDurationLen = 1024
 // refused. It is written without importing Caddy, so that the net/http
 // middleware does not depend on it; a test in the Caddy module compares
 // the two over many inputs.
-func ParseDuration(s string) (time.Duration, error) {
+func Parse(s string) (time.Duration, error) {
 	if len(s) > maxDurationLen {
 		return 0, errors.New("parsing duration: input string too long")
 	}
