@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // BenchmarkServeHTTP measures what the module adds to a request inside
@@ -139,7 +140,7 @@ func benchGuard(b *testing.B) *RobotsGuard {
 	file := writeRobots(b, testRobots)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	b.Cleanup(cancel)
-	g := &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: file}}}
+	g := &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}}
 	if err := g.Provision(ctx); err != nil {
 		b.Fatal(err)
 	}

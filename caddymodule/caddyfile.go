@@ -12,6 +12,7 @@ import (
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 func init() {
@@ -285,7 +286,7 @@ func subBlock(d *caddyfile.Dispenser, block string, f func(v values) error) erro
 }
 
 // parseRobotsTxt reads "robots_txt [<source>] [{ ... }]".
-func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *guard.RobotsTxtConfig) error {
+func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 	switch len(v.args) {
 	case 0:
 	case 1:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 const gptUA = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
@@ -70,7 +71,7 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 // handle_errors): it answers stopped requests itself, with the body.
 func TestServeHTTPWithoutServer(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	g := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
+	g := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}})
 	for _, tc := range []struct {
 		ua, target string
 		code       int
@@ -123,13 +124,13 @@ var burst = 1 + int(math.Floor(limit.DefaultTolerance))
 // clock goes on; a different configuration gets its own.
 func TestStateSurvivesReprovision(t *testing.T) {
 	file := writeRobots(t, testRobots)
-	a := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
+	a := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}})
 	for i := range burst {
 		if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {
 			t.Fatalf("request %d: %d", i+1, w.Code)
 		}
 	}
-	b := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: guard.RobotsTxtConfig{
+	b := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{
 		// the old config goes away after the new one is provisioned
 		Source: file}}})
 	a.Cleanup()
@@ -139,7 +140,7 @@ func TestStateSurvivesReprovision(t *testing.T) {
 	if w := serve(b, "SlowBot/1", "/a"); w.Code != 429 {
 		t.Errorf("after reload: %d, want 429 (the clock must survive)", w.Code)
 	}
-	c := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: guard.RobotsTxtConfig{Source: file}}})
+	c := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: sites.Config{Source: file}}})
 	if c.state == b.state {
 		t.Error("different configuration, same state")
 	}

@@ -85,7 +85,7 @@ func BenchmarkBotThrottled(b *testing.B) {
 // due (which would be measured too).
 func BenchmarkDecideBotCrawlDelay(b *testing.B) {
 	clk := testclock.New()
-	e := mustNew(b, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(MaxRefresh)}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
+	e := mustNew(b, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(sites.MaxRefresh)}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(robotsTxt))))
 	req := Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1:1234"}
 	ctx := context.Background()
 	e.Decide(ctx, req)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
-	"github.com/robotsguard/robotsguard/sites"
 )
 
 // Middleware returns the net/http middleware of a new Engine: protecting a
@@ -29,25 +27,6 @@ func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, er
 		return nil, err
 	}
 	return e.Handler, nil
-}
-
-// newSource returns the source that Config.RobotsTxt.Source names: the site
-// itself (empty), a URL fetched with client, or a file.
-func newSource(robotsTxt string, client *http.Client) (sites.Source, error) {
-	switch {
-	case robotsTxt == "":
-		return sites.SelfSource(), nil
-	case uriScheme.MatchString(robotsTxt): // http or https: checked by withDefaults
-		u, err := url.Parse(robotsTxt)
-		if err != nil {
-			return nil, fmt.Errorf("robots_guard: robots_txt: %w", err)
-		}
-		return sites.URLSource(u, client), nil
-	}
-	if err := CheckRobotsTxtFile(robotsTxt); err != nil {
-		return nil, err
-	}
-	return sites.FileSource(robotsTxt), nil
 }
 
 // NewVerifier returns the crawler verifier that New builds for cfg.Verify

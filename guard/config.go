@@ -13,28 +13,9 @@ import (
 
 // Defaults and limits of Config. A zero field takes its default.
 const (
-	// DefaultRefresh is short because a refresh is cheap: it revalidates
-	// the copy with its ETag / Last-Modified (or a file's size and
-	// modification time), and an unchanged file answers 304 and is not
-	// parsed again. An edit is in force within a minute, and at once
-	// after Engine.Invalidate (which a Caddy reload calls).
-	DefaultRefresh           = sites.DefaultRefresh
-	MaxRefresh               = 24 * time.Hour
-	DefaultFetchTimeout      = sites.DefaultTimeout
-	MaxFetchTimeout          = time.Minute
-	DefaultIPv4Prefix        = 32
-	DefaultIPv6Prefix        = 64
-	DefaultMaxKeys           = 100000
-	DefaultMaxSites          = sites.DefaultMaxSites
-	DefaultNewSitesPerSecond = 50
-	DefaultMaxRobotsBytes    = sites.DefaultMaxBytes
-	MinMaxRobotsBytes        = 4 << 20
-)
-
-// Values of Config.OnUnreachable.
-const (
-	UnreachableDisallow = "disallow"
-	UnreachableAllow    = "allow"
+	DefaultIPv4Prefix = 32
+	DefaultIPv6Prefix = 64
+	DefaultMaxKeys    = 100000
 )
 
 // Values of Config.TrapLinks.
@@ -66,7 +47,7 @@ const (
 type Config struct {
 	// RobotsTxt says where each site's robots.txt comes from and how it
 	// is fetched and cached.
-	RobotsTxt RobotsTxtConfig `json:"robots_txt,omitzero"`
+	RobotsTxt sites.Config `json:"robots_txt,omitzero"`
 
 	// Bots says which clients are bots besides those the built-in
 	// crawler list and the User-Agent parser recognise.
@@ -125,78 +106,6 @@ type Config struct {
 	// target into its log line. Default false: the line shows the path and
 	// "?…", since queries carry tokens and e-mail addresses.
 	LogQuery bool `json:"log_query,omitempty"`
-}
-
-// RobotsTxtConfig is Config.RobotsTxt, the robots_txt block: where each
-// site's robots.txt comes from, and how it is fetched and cached.
-type RobotsTxtConfig struct {
-	// Source says where each site's robots.txt comes from. Empty (the
-	// default) means the protected site itself: a virtual GET /robots.txt
-	// sent to the handler that serves the site (Request.Origin; in Caddy,
-	// through the server, past the guard), so whatever serves the site —
-	// reverse_proxy, file_server, respond, a Go handler — is what gets
-	// enforced. A value starting with http:// or https:// is a URL fetched
-	// with the Engine's own HTTP client (FetchTimeout, at most 5
-	// redirects, the body capped at 500 KiB); any other value is a file
-	// path, checked by New (it must exist and be readable) and read again
-	// when its size or modification time changes. WithSource overrides
-	// this field.
-	Source string `json:"source,omitempty"`
-
-	// Refresh is how long a fetched robots.txt is used before it is
-	// revalidated: fetched again with If-None-Match / If-Modified-Since
-	// (a file source compares size and modification time), so an
-	// unchanged file costs a 304 and no parse. Default 1m; at most 24h
-	// (RFC 9309 §2.4). While a refresh runs, requests are decided with the
-	// previous copy. A Caddy config reload (and Engine.Invalidate)
-	// revalidates every cached robots.txt before the next bot request of
-	// its site.
-	Refresh duration.Duration `json:"refresh,omitempty"`
-
-	// FetchTimeout bounds one robots.txt fetch, redirects included, and the
-	// time a request waits for the first fetch of its site. Default 5s; at
-	// most 1m.
-	FetchTimeout duration.Duration `json:"fetch_timeout,omitempty"`
-
-	// OnUnreachable says what bots may do when a site's robots.txt is
-	// unreachable (5xx, 429, network error, timeout) and no earlier copy is
-	// known: "disallow" (the default, as RFC 9309 §2.3.1.4 asks) or "allow".
-	OnUnreachable string `json:"on_unreachable,omitempty"`
-
-	// MaxSites caps the number of sites (scheme, host name and server
-	// port) whose robots.txt is cached, in two LRU segments with
-	// frequency-based admission (see package sites), so that a flood of
-	// new names cannot push out the sites in use. Default 1000. It matters
-	// for catch-all servers that accept any Host header.
-	MaxSites int `json:"max_sites,omitempty"`
-
-	// MaxBytes bounds the memory of the compiled robots.txt files that
-	// cached sites use, as an estimate (8 bytes per byte of body plus 4 KiB
-	// per file, from measurements) counted once per distinct file however
-	// many sites share it. Over it, the least recently used sites are
-	// dropped. Default 256 MiB: a thousand distinct 22 KB files, or 64 of
-	// the largest (500 KiB) ones; at least 4 MiB.
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-
-	// NewSitesPerSecond bounds the first robots.txt fetches of sites not
-	// seen before, so that a flood of Host names costs at most this many
-	// upstream fetches a second (after a burst of four seconds' worth). A
-	// bot's request for a new site over the bound gets 429 with
-	// Retry-After 1 (reason new_site_rate) and is fetched for at a later
-	// request; other clients pass. Default 50. A server that serves more
-	// sites fills its cache at this pace after a start: raise it there.
-	// One client network (a /24 or /48) may spend at most an eighth of it
-	// (4,096 networks are tracked, then the table starts afresh), so a
-	// flood of Host names from one network cannot spend everyone's, and
-	// the sites of SiteNames spend none of it.
-	NewSitesPerSecond int `json:"new_sites_per_second,omitempty"`
-
-	// SiteNames lists the host names the server is configured for
-	// ("example.com"): their first robots.txt fetch is never postponed by
-	// NewSitesPerSecond, whatever a flood of other names does. Wildcards
-	// ("*.example.com") exempt nothing: they cover any number of hosts. The
-	// Caddy module adds the names of its server's host matchers.
-	SiteNames []string `json:"site_names,omitempty"`
 }
 
 // CrawlDelayConfig is Config.CrawlDelay, the crawl_delay block: how the

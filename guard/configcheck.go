@@ -1,16 +1,7 @@
 package guard
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net"
-	"net/netip"
-	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -52,9 +43,8 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // withDefaults returns a copy of c with zero fields set to their defaults,
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
-	c.RobotsTxt.SiteNames = slices.Clone(c.RobotsTxt.SiteNames)
 	c.Traps.Paths = slices.Clone(c.Traps.Paths)
-	for _, check := range [...]func() error{c.RobotsTxt.withDefaults, c.botDefaults, c.CrawlDelay.withDefaults,
+	for _, check := range [...]func() error{c.robotsTxtDefaults, c.botDefaults, c.CrawlDelay.withDefaults,
 		c.Clients.withDefaults, c.Traps.withDefaults, c.Bans.withDefaults, c.signalDefaults} {
 		if err := check(); err != nil {
 			return c, err
@@ -76,6 +66,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Verify = v
 	return c, nil
+}
+
+// robotsTxtDefaults checks and defaults the robots_txt block (package
+// sites).
+func (c *Config) robotsTxtDefaults() (err error) {
+	c.RobotsTxt, err = c.RobotsTxt.WithDefaults()
+	return err
 }
 
 // botDefaults checks and defaults the bots block (package classify).
@@ -112,45 +109,6 @@ func either(v *string, def, other string, errf func(field, format string, args .
 // configErr is the error of an invalid field: "robots_guard: <field>: ...".
 func configErr(field, format string, args ...any) error {
 	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
-}
-
-// fetchDefaults checks and defaults the robots_txt block.
-func (c *RobotsTxtConfig) withDefaults() error {
-	errf := func(field, format string, args ...any) error {
-		return configErr("robots_txt: "+field, format, args...)
-	}
-	if err := checkRobotsTxt(c.Source); err != nil {
-		return err
-	}
-	switch {
-	case c.Refresh < 0:
-		return errf("refresh", "must be positive, got %s", time.Duration(c.Refresh))
-	case c.Refresh == 0:
-		c.Refresh = duration.Duration(DefaultRefresh)
-	case time.Duration(c.Refresh) > MaxRefresh:
-		return errf("refresh", "must be at most 24h, got %s", time.Duration(c.Refresh))
-	}
-	switch {
-	case c.FetchTimeout < 0:
-		return errf("fetch_timeout", "must be positive, got %s", time.Duration(c.FetchTimeout))
-	case c.FetchTimeout == 0:
-		c.FetchTimeout = duration.Duration(DefaultFetchTimeout)
-	case time.Duration(c.FetchTimeout) > MaxFetchTimeout:
-		return errf("fetch_timeout", "must be at most 1m, got %s", time.Duration(c.FetchTimeout))
-	}
-	if err := either(&c.OnUnreachable, UnreachableDisallow, UnreachableAllow, errf, "on_unreachable"); err != nil {
-		return err
-	}
-	if err := orDefault(&c.MaxBytes, DefaultMaxRobotsBytes, "robots_txt: max_bytes"); err != nil {
-		return err
-	}
-	if c.MaxBytes < MinMaxRobotsBytes {
-		return errf("max_bytes", "must be at least %d (4 MiB: one robots.txt of the largest size read, 500 KiB, compiled), got %d", MinMaxRobotsBytes, c.MaxBytes)
-	}
-	if err := orDefault(&c.NewSitesPerSecond, DefaultNewSitesPerSecond, "robots_txt: new_sites_per_second"); err != nil {
-		return err
-	}
-	return orDefault(&c.MaxSites, DefaultMaxSites, "robots_txt: max_sites")
 }
 
 // withDefaults checks and defaults the crawl_delay block.
@@ -249,94 +207,6 @@ func (c *BansConfig) withDefaults() error {
 		}
 	}
 	return orDefault(&c.MaxEntries, limit.DefaultMaxBans, "bans: max_entries")
-}
-
-// hostPortPath matches a value that names a host and port without a scheme,
-// such as "localhost:8081/robots.txt" or "[::1]:80".
-var hostPortPath = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):[0-9]+(/.*)?$`)
-
-// uriScheme matches the scheme of an absolute URI.
-var uriScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
-
-// checkRobotsTxt checks the form of Config.RobotsTxt.Source: an http:// or https://
-// URL with a host, or something that can be a file path. Whether the file
-// exists is checked by New (CheckRobotsTxtFile), not here, so that a
-// configuration can be adapted on another machine.
-func checkRobotsTxt(v string) error {
-	const field = "robots_guard: robots_txt: "
-	if v == "" {
-		return nil
-	}
-	if m := uriScheme.FindStringSubmatch(v); m != nil {
-		switch scheme := strings.ToLower(m[1]); scheme {
-		case "http", "https":
-			u, err := url.Parse(v)
-			if err != nil || u.Host == "" {
-				return fmt.Errorf(field+"invalid URL %q: write it as http://host[:port]/robots.txt", v)
-			}
-			return nil
-		case "file":
-			return fmt.Errorf(field+"%q: write a file path without file://, e.g. %q", v, strings.TrimPrefix(v, m[0]))
-		default:
-			return fmt.Errorf(field+"%q: scheme %q is not supported; give an http:// or https:// URL, or a file path", v, m[1])
-		}
-	}
-	if hostPortPath.MatchString(v) {
-		return fmt.Errorf(field+"%q looks like a host and port without a scheme; write %q (or give a file path)", v, "http://"+v)
-	}
-	return nil
-}
-
-// looksLikeHost reports whether s, the first segment of a relative path,
-// is rather a host: an IP address, localhost, or a name with a dot between
-// two labels (not "." or "..").
-func looksLikeHost(s string) bool {
-	if _, err := netip.ParseAddr(s); err == nil || s == "localhost" {
-		return true
-	}
-	if name, _, err := net.SplitHostPort(s); err == nil {
-		s = name
-	}
-	i := strings.IndexByte(s, '.')
-	return i > 0 && i < len(s)-1 && !strings.ContainsAny(s, " \\")
-}
-
-// CheckRobotsTxtFile checks that a Config.RobotsTxt.Source that is a file path names
-// a readable regular file; URLs and the empty value pass. New calls it, so
-// that a misspelt path fails at startup with a message naming robots_txt
-// instead of leaving every site without rules.
-func CheckRobotsTxtFile(v string) error {
-	if v == "" || uriScheme.MatchString(v) {
-		return nil
-	}
-	hint := "give the path of a readable robots.txt, an http:// or https:// URL, or leave robots_txt out to enforce each site's own /robots.txt"
-	if !filepath.IsAbs(v) {
-		if wd, err := os.Getwd(); err == nil {
-			hint = "a relative path is read from the working directory " + wd + "; " + hint
-		}
-	}
-	f, err := os.Open(v)
-	if err != nil {
-		if first, _, ok := strings.Cut(v, "/"); ok && errors.Is(err, fs.ErrNotExist) && looksLikeHost(first) {
-			hint = fmt.Sprintf("%q looks like a host and a path: for a URL write %q; %s", v, "http://"+v, hint)
-		}
-		return fmt.Errorf("robots_guard: robots_txt: %w (%s)", err, hint)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = errors.New("not a regular file")
-	}
-	if err == nil {
-		var b [1]byte
-		if _, rerr := f.Read(b[:]); rerr != nil && rerr != io.EOF {
-			err = rerr
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("robots_guard: robots_txt: %s: %w (%s)", v, err, hint)
-	}
-	return nil
 }
 
 // orDefault sets a zero *v to def and rejects a negative one, naming the

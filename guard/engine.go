@@ -103,7 +103,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		deny:       o.deny,
 		throttle:   o.throttle,
 		byGroup:    cfg.CrawlDelay.Key == KeyGroup,
-		allowUnrch: cfg.RobotsTxt.OnUnreachable == UnreachableAllow,
+		allowUnrch: cfg.RobotsTxt.OnUnreachable == sites.UnreachableAllow,
 		traps:      newTrapSet(cfg.Traps.Paths),
 		trapKey:    trapSecret(cfg, o),
 		trapClocks: o.trapClocks,
@@ -157,27 +157,15 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 	e.client = sites.NewHTTPClient(o.transport, time.Duration(cfg.RobotsTxt.FetchTimeout))
 	src := o.source
 	if src == nil {
-		if src, err = newSource(cfg.RobotsTxt.Source, e.client); err != nil {
+		if src, err = cfg.RobotsTxt.NewSource(e.client); err != nil {
 			return nil, err
 		}
 	}
-	sc := sites.Config{
-		Source:            src,
-		MaxSites:          cfg.RobotsTxt.MaxSites,
-		MaxBytes:          cfg.RobotsTxt.MaxBytes,
-		Refresh:           time.Duration(cfg.RobotsTxt.Refresh),
-		Timeout:           time.Duration(cfg.RobotsTxt.FetchTimeout),
-		NewSitesPerSecond: float64(cfg.RobotsTxt.NewSitesPerSecond),
-		Named:             cfg.RobotsTxt.SiteNames,
-		Now:               injected,
-		Logger:            e.log,
-		Observer:          o.observer,
-		AllowUnreachable:  e.allowUnrch,
-	}
+	deps := sites.Deps{Source: src, Now: injected, Logger: e.log, Observer: o.observer}
 	if e.traps != nil {
-		sc.OnRules, sc.OnConfirm = e.checkTraps, e.confirmTraps
+		deps.OnRules, deps.OnConfirm = e.checkTraps, e.confirmTraps
 	}
-	e.sites = sites.New(sc)
+	e.sites = sites.New(cfg.RobotsTxt, deps)
 	return e, nil
 }
 

@@ -236,7 +236,7 @@ func TestStatusHandling(t *testing.T) {
 		{"404 allows all", Config{}, http.NotFound, "/x", 200},
 		{"403 allows all", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, "/x", 200},
 		{"500 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, "/x", 403},
-		{"503 allow when configured", Config{RobotsTxt: RobotsTxtConfig{OnUnreachable: UnreachableAllow}}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
+		{"503 allow when configured", Config{RobotsTxt: sites.Config{OnUnreachable: sites.UnreachableAllow}}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, "/x", 200},
 		{"429 disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(429) }, "/x", 403},
 		{"panic disallows bots", Config{}, func(w http.ResponseWriter, r *http.Request) { panic("boom") }, "/x", 403},
 		{"3 redirects followed", Config{}, testorigin.Redirects(3, "User-agent: *\nDisallow: /x\n"), "/x", 403},
@@ -276,9 +276,9 @@ func TestSources(t *testing.T) {
 		opts []Option
 		code int
 	}{
-		{"url with redirects", Config{RobotsTxt: RobotsTxtConfig{Source: srv.URL + "/robots.txt"}}, nil, 403},
-		{"url 404", Config{RobotsTxt: RobotsTxtConfig{Source: srv.URL + "/nothing"}}, nil, 403}, // the chain handler serves every path
-		{"file", Config{RobotsTxt: RobotsTxtConfig{Source: file}}, nil, 403},
+		{"url with redirects", Config{RobotsTxt: sites.Config{Source: srv.URL + "/robots.txt"}}, nil, 403},
+		{"url 404", Config{RobotsTxt: sites.Config{Source: srv.URL + "/nothing"}}, nil, 403}, // the chain handler serves every path
+		{"file", Config{RobotsTxt: sites.Config{Source: file}}, nil, 403},
 		{"bytes", Config{}, []Option{WithSource(sites.BytesSource([]byte(rules)))}, 403},
 	}
 	for _, tt := range tests {
@@ -312,23 +312,23 @@ func TestRobotsTxtValueErrors(t *testing.T) {
 		{"HTTPS://", "robots_guard: robots_txt: invalid URL"},
 	}
 	for _, tt := range tests {
-		_, err := New(Config{RobotsTxt: RobotsTxtConfig{Source: tt.value}})
+		_, err := New(Config{RobotsTxt: sites.Config{Source: tt.value}})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("robots_txt %q: error %v, want one containing %q", tt.value, err, tt.want)
 		}
 	}
 	// The form is checked without touching files (adapt time), the file at
 	// New (provision time).
-	if err := (Config{RobotsTxt: RobotsTxtConfig{Source: filepath.Join(dir, "none")}}).Validate(); err != nil {
+	if err := (Config{RobotsTxt: sites.Config{Source: filepath.Join(dir, "none")}}).Validate(); err != nil {
 		t.Errorf("Validate checked the file: %v", err)
 	}
-	if err := (Config{RobotsTxt: RobotsTxtConfig{Source: "localhost:8081/robots.txt"}}).Validate(); err == nil {
+	if err := (Config{RobotsTxt: sites.Config{Source: "localhost:8081/robots.txt"}}).Validate(); err == nil {
 		t.Error("Validate passed a host:port without a scheme")
 	}
 	// A path that merely contains a colon elsewhere is a path.
 	f := filepath.Join(dir, "a:b.txt")
 	os.WriteFile(f, []byte("User-agent: *\nDisallow: /x\n"), 0o644)
-	if _, err := New(Config{RobotsTxt: RobotsTxtConfig{Source: f}}); err != nil {
+	if _, err := New(Config{RobotsTxt: sites.Config{Source: f}}); err != nil {
 		t.Errorf("file %q: %v", f, err)
 	}
 }
@@ -372,20 +372,20 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(48 * time.Hour)}}, "robots_guard: robots_txt: refresh: must be at most 24h, got 48h0m0s"},
-		{Config{RobotsTxt: RobotsTxtConfig{Refresh: -1}}, "robots_guard: robots_txt: refresh:"},
-		{Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: duration.Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
-		{Config{RobotsTxt: RobotsTxtConfig{OnUnreachable: "maybe"}}, "robots_guard: robots_txt: on_unreachable:"},
+		{Config{RobotsTxt: sites.Config{Refresh: duration.Duration(48 * time.Hour)}}, "robots_guard: robots_txt: refresh: must be at most 24h, got 48h0m0s"},
+		{Config{RobotsTxt: sites.Config{Refresh: -1}}, "robots_guard: robots_txt: refresh:"},
+		{Config{RobotsTxt: sites.Config{FetchTimeout: duration.Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
+		{Config{RobotsTxt: sites.Config{OnUnreachable: "maybe"}}, "robots_guard: robots_txt: on_unreachable:"},
 		{Config{CrawlDelay: CrawlDelayConfig{Key: "ua"}}, "robots_guard: crawl_delay: key:"},
 		{Config{Clients: ClientsConfig{IPv4Prefix: 33}}, "robots_guard: clients: ipv4_prefix:"},
 		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(4.5)}}, "robots_guard: crawl_delay: tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
 		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(-0.1)}}, "robots_guard: crawl_delay: tolerance:"},
 		{Config{Clients: ClientsConfig{IPv6Prefix: -1}}, "robots_guard: clients: ipv6_prefix:"},
 		{Config{CrawlDelay: CrawlDelayConfig{MaxKeys: -1}}, "robots_guard: crawl_delay: max_keys:"},
-		{Config{RobotsTxt: RobotsTxtConfig{MaxSites: -1}}, "robots_guard: robots_txt: max_sites:"},
+		{Config{RobotsTxt: sites.Config{MaxSites: -1}}, "robots_guard: robots_txt: max_sites:"},
 		{Config{Bots: classify.Config{CacheSize: -1}}, "robots_guard: bots: cache_size:"},
 		{Config{Bots: classify.Config{Tokens: []string{"ok", " "}}}, "robots_guard: bots: tokens[1]:"},
-		{Config{RobotsTxt: RobotsTxtConfig{Source: "http://"}}, "robots_guard: robots_txt:"},
+		{Config{RobotsTxt: sites.Config{Source: "http://"}}, "robots_guard: robots_txt:"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cfg)
@@ -393,7 +393,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
-	if _, err := Middleware(Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(24 * time.Hour)}}); err != nil {
+	if _, err := Middleware(Config{RobotsTxt: sites.Config{Refresh: duration.Duration(24 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -47,7 +47,7 @@ func TestLogQuery(t *testing.T) {
 // most the sampler's first lines per second, not one per site.
 func TestLogFloodSampled(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{NewSitesPerSecond: 1 << 20}}, WithLogger(zap.New(core)))
+	e := mustNew(t, Config{RobotsTxt: sites.Config{NewSitesPerSecond: 1 << 20}}, WithLogger(zap.New(core)))
 	origin := testorigin.Status(http.NotFound)
 	start := time.Now()
 	for i := range 2000 {
@@ -101,7 +101,7 @@ func TestNewSiteRate(t *testing.T) {
 		fetches.Add(1)
 		io.WriteString(w, "User-agent: *\nDisallow: /private/\n")
 	})
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{NewSitesPerSecond: 10}}, WithClock(clk.Now), WithObserver(obs))
+	e := mustNew(t, Config{RobotsTxt: sites.Config{NewSitesPerSecond: 10}}, WithClock(clk.Now), WithObserver(obs))
 	ctx := context.Background()
 	var throttled, browsersStopped int
 	for i := range 100 {
@@ -154,7 +154,7 @@ func TestMillionHosts(t *testing.T) {
 	if grew > 50 {
 		t.Errorf("heap grew %.1f MB", grew)
 	}
-	if n := fetches.Load(); float64(n) > 4*DefaultNewSitesPerSecond+took.Seconds()*DefaultNewSitesPerSecond+1 {
+	if n := fetches.Load(); float64(n) > 4*sites.DefaultNewSitesPerSecond+took.Seconds()*sites.DefaultNewSitesPerSecond+1 {
 		t.Errorf("%d upstream fetches in %v", n, took)
 	}
 }
@@ -172,7 +172,7 @@ func heapAlloc() uint64 {
 // choice do not keep a replaced robots.txt alive.
 func TestUACacheDoesNotPinReplacedFiles(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
 	ctx := context.Background()
 	for i := range 100 {
 		e.Decide(ctx, Request{Host: "example.com", Target: "/", UserAgent: fmt.Sprintf("Bot%d/1.0 (+https://example.com/bot)", i), Origin: s})

@@ -11,6 +11,7 @@ import (
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
+	"github.com/robotsguard/robotsguard/sites"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -20,7 +21,7 @@ import (
 // request is decided with a fresh fetch, not with the old copy.
 func TestInvalidate(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
 	h := e.Handler(s)
 	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("first: %d", rec.Code)
@@ -62,7 +63,7 @@ func TestInvalidate(t *testing.T) {
 
 func TestRefreshAndSites(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
 	h := e.Handler(s)
 	do(h, uaAhrefs, "/")
 	s.Set("User-agent: *\nDisallow: /b\n")
@@ -137,7 +138,7 @@ func TestNoRulesLogged(t *testing.T) {
 	var mu sync.Mutex
 	answer := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 	set := func(f http.HandlerFunc) { mu.Lock(); answer = f; mu.Unlock() }
-	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
+	h := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
 		Handler(testorigin.Status(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
 	step := func(n int) {
 		for range n {
@@ -200,7 +201,7 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	h := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
+	h := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
 	do(h, uaAhrefs, "/")
 	refresh := func(key string, n int) {
 		t.Helper()
@@ -226,7 +227,7 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
 	req := Request{Host: "example.com", Target: "/a", UserAgent: uaChrome, ClientIP: "192.0.2.1", Origin: s}
 	ctx := context.Background()
 	e.Decide(ctx, req)
@@ -244,7 +245,7 @@ func TestRevalidationPendingBrowsersDoNotAllocate(t *testing.T) {
 // has renewed since, and only those.
 func TestRevalidate(t *testing.T) {
 	a, b := testorigin.NewEditable("User-agent: *\nDisallow: /a\n"), testorigin.NewEditable("User-agent: *\nDisallow: /b\n")
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Hour)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
 	ctx := context.Background()
 	e.Decide(ctx, Request{Host: "a.example", Target: "/", UserAgent: uaAhrefs, Origin: a}) // bots wait for the first fetch
 	e.Decide(ctx, Request{Host: "b.example", Target: "/", UserAgent: uaAhrefs, Origin: b})
@@ -270,7 +271,7 @@ func TestBrowsersNeverWait(t *testing.T) {
 	release := make(chan struct{})
 	s.Block(release)
 	defer close(release)
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{FetchTimeout: duration.Duration(time.Second)}})
+	e := mustNew(t, Config{RobotsTxt: sites.Config{FetchTimeout: duration.Duration(time.Second)}})
 	start := time.Now()
 	v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: uaChrome, Origin: s})
 	if d := time.Since(start); d > 500*time.Millisecond || v.Action != Allow {

@@ -285,7 +285,7 @@ func TestReportCounts(t *testing.T) {
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
 	clk := testclock.New()
 	src := testorigin.NewEditable(trapRobots)
-	e := mustNew(t, Config{RobotsTxt: RobotsTxtConfig{Refresh: duration.Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Engine, ua, target, ip string) Verdict {
 		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})

@@ -28,7 +28,7 @@ func floodSetup(t *testing.T) (*Cache, http.Handler, func(), *atomic.Int32) {
 	})
 	cfg := testConfig(SelfSource())
 	cfg.MaxSites, cfg.Refresh, cfg.NewSitesPerSecond = 100, 3600e9, 1<<20
-	c := New(cfg)
+	c := newCache(cfg)
 	return c, origin, func() { get(c, "busy.example", origin) }, busyFetches
 }
 
@@ -94,7 +94,7 @@ func TestHostFloodMemory(t *testing.T) {
 	origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })
 	cfg := testConfig(SelfSource())
 	cfg.NewSitesPerSecond = 1 << 20 // every Host fetched: the sharing is what is measured
-	c := New(cfg)
+	c := newCache(cfg)
 	get(c, "warm.example", origin)
 	before := heapAlloc()
 	const n = 30000
@@ -123,7 +123,7 @@ func TestRobotsBytesBound(t *testing.T) {
 	const limit = 4 << 20 // the enforcer's smallest max_robots_bytes
 	cfg := testConfig(SelfSource())
 	cfg.MaxBytes, cfg.NewSitesPerSecond = limit, 1<<20
-	c := New(cfg)
+	c := newCache(cfg)
 	for i := range 50 {
 		get(c, fmt.Sprintf("d%d.example", i), origin)
 	}
@@ -136,7 +136,7 @@ func TestRobotsBytesBound(t *testing.T) {
 	}
 	// One file shared by many sites is counted once.
 	shared := testorigin.Status(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\n"+big) })
-	c2 := New(cfg)
+	c2 := newCache(cfg)
 	for i := range 200 {
 		get(c2, fmt.Sprintf("s%d.example", i), shared)
 	}
@@ -158,7 +158,7 @@ func TestNewSitesPerSecond(t *testing.T) {
 	})
 	cfg := testConfig(SelfSource())
 	cfg.NewSitesPerSecond, cfg.Now, cfg.Observer = 10, clk.Now, obs
-	c := New(cfg)
+	c := newCache(cfg)
 	postponed := 0
 	for i := range 100 {
 		if get(c, fmt.Sprintf("n%d.example", i), origin).Postponed {
@@ -199,8 +199,8 @@ func TestNewSitesShares(t *testing.T) {
 	})
 	cfg := testConfig(SelfSource())
 	cfg.NewSitesPerSecond, cfg.Now = 10, clk.Now // a burst of 40, 5 per network
-	cfg.Named = []string{"Shop.Example.", "*.blog.example", "*"}
-	c := New(cfg)
+	cfg.SiteNames = []string{"Shop.Example.", "*.blog.example", "*"}
+	c := newCache(cfg)
 	getFrom := func(host, client string) *State {
 		_, st := c.Get(context.Background(), MakeKey("http", host, 0), host, 0, origin, true, client)
 		return st

@@ -85,7 +85,7 @@ type Site struct {
 	// turned into key, with key.https. A request spelled the same has
 	// the same key.
 	spelled    atomic.Pointer[spelling]
-	named      bool   // the host is in Config.Named
+	named      bool   // the host is in Config.SiteNames
 	site       string // "https://example.com"
 	siteURL    *url.URL
 	state      atomic.Pointer[State]
@@ -133,7 +133,7 @@ type attachment struct{ v any }
 // the scheme's default ("https://example.com:8443").
 func (e *Site) Name() string { return e.site }
 
-// Named reports whether the site's host is one of Config.Named: a site
+// Named reports whether the site's host is one of Config.SiteNames: a site
 // the configuration is written for, which metrics may name.
 func (e *Site) Named() bool { return e.named }
 
@@ -207,7 +207,7 @@ type Cache struct {
 	newTokens float64
 	newLast   time.Time
 	shares    map[netip.Prefix]*share // per client prefix, guarded by newMu
-	named     names                   // Config.Named: never postponed
+	named     names                   // Config.SiteNames: never postponed
 	log       *zap.Logger
 	obs       Observer
 
@@ -234,14 +234,6 @@ type Cache struct {
 	// virtual machines). With an injected clock, requests compare times.
 	timers bool
 }
-
-// Defaults of Config: a zero (or negative) field takes its default.
-const (
-	DefaultMaxSites = 1000
-	DefaultMaxBytes = 256 << 20
-	DefaultRefresh  = time.Minute
-	DefaultTimeout  = 5 * time.Second
-)
 
 // Entry returns the cache slot of a site, creating it when needed. A site
 // looked up again while in the probation segment is offered to the

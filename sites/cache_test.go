@@ -58,7 +58,7 @@ func TestFetchHost(t *testing.T) {
 func TestSiteCacheCap(t *testing.T) {
 	cfg := testConfig(SelfSource())
 	cfg.MaxSites = 2
-	c := New(cfg)
+	c := newCache(cfg)
 	origin := bodySite("User-agent: *\nDisallow: /x\n")
 	for _, host := range []string{"a.example", "B.example", "c.example:8080", "b.example"} {
 		get(c, host, origin)
@@ -77,7 +77,7 @@ func TestSiteCacheLastEntry(t *testing.T) {
 	newCache := func() *Cache {
 		cfg := testConfig(BytesSource(nil))
 		cfg.MaxSites = 2
-		return New(cfg)
+		return newCache(cfg)
 	}
 	if c := newCache(); c.Entry(MakeKey("http", "a.example", 0)) != c.Entry(MakeKey("http", "A.example", 0)) {
 		t.Fatal("the same site (host case aside) got a second entry")
@@ -98,7 +98,7 @@ func TestSiteCacheLastEntry(t *testing.T) {
 
 // TestMatch: the site names of Invalidate and Refresh.
 func TestMatch(t *testing.T) {
-	c := New(testConfig(BytesSource([]byte("User-agent: *\nDisallow: /\n"))))
+	c := newCache(testConfig(BytesSource([]byte("User-agent: *\nDisallow: /\n"))))
 	for _, k := range []Key{MakeKey("http", "example.com", 0), MakeKey("https", "example.com", 0), MakeKey("http", "example.com", 8080), MakeKey("http", "other.example", 0)} {
 		c.Get(t.Context(), k, "", 0, http.NotFoundHandler(), true, "")
 	}
@@ -122,11 +122,11 @@ func TestMatch(t *testing.T) {
 }
 
 // A zero Config field takes its documented default: a Cache built with
-// only a Source fetches, keeps and bounds sites as the enforcer's defaults
+// only a Source and Config{}.WithDefaults fetches, keeps and bounds sites as the engine's defaults
 // do.
 func TestConfigDefaults(t *testing.T) {
-	c := New(Config{Source: BytesSource([]byte("User-agent: *\nDisallow: /x\n"))})
-	if c.lru.protSize+max(1, DefaultMaxSites/4) != DefaultMaxSites || c.maxBytes != DefaultMaxBytes || c.refresh != DefaultRefresh || c.timeout != DefaultTimeout {
+	c := newCache(testConfig(BytesSource([]byte("User-agent: *\nDisallow: /x\n"))))
+	if c.lru.protSize+max(1, DefaultMaxSites/4) != DefaultMaxSites || c.maxBytes != DefaultMaxBytes || c.refresh != DefaultRefresh || c.timeout != DefaultFetchTimeout {
 		t.Fatalf("defaults: %d sites, %d bytes, refresh %v, timeout %v", c.lru.protSize+max(1, DefaultMaxSites/4), c.maxBytes, c.refresh, c.timeout)
 	}
 	if st := get(c, "example.com", nil); st.Unreachable || !denies(st, "/x") {

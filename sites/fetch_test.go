@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"go.uber.org/zap"
@@ -59,7 +60,7 @@ func TestStatusMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := get(New(testConfig(SelfSource())), "example.com", testorigin.Status(tt.robots))
+			st := get(newCache(testConfig(SelfSource())), "example.com", testorigin.Status(tt.robots))
 			if st.Outcome != tt.outcome || (st.Unreachable || denies(st, tt.path)) != tt.refused {
 				t.Fatalf("outcome %s, unreachable %v, denies %s %v; want %s, refused %v", st.Outcome, st.Unreachable, tt.path, denies(st, tt.path), tt.outcome, tt.refused)
 			}
@@ -75,8 +76,8 @@ func TestFetchTimeout(t *testing.T) {
 		release := make(chan struct{})
 		var calls atomic.Int32
 		cfg := testConfig(SelfSource())
-		cfg.Timeout = 2 * time.Second
-		c := New(cfg)
+		cfg.FetchTimeout = duration.Duration(2 * time.Second)
+		c := newCache(cfg)
 		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
 			<-release // hangs, ignoring the context
@@ -115,8 +116,8 @@ func TestRefresh(t *testing.T) {
 		set := func(b string, s int) { mu.Lock(); body, status = b, s; mu.Unlock() }
 		var fetches atomic.Int32
 		cfg := testConfig(SelfSource())
-		cfg.Refresh = time.Hour
-		c := New(cfg)
+		cfg.Refresh = duration.Duration(time.Hour)
+		c := newCache(cfg)
 		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			fetches.Add(1)
 			mu.Lock()
@@ -158,7 +159,7 @@ func TestSingleFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
 		gate := make(chan struct{})
-		c := New(testConfig(SelfSource()))
+		c := newCache(testConfig(SelfSource()))
 		origin := testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
 			<-gate
@@ -202,7 +203,7 @@ func TestSources(t *testing.T) {
 		"file":               FileSource(file),
 		"bytes":              BytesSource([]byte(rules)),
 	} {
-		if st := get(New(testConfig(src)), "example.com", nil); !denies(st, "/x") {
+		if st := get(newCache(testConfig(src)), "example.com", nil); !denies(st, "/x") {
 			t.Errorf("%s: /x not denied (%s)", name, st.Outcome)
 		}
 	}
@@ -225,7 +226,7 @@ func TestURLSourceStatus(t *testing.T) {
 	defer client.CloseIdleConnections()
 	for path, refused := range map[string]bool{"/500": true, "/404": false, "/big": false} {
 		u, _ := url.Parse(srv.URL + path)
-		st := get(New(testConfig(URLSource(u, client))), "example.com", nil)
+		st := get(newCache(testConfig(URLSource(u, client))), "example.com", nil)
 		if got := st.Unreachable || denies(st, "/x"); got != refused {
 			t.Errorf("%s: refused %v, want %v", path, got, refused)
 		}
@@ -269,14 +270,14 @@ func TestGzipRobotsTxt(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	io.WriteString(zw, "User-agent: *\nDisallow: /private/\n")
 	zw.Close()
-	st := get(New(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
+	st := get(newCache(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Write(gz.Bytes())
 	}))
 	if !denies(st, "/private/x") {
 		t.Fatalf("gzipped robots.txt: /private/x allowed (%s)", st.Outcome)
 	}
-	st = get(New(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
+	st = get(newCache(testConfig(SelfSource())), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "br")
 		w.Write([]byte{0x1b, 0x2f, 0x00})
 	}))
@@ -290,8 +291,8 @@ func TestGzipRobotsTxt(t *testing.T) {
 func TestTricklingBodyMessage(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	cfg := testConfig(SelfSource())
-	cfg.Timeout, cfg.Logger = 200*time.Millisecond, zap.New(core)
-	get(New(cfg), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
+	cfg.FetchTimeout, cfg.Logger = duration.Duration(200*time.Millisecond), zap.New(core)
+	get(newCache(cfg), "example.com", testorigin.Status(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "User-agent: *\n")
 		<-r.Context().Done()
 		panic(http.ErrAbortHandler) // what reverse_proxy does when the copy is cut short

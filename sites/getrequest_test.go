@@ -12,7 +12,7 @@ import (
 // was looked up last: the entry's remembered spelling is only a short cut.
 func TestGetRequestSpelling(t *testing.T) {
 	origin := bodySite("User-agent: *\nDisallow: /private/\n")
-	c := New(testConfig(SelfSource()))
+	c := newCache(testConfig(SelfSource()))
 	ctx := context.Background()
 	reqs := []struct {
 		scheme, host string
@@ -68,7 +68,7 @@ func TestGetRequestSpelling(t *testing.T) {
 func TestGetRequestEvicted(t *testing.T) {
 	cfg := testConfig(SelfSource())
 	cfg.MaxSites = 2
-	c := New(cfg)
+	c := newCache(cfg)
 	ctx := context.Background()
 	origin := bodySite("")
 	first, _ := c.GetRequest(ctx, "http", "a.example", 80, origin, false, "")
@@ -88,7 +88,7 @@ func TestGetRequestEvicted(t *testing.T) {
 // and port is never kept as a site's spelling (its port part is not
 // bounded by the name's), and that the site is still found.
 func TestGetRequestLongHost(t *testing.T) {
-	c := New(testConfig(SelfSource()))
+	c := newCache(testConfig(SelfSource()))
 	ctx := context.Background()
 	host := "example.com:" + strings.Repeat("0", 100_000)
 	e, _ := c.GetRequest(ctx, "http", host, 80, bodySite(""), false, "")

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
@@ -31,10 +30,24 @@ func (o *countObserver) get(k string) int {
 	return o.m[k]
 }
 
-// testConfig is the enforcer's default configuration of a Cache, with src.
-func testConfig(src Source) Config {
-	return Config{Source: src, MaxSites: 1000, MaxBytes: 256 << 20, Refresh: time.Minute, Timeout: 5 * time.Second, NewSitesPerSecond: 50}
+// testSetup is a Cache's configuration and dependencies, which a test
+// edits before newCache.
+type testSetup struct {
+	Config
+	Deps
 }
+
+// testConfig is the engine's default configuration of a Cache, with src.
+func testConfig(src Source) testSetup {
+	cfg, err := Config{}.WithDefaults()
+	if err != nil {
+		panic(err)
+	}
+	return testSetup{cfg, Deps{Source: src}}
+}
+
+// newCache is New with a test's setup.
+func newCache(s testSetup) *Cache { return New(s.Config, s.Deps) }
 
 // bodySite serves body at /robots.txt.
 func bodySite(body string) http.Handler {

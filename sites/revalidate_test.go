@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/policy"
@@ -21,7 +22,7 @@ import (
 func revalidating(src Source, clk *testclock.Clock, obs *countObserver) *Cache {
 	cfg := testConfig(src)
 	cfg.Now, cfg.Observer = clk.Now, obs
-	return New(cfg)
+	return newCache(cfg)
 }
 
 // TestRevalidateConditional: a due refresh sends the copy's ETag and
@@ -117,8 +118,8 @@ func TestRevalidateFileSource(t *testing.T) {
 func TestInvalidateWaits(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	cfg := testConfig(SelfSource())
-	cfg.Refresh = time.Hour
-	c := New(cfg)
+	cfg.Refresh = duration.Duration(time.Hour)
+	c := newCache(cfg)
 	get(c, "example.com", s)
 	s.Set("User-agent: *\nDisallow: /b\n")
 	if denies(get(c, "example.com", s), "/b") {
@@ -176,14 +177,14 @@ func TestTimedRefreshSurvivesRevalidations(t *testing.T) {
 // revalidation, and carry moves what was attached.
 func TestAdopt(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	old := New(testConfig(SelfSource()))
+	old := newCache(testConfig(SelfSource()))
 	get(old, "example.com", s)
 	old.Entry(MakeKey("http", "example.com", 0)).Attach("clocks")
 	get(old, "down.example", testorigin.Status(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }))
 	var rules int
 	cfg := testConfig(SelfSource())
 	cfg.OnRules = func(*Site, *policy.Robots) { rules++ }
-	c := New(cfg)
+	c := newCache(cfg)
 	n := c.Adopt(old, func(from, to *Site) bool { to.Attach(from.Attached()); return true })
 	ent := c.Entry(MakeKey("http", "example.com", 0))
 	if n != 1 || ent.State() == nil || !denies(ent.State(), "/a") || ent.Attached() != "clocks" || !c.Stale(ent) {
@@ -215,7 +216,7 @@ func BenchmarkRevalidate(b *testing.B) {
 			}
 			b.Run(label, func(b *testing.B) {
 				s := testorigin.NewEditable(string(body))
-				c := New(testConfig(SelfSource()))
+				c := newCache(testConfig(SelfSource()))
 				ent := c.Entry(MakeKey("http", "example.com", 0))
 				c.fetch(ent, s)
 				b.ReportAllocs()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
 
@@ -48,8 +49,8 @@ func TestSelfFetchNeverConnects(t *testing.T) {
 		http.Redirect(w, r, "https://"+r.Host+r.URL.RequestURI(), http.StatusMovedPermanently)
 	})
 	cfg := testConfig(SelfSource())
-	cfg.Timeout = 2 * time.Second
-	c := New(cfg)
+	cfg.FetchTimeout = duration.Duration(2 * time.Second)
+	c := newCache(cfg)
 	for _, host := range []string{canHost, "localhost:" + strings.Split(canHost, ":")[1]} {
 		get(c, host, origin)
 	}

@@ -43,7 +43,7 @@ var arrows = map[string][]string{
 	"internal/testkeys":             {},
 	"internal/testorigin":           {},
 	"internal/testredis":            {},
-	"sites":                         {"policy"},
+	"sites":                         {"duration", "policy"},
 	"identity":                      {"internal/sfv", "policy"},
 	"report":                        {"identity", "limit", "policy"},
 	"dashboard":                     {"identity", "report"},
@@ -79,12 +79,12 @@ var bigFuncs = map[string]string{
 // group). Growing past it is a decision, made here in the same change.
 var budgets = map[string]int{
 	"policy":       34,
-	"sites":        26,
+	"sites":        29,
 	"identity":     48,
 	"limit":        26,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        70, // the engine and, for now, its net/http front; 40 once the front (nethttp) and traps have rooms of their own
+	"guard":        67, // the engine and, for now, its net/http front; 40 once the front (nethttp) and traps have rooms of their own
 	"caddymodule":  3,
 	"internal/sfv": 9,
 }
