@@ -12,6 +12,7 @@ import (
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -349,7 +350,7 @@ func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 }
 
 // parseCrawlDelay reads "crawl_delay { ... }".
-func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *guard.CrawlDelayConfig) error {
+func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *limit.CrawlDelayConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("crawl_delay takes a block, not %q", v.args[0])
 	}
@@ -379,7 +380,7 @@ func parseCrawlDelay(d *caddyfile.Dispenser, v values, c *guard.CrawlDelayConfig
 }
 
 // parseClients reads "clients { ... }".
-func parseClients(d *caddyfile.Dispenser, v values, c *guard.ClientsConfig) error {
+func parseClients(d *caddyfile.Dispenser, v values, c *limit.ClientsConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("clients takes a block, not %q", v.args[0])
 	}
@@ -420,7 +421,7 @@ func parseTraps(d *caddyfile.Dispenser, v values, c *guard.TrapsConfig) error {
 }
 
 // parseBans reads "bans { ... }".
-func parseBans(d *caddyfile.Dispenser, v values, c *guard.BansConfig) error {
+func parseBans(d *caddyfile.Dispenser, v values, c *limit.BansConfig) error {
 	if len(v.args) != 0 {
 		return d.Errf("bans takes a block, not %q", v.args[0])
 	}
@@ -444,7 +445,7 @@ func parseBans(d *caddyfile.Dispenser, v values, c *guard.BansConfig) error {
 			if err != nil {
 				return d.Errf("bans: after: %q is not a duration: %v", v.args[1], err)
 			}
-			c.After = &guard.BanAfter{Denials: n, Window: duration.Duration(w)}
+			c.After = &limit.BanAfter{Denials: n, Window: duration.Duration(w)}
 			return nil
 		}
 		return v.unknown("for, max, after or max_entries")

@@ -8,6 +8,7 @@ import (
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 // parseVerifyLine reads "verify off" or "verify [{ ... }]".
@@ -25,8 +26,8 @@ func parseVerifyLine(d *caddyfile.Dispenser, v values) (*guard.VerifyConfig, err
 }
 
 // parseStore reads the block of the store subdirective, if any.
-func parseStore(d *caddyfile.Dispenser, url string) (*guard.StoreConfig, error) {
-	sc := &guard.StoreConfig{Redis: url}
+func parseStore(d *caddyfile.Dispenser, url string) (*limit.StoreConfig, error) {
+	sc := &limit.StoreConfig{Redis: url}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()

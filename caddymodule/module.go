@@ -182,7 +182,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	g.proxyChecked = new(atomic.Bool)
-	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != guard.KeyGroup || cfg.Verifying()
+	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != limit.KeyGroup || cfg.Verifying()
 	var secret []byte
 	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == guard.TrapLinksClient; g.trapLinks && cfg.Traps.Secret == "" {
 		if secret, err = trapSecret(ctx); err != nil {

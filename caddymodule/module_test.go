@@ -202,7 +202,7 @@ func TestSwapCore(t *testing.T) {
 func TestProvisionRejectsBadConfig(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	g := &RobotsGuard{Config: guard.Config{CrawlDelay: guard.CrawlDelayConfig{Key: "ua"}}}
+	g := &RobotsGuard{Config: guard.Config{CrawlDelay: limit.CrawlDelayConfig{Key: "ua"}}}
 	err := g.Provision(ctx)
 	if err == nil || !strings.Contains(err.Error(), "crawl_delay: key") {
 		t.Errorf("Provision error %v, want one naming crawl_delay: key", err)

@@ -7,15 +7,9 @@ import (
 
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
+	"github.com/robotsguard/robotsguard/limit"
 
 	"github.com/robotsguard/robotsguard/sites"
-)
-
-// Defaults and limits of Config. A zero field takes its default.
-const (
-	DefaultIPv4Prefix = 32
-	DefaultIPv6Prefix = 64
-	DefaultMaxKeys    = 100000
 )
 
 // Values of Config.TrapLinks.
@@ -24,14 +18,8 @@ const (
 	TrapLinksStatic = "static"
 )
 
-// Values of Config.CrawlDelay.Key and Config.CrawlDelayScope.
+// Values of Config.ContentSignals.
 const (
-	KeyIP      = "ip"
-	KeyGroup   = "group"
-	ScopeSite  = "site"
-	ScopeBlock = "block"
-
-	// Values of Config.ContentSignals.
 	SignalsEnforce = "enforce"
 	SignalsReport  = "report"
 	SignalsOff     = "off"
@@ -66,11 +54,11 @@ type Config struct {
 	Verify *VerifyConfig `json:"verify,omitempty"`
 
 	// CrawlDelay says how the groups' Crawl-delay is enforced.
-	CrawlDelay CrawlDelayConfig `json:"crawl_delay,omitzero"`
+	CrawlDelay limit.CrawlDelayConfig `json:"crawl_delay,omitzero"`
 
 	// Clients says how client addresses are grouped into one client: in
 	// Crawl-delay keys, bans and the report.
-	Clients ClientsConfig `json:"clients,omitzero"`
+	Clients limit.ClientsConfig `json:"clients,omitzero"`
 
 	// Traps are paths that robots.txt disallows for every bot: a client
 	// that fetches one ignores robots.txt and is banned. Default: none.
@@ -78,14 +66,14 @@ type Config struct {
 
 	// Bans says how long a client caught by a trap or by bans.after is
 	// refused, and how many bans are held.
-	Bans BansConfig `json:"bans,omitzero"`
+	Bans limit.BansConfig `json:"bans,omitzero"`
 
 	// Store keeps the Crawl-delay clocks and the bans in a shared store,
 	// so that a bot spreading its requests over several instances gets one
 	// budget, not one per instance. nil (the default) keeps them in memory,
 	// per instance. In Caddy, the connections survive reloads that keep
 	// this block.
-	Store *StoreConfig `json:"store,omitempty"`
+	Store *limit.StoreConfig `json:"store,omitempty"`
 
 	// ContentSignals says what to do with the AI-use preferences of
 	// robots.txt (Content-Signal and Content-Usage lines, SEMANTICS.md
@@ -106,63 +94,6 @@ type Config struct {
 	// target into its log line. Default false: the line shows the path and
 	// "?…", since queries carry tokens and e-mail addresses.
 	LogQuery bool `json:"log_query,omitempty"`
-}
-
-// CrawlDelayConfig is Config.CrawlDelay, the crawl_delay block: how the
-// groups' Crawl-delay is enforced.
-type CrawlDelayConfig struct {
-	// Key selects the key of the Crawl-delay limiter: "ip" (the default)
-	// keys by site, group and client-IP prefix; "group" keys by site and
-	// group for verified crawlers, so that one crawler spread over many
-	// addresses shares one budget that nobody else can spend (other
-	// clients keep per-address budgets; with verification off, every
-	// header that names the group shares it).
-	Key string `json:"key,omitempty"`
-
-	// Scope says what one Crawl-delay clock covers besides the group and
-	// the client: "site" (the default) one clock per site (scheme, host
-	// and port), as robots.txt is per site; "block" one clock for every
-	// host this configuration serves, for a catch-all server that answers
-	// any Host with the same content, where a bot that rotates Host names
-	// (m1.example, m2.example, ...) would otherwise get a fresh clock with
-	// each name (50 of 50 requests in 5 s admitted at Crawl-delay 10 with
-	// "site", 1 of 50 with "block": TestCrawlDelayScope). Blocks with the
-	// same configuration share their clocks; with a store, so do the
-	// instances of a fleet.
-	Scope string `json:"scope,omitempty"`
-
-	// Tolerance is how far ahead of its Crawl-delay a bot may run and
-	// still pass, counted in delays, so that a crawler that keeps the
-	// delay on average but randomises its spacing (Scrapy and wget
-	// --random-wait space requests 0.5–1.5 × the delay apart) or meets
-	// network jitter is not refused: with delay d the tolerance is this
-	// many d, and at least 250ms or d/2, whichever is smaller (see package
-	// limit). The long-run rate stays one request per d: over any interval
-	// T at most ⌈T/d⌉ + 1 + ⌊tolerance⌋ requests pass (⌈T/d⌉ + 3 by
-	// default), and a bot can send at most 1 + ⌊tolerance⌋ at once.
-	// Default 2.5 (nil); 0 asks for strict spacing; at most 4.
-	Tolerance *float64 `json:"tolerance,omitempty"`
-
-	// MaxKeys caps the number of Crawl-delay limiter keys. Default 100000,
-	// in 16 shards of MaxKeys/16. In a full shard, expired keys are evicted
-	// first, then arbitrary ones (about 1% of the shard). One key costs about 85 bytes (see the package
-	// documentation). Engines that share a limiter (WithLimiter; in
-	// Caddy, handlers with the same max_keys, tolerance and store) share
-	// this bound. It also bounds bans.after's denial counts.
-	MaxKeys int `json:"max_keys,omitempty"`
-}
-
-// ClientsConfig is Config.Clients, the clients block: how client
-// addresses are grouped into one client, in Crawl-delay keys, bans and
-// the report.
-type ClientsConfig struct {
-	// IPv4Prefix is the prefix length that groups IPv4 clients. Default 32
-	// (one address); 1 to 32.
-	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
-
-	// IPv6Prefix is the prefix length that groups IPv6 clients. Default 64
-	// (one subnet, the usual smallest allocation); 1 to 128.
-	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
 }
 
 // TrapsConfig is Config.Traps, the traps block.
@@ -209,35 +140,8 @@ type TrapsConfig struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-// BansConfig is Config.Bans, the bans block.
-type BansConfig struct {
-	// For is how long a client (its address prefix, Clients) is refused
-	// everything but /robots.txt after a trap hit or After: 403 with a
-	// body that says why and until when. It doubles for each earlier ban
-	// of the client within 7 days, up to Max. Default 1h.
-	For duration.Duration `json:"for,omitempty"`
-
-	// Max caps a repeat offender's ban. Default 24h; at most 30 days.
-	Max duration.Duration `json:"max,omitempty"`
-
-	// After also bans a client after a number of robots.txt denials
-	// (denials) within a time (window), counted per instance. nil (the
-	// default): off.
-	After *BanAfter `json:"after,omitempty"`
-
-	// MaxEntries caps the bans held (and remembered strikes). Default
-	// 100000; when full, finished entries go first, then the bans that end
-	// soonest.
-	MaxEntries int `json:"max_entries,omitempty"`
-}
-
-// Defaults and bounds of bans.
-const (
-	DefaultTrapGrace = 24 * time.Hour
-	DefaultBanFor    = time.Hour
-	DefaultBanMax    = 24 * time.Hour
-	MaxBanMax        = 30 * 24 * time.Hour
-)
+// DefaultTrapGrace is TrapsConfig.Grace's default.
+const DefaultTrapGrace = 24 * time.Hour
 
 // Verifying reports whether crawler verification is on: Verify is nil (the
 // default) or not Off.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/duration"
-	"github.com/robotsguard/robotsguard/limit"
 )
 
 // Validation of Config: each block checks and defaults its own fields,
@@ -44,14 +43,14 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
 	c.Traps.Paths = slices.Clone(c.Traps.Paths)
-	for _, check := range [...]func() error{c.robotsTxtDefaults, c.botDefaults, c.CrawlDelay.withDefaults,
-		c.Clients.withDefaults, c.Traps.withDefaults, c.Bans.withDefaults, c.signalDefaults} {
+	for _, check := range [...]func() error{c.robotsTxtDefaults, c.botDefaults, c.limitDefaults,
+		c.Traps.withDefaults, c.signalDefaults} {
 		if err := check(); err != nil {
 			return c, err
 		}
 	}
 	if c.Store != nil {
-		st, err := c.Store.withDefaults()
+		st, err := c.Store.WithDefaults()
 		if err != nil {
 			return c, err
 		}
@@ -66,6 +65,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Verify = v
 	return c, nil
+}
+
+// limitDefaults checks and defaults the blocks of package limit:
+// crawl_delay, clients and bans.
+func (c *Config) limitDefaults() (err error) {
+	if c.CrawlDelay, err = c.CrawlDelay.WithDefaults(); err != nil {
+		return err
+	}
+	if c.Clients, err = c.Clients.WithDefaults(); err != nil {
+		return err
+	}
+	c.Bans, err = c.Bans.WithDefaults()
+	return err
 }
 
 // robotsTxtDefaults checks and defaults the robots_txt block (package
@@ -111,42 +123,6 @@ func configErr(field, format string, args ...any) error {
 	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
 }
 
-// withDefaults checks and defaults the crawl_delay block.
-func (c *CrawlDelayConfig) withDefaults() error {
-	errf := func(field, format string, args ...any) error {
-		return configErr("crawl_delay: "+field, format, args...)
-	}
-	if err := either(&c.Key, KeyIP, KeyGroup, errf, "key"); err != nil {
-		return err
-	}
-	if err := either(&c.Scope, ScopeSite, ScopeBlock, errf, "scope"); err != nil {
-		return err
-	}
-	switch t := c.Tolerance; {
-	case t == nil:
-		f := limit.DefaultTolerance
-		c.Tolerance = &f
-	case !(*t >= 0 && *t <= limit.MaxTolerance): // NaN too
-		return errf("tolerance", "must be a number of Crawl-delays between 0 and %g (such as 2.5, or 0.25 for a quarter of the delay), got %g", limit.MaxTolerance, *t)
-	}
-	return orDefault(&c.MaxKeys, DefaultMaxKeys, "crawl_delay: max_keys")
-}
-
-// withDefaults checks and defaults the clients block.
-func (c *ClientsConfig) withDefaults() error {
-	if c.IPv4Prefix == 0 {
-		c.IPv4Prefix = DefaultIPv4Prefix
-	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return configErr("clients: ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
-	}
-	if c.IPv6Prefix == 0 {
-		c.IPv6Prefix = DefaultIPv6Prefix
-	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return configErr("clients: ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
-	}
-	return nil
-}
-
 // withDefaults checks and defaults the traps block.
 func (c *TrapsConfig) withDefaults() error {
 	errf := func(field, format string, args ...any) error {
@@ -177,36 +153,6 @@ func (c *TrapsConfig) withDefaults() error {
 		return errf("grace", "must be between 0 and 168h, got %s", time.Duration(*g))
 	}
 	return nil
-}
-
-// withDefaults checks and defaults the bans block.
-func (c *BansConfig) withDefaults() error {
-	errf := func(field, format string, args ...any) error {
-		return configErr("bans: "+field, format, args...)
-	}
-	switch d := time.Duration(c.Max); {
-	case d == 0:
-		c.Max = duration.Duration(DefaultBanMax)
-	case d < time.Second || d > MaxBanMax:
-		return errf("max", "must be between 1s and 720h, got %s", d)
-	}
-	switch d := time.Duration(c.For); {
-	case d == 0:
-		c.For = duration.Duration(min(DefaultBanFor, time.Duration(c.Max)))
-	case d < time.Second:
-		return errf("for", "must be at least 1s, got %s", d)
-	case d > time.Duration(c.Max):
-		return errf("for", "must be at most max (%s), got %s", time.Duration(c.Max), d)
-	}
-	if b := c.After; b != nil {
-		if b.Denials < 2 {
-			return errf("after", "denials must be at least 2, got %d", b.Denials)
-		}
-		if w := time.Duration(b.Window); w <= 0 || w > 24*time.Hour {
-			return errf("after", "window must be between 0 and 24h, got %s", w)
-		}
-	}
-	return orDefault(&c.MaxEntries, limit.DefaultMaxBans, "bans: max_entries")
 }
 
 // orDefault sets a zero *v to def and rejects a negative one, naming the

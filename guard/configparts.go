@@ -8,7 +8,6 @@ import (
 
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/identity"
-	"github.com/robotsguard/robotsguard/limit"
 )
 
 // Values of VerifyConfig.OnSpoofed, VerifyConfig.OnDNSError and
@@ -221,75 +220,6 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	}
 	if len(ops) == 0 {
 		return nil, errf("operators", "the registry is empty (builtin is off and no operator is given)")
-	}
-	return &c, nil
-}
-
-// BanAfter is BansConfig.After.
-type BanAfter struct {
-	// Denials is the number of robots.txt denials that bans; at least 2.
-	Denials int `json:"denials"`
-	// Window is the time they must fall within; at most 24h.
-	Window duration.Duration `json:"window"`
-}
-
-// StoreConfig configures the shared Crawl-delay store (Config.Store): a
-// Redis-protocol server (Redis 6+, Valkey). See package limit, type Redis.
-type StoreConfig struct {
-	// Redis is the server's URL: redis://[:password@]host:port[/db], or
-	// rediss:// for TLS; with Cluster, a cluster's nodes in go-redis's
-	// form, redis://host1:port?addr=host2:port&addr=host3:port (one node
-	// is enough to find the others). Required. The password never appears
-	// in logs or errors.
-	Redis string `json:"redis"`
-
-	// Cluster makes Redis a Redis Cluster or Valkey cluster. Every script
-	// runs on one slot (a site's Crawl-delay keys share the site's hash
-	// tag, the ban list's keys one tag of their own), and bans are
-	// announced through sharded pub/sub, which needs Redis 7 or Valkey 7.2.
-	Cluster bool `json:"cluster,omitempty"`
-
-	// KeyPrefix starts every key, so that several sites or apps can share
-	// one server. Default "robots_guard:".
-	KeyPrefix string `json:"key_prefix,omitempty"`
-
-	// Timeout bounds one decision's round trip. Default 50ms; at most 5s.
-	Timeout duration.Duration `json:"timeout,omitempty"`
-
-	// OnStoreError is what a request gets when its call fails: "allow"
-	// (the default: it passes, and a sampled warning is logged) or "deny"
-	// (429, Retry-After 1). After repeated failures calls pause and each
-	// instance decides with its own in-memory clocks until the store
-	// answers again.
-	OnStoreError string `json:"on_store_error,omitempty"`
-}
-
-// withDefaults returns a copy of c with defaults applied, or an error
-// naming the first invalid field.
-func (c StoreConfig) withDefaults() (*StoreConfig, error) {
-	errf := func(field, format string, args ...any) error {
-		return fmt.Errorf("robots_guard: store: %s: "+format, append([]any{field}, args...)...)
-	}
-	if c.Redis == "" {
-		return nil, errf("redis", "the server's URL is required, e.g. redis://127.0.0.1:6379")
-	}
-	if err := limit.CheckStoreURL(c.Redis, c.Cluster); err != nil {
-		return nil, errf("redis", "%v", err)
-	}
-	if c.KeyPrefix == "" {
-		c.KeyPrefix = limit.DefaultKeyPrefix
-	}
-	if err := limit.CheckKeyPrefix(c.KeyPrefix); err != nil {
-		return nil, fmt.Errorf("robots_guard: store: %w", err) // names key_prefix
-	}
-	switch d := time.Duration(c.Timeout); {
-	case d == 0:
-		c.Timeout = duration.Duration(limit.DefaultStoreTimeout)
-	case d < 0 || d > limit.MaxStoreTimeout:
-		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
-	}
-	if err := either(&c.OnStoreError, limit.OnErrorAllow, limit.OnErrorDeny, errf, "on_store_error"); err != nil {
-		return nil, err
 	}
 	return &c, nil
 }

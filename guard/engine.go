@@ -102,7 +102,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		obs:        o.observer,
 		deny:       o.deny,
 		throttle:   o.throttle,
-		byGroup:    cfg.CrawlDelay.Key == KeyGroup,
+		byGroup:    cfg.CrawlDelay.Key == limit.KeyGroup,
 		allowUnrch: cfg.RobotsTxt.OnUnreachable == sites.UnreachableAllow,
 		traps:      newTrapSet(cfg.Traps.Paths),
 		trapKey:    trapSecret(cfg, o),
@@ -113,7 +113,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 	if cfg.Traps.Links == TrapLinksClient {
 		e.trapLink = linkTrap(cfg.Traps.Paths)
 	}
-	if cfg.CrawlDelay.Scope == ScopeBlock {
+	if cfg.CrawlDelay.Scope == limit.ScopeBlock {
 		// One name for the block's clocks, the same on every instance of
 		// a fleet that runs this configuration.
 		b, _ := json.Marshal(cfg)

@@ -20,6 +20,7 @@ import (
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -161,7 +162,7 @@ func TestCrawlDelay(t *testing.T) {
 // request per delay every time, as before the tolerance existed.
 func TestStrictTolerance(t *testing.T) {
 	clk := testclock.New()
-	h := mustNew(t, Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(0.0)}}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := mustNew(t, Config{CrawlDelay: limit.CrawlDelayConfig{Tolerance: ptr(0.0)}}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("first: %d", rec.Code)
 	}
@@ -179,7 +180,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	clk := testclock.New()
 	// With verification off, every header that names the group shares its
 	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
-	h := mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: CrawlDelayConfig{Key: KeyGroup}}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup}}, WithClock(clk.Now)).Handler(site(robotsTxt))
 	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)
@@ -376,12 +377,12 @@ func TestConfigErrors(t *testing.T) {
 		{Config{RobotsTxt: sites.Config{Refresh: -1}}, "robots_guard: robots_txt: refresh:"},
 		{Config{RobotsTxt: sites.Config{FetchTimeout: duration.Duration(time.Hour)}}, "robots_guard: robots_txt: fetch_timeout:"},
 		{Config{RobotsTxt: sites.Config{OnUnreachable: "maybe"}}, "robots_guard: robots_txt: on_unreachable:"},
-		{Config{CrawlDelay: CrawlDelayConfig{Key: "ua"}}, "robots_guard: crawl_delay: key:"},
-		{Config{Clients: ClientsConfig{IPv4Prefix: 33}}, "robots_guard: clients: ipv4_prefix:"},
-		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(4.5)}}, "robots_guard: crawl_delay: tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
-		{Config{CrawlDelay: CrawlDelayConfig{Tolerance: ptr(-0.1)}}, "robots_guard: crawl_delay: tolerance:"},
-		{Config{Clients: ClientsConfig{IPv6Prefix: -1}}, "robots_guard: clients: ipv6_prefix:"},
-		{Config{CrawlDelay: CrawlDelayConfig{MaxKeys: -1}}, "robots_guard: crawl_delay: max_keys:"},
+		{Config{CrawlDelay: limit.CrawlDelayConfig{Key: "ua"}}, "robots_guard: crawl_delay: key:"},
+		{Config{Clients: limit.ClientsConfig{IPv4Prefix: 33}}, "robots_guard: clients: ipv4_prefix:"},
+		{Config{CrawlDelay: limit.CrawlDelayConfig{Tolerance: ptr(4.5)}}, "robots_guard: crawl_delay: tolerance: must be a number of Crawl-delays between 0 and 4 (such as 2.5, or 0.25 for a quarter of the delay), got 4.5"},
+		{Config{CrawlDelay: limit.CrawlDelayConfig{Tolerance: ptr(-0.1)}}, "robots_guard: crawl_delay: tolerance:"},
+		{Config{Clients: limit.ClientsConfig{IPv6Prefix: -1}}, "robots_guard: clients: ipv6_prefix:"},
+		{Config{CrawlDelay: limit.CrawlDelayConfig{MaxKeys: -1}}, "robots_guard: crawl_delay: max_keys:"},
 		{Config{RobotsTxt: sites.Config{MaxSites: -1}}, "robots_guard: robots_txt: max_sites:"},
 		{Config{Bots: classify.Config{CacheSize: -1}}, "robots_guard: bots: cache_size:"},
 		{Config{Bots: classify.Config{Tokens: []string{"ok", " "}}}, "robots_guard: bots: tokens[1]:"},
@@ -435,9 +436,9 @@ func TestCrawlDelayScope(t *testing.T) {
 	for _, c := range []struct {
 		scope    string
 		admitted int
-	}{{ScopeSite, 50}, {ScopeBlock, burst}} {
+	}{{limit.ScopeSite, 50}, {limit.ScopeBlock, burst}} {
 		clk := testclock.New()
-		e := mustNew(t, Config{CrawlDelay: CrawlDelayConfig{Scope: c.scope}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
+		e := mustNew(t, Config{CrawlDelay: limit.CrawlDelayConfig{Scope: c.scope}}, WithClock(clk.Now), WithSource(sites.BytesSource([]byte("User-agent: SlowBot\nCrawl-delay: 10\n"))))
 		admitted := 0
 		for i := range 50 {
 			v := e.Decide(context.Background(), Request{Host: fmt.Sprintf("m%d.example", i), Target: "/page", UserAgent: "SlowBot/1.0", ClientIP: "198.51.100.7"})
@@ -450,7 +451,7 @@ func TestCrawlDelayScope(t *testing.T) {
 			t.Errorf("crawl_delay_scope %s: %d of 50 admitted in 5 s across 50 Host names, want %d", c.scope, admitted, c.admitted)
 		}
 	}
-	if _, err := New(Config{CrawlDelay: CrawlDelayConfig{Scope: "host"}}); err == nil || !strings.Contains(err.Error(), "crawl_delay: scope") {
+	if _, err := New(Config{CrawlDelay: limit.CrawlDelayConfig{Scope: "host"}}); err == nil || !strings.Contains(err.Error(), "crawl_delay: scope") {
 		t.Fatalf("a bad scope: %v", err)
 	}
 }

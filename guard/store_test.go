@@ -52,7 +52,7 @@ func newStoreEnforcer(t testing.TB, url string, obs *storeObserver) *Engine {
 	if obs != nil {
 		opts = append(opts, WithObserver(obs))
 	}
-	e := mustNew(t, Config{Store: &StoreConfig{Redis: url}}, opts...)
+	e := mustNew(t, Config{Store: &limit.StoreConfig{Redis: url}}, opts...)
 	t.Cleanup(func() { e.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -97,14 +97,14 @@ func TestStoreShared(t *testing.T) {
 
 func TestStoreConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		s    StoreConfig
+		s    limit.StoreConfig
 		want string
 	}{
-		{StoreConfig{}, "robots_guard: store: redis: the server's URL is required"},
-		{StoreConfig{Redis: "http://x:1"}, "robots_guard: store: redis:"},
-		{StoreConfig{Redis: "redis://:s3cret@host:port"}, "xxxxx"},
-		{StoreConfig{Redis: "redis://127.0.0.1:6379", Timeout: duration.Duration(time.Minute)}, "robots_guard: store: timeout: must be between 0 and 5s"},
-		{StoreConfig{Redis: "redis://127.0.0.1:6379", OnStoreError: "fail"}, `robots_guard: store: on_store_error: must be "allow" or "deny", got "fail"`},
+		{limit.StoreConfig{}, "robots_guard: store: redis: the server's URL is required"},
+		{limit.StoreConfig{Redis: "http://x:1"}, "robots_guard: store: redis:"},
+		{limit.StoreConfig{Redis: "redis://:s3cret@host:port"}, "xxxxx"},
+		{limit.StoreConfig{Redis: "redis://127.0.0.1:6379", Timeout: duration.Duration(time.Minute)}, "robots_guard: store: timeout: must be between 0 and 5s"},
+		{limit.StoreConfig{Redis: "redis://127.0.0.1:6379", OnStoreError: "fail"}, `robots_guard: store: on_store_error: must be "allow" or "deny", got "fail"`},
 	} {
 		_, err := New(Config{Store: &tc.s})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
@@ -166,7 +166,7 @@ func TestStoreBanOutlivesClient(t *testing.T) {
 	srv := testredis.Start(t)
 	mk := func() *Engine {
 		zero := duration.Duration(0)
-		e := mustNew(t, Config{Store: &StoreConfig{Redis: srv.URL}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}},
+		e := mustNew(t, Config{Store: &limit.StoreConfig{Redis: srv.URL}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}},
 			WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /no-robots/\n"))))
 		t.Cleanup(func() { e.Close() })
 		return e

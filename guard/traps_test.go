@@ -36,7 +36,7 @@ func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*C
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	zero := duration.Duration(0)
-	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
+	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: limit.BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -177,7 +177,7 @@ func TestBanAfter(t *testing.T) {
 	clk := testclock.New()
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
 		c.Traps.Paths = nil
-		c.Bans.After = &BanAfter{Denials: 3, Window: duration.Duration(time.Minute)}
+		c.Bans.After = &limit.BanAfter{Denials: 3, Window: duration.Duration(time.Minute)}
 	})
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	for i := range 2 {

@@ -21,6 +21,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testdns"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -143,7 +144,7 @@ func TestVerifyGroupBudget(t *testing.T) {
 		t.Run(onSpoofed, func(t *testing.T) {
 			clk := testclock.New()
 			cfg := verifyConfig(t, onSpoofed, "")
-			cfg.CrawlDelay.Key = KeyGroup
+			cfg.CrawlDelay.Key = limit.KeyGroup
 			e := newVerifying(t, cfg, WithClock(clk.Now))
 			for i := range 50 {
 				// Ten spoofers, from ten addresses, between each of the
@@ -183,7 +184,7 @@ func TestVerifyUnverifiable(t *testing.T) {
 	off := false
 	cfg := Config{Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
 		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},
-	}}, CrawlDelay: CrawlDelayConfig{Key: KeyGroup},
+	}}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup},
 	}
 	core, logs := observer.New(zap.WarnLevel)
 	e := mustNew(t, cfg, WithClock(clk.Now), WithSource(sites.BytesSource([]byte(verifyRobots))), WithLogger(zap.New(core)))
