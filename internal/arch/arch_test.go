@@ -50,7 +50,8 @@ var arrows = map[string][]string{
 	"classify":                      {"identity", "policy"},
 	"classify/internal/gencrawlers": {},
 	"guard":                         {"classify", "dashboard", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
-	"caddymodule":                   {"classify", "dashboard", "duration", "identity", "guard", "limit", "policy", "report", "sites"},
+	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "policy", "report", "sites"},
+	"caddymodule/robotscmd":         {"guard", "identity", "policy", "report", "sites"},
 	"cmd/caddy":                     {"caddymodule"},
 }
 

@@ -1,4 +1,4 @@
-package caddymodule
+package robotscmd
 
 import (
 	"bytes"
@@ -323,7 +323,7 @@ func TestRobotsLintTrapStates(t *testing.T) {
 // project's 30 real robots.txt files fails (exit 1) only on the files with
 // a real error, and shows only what an operator should act on.
 func TestLintRealFiles(t *testing.T) {
-	files, err := filepath.Glob("../testdata/robots/*.txt")
+	files, err := filepath.Glob("../../testdata/robots/*.txt")
 	if err != nil || len(files) != 30 {
 		t.Fatalf("%d files (%v)", len(files), err)
 	}

@@ -1,4 +1,7 @@
-package caddymodule
+// Package robotscmd is the "caddy robots" command: test (through the
+// engine's explain, the one judge), lint and report. It registers itself
+// with Caddy's command line when imported, as cmd/caddy does.
+package robotscmd
 
 import (
 	"context"
