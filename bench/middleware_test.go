@@ -9,6 +9,7 @@ import (
 	"github.com/temoto/robotstxt"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/nethttp"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -81,7 +82,7 @@ func robotsguardMiddleware(tb testing.TB, next http.Handler) http.Handler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close() })
-	return e.Handler(next)
+	return nethttp.Handler(e, next)
 }
 
 // mwWriter is a reusable ResponseWriter. Each goroutine of the parallel

@@ -12,8 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/robotsguard/robotsguard/dashboard"
-	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/nethttp"
 	"github.com/robotsguard/robotsguard/report"
 )
 
@@ -110,7 +110,7 @@ func (caddyBackend) Sites(ctx context.Context) []dashboard.Site {
 	var out []dashboard.Site
 	seen := map[string]bool{}
 	for _, e := range enforcers() {
-		for _, s := range e.DashboardBackend(serverFor).Sites(ctx) {
+		for _, s := range nethttp.Backend(e, serverFor).Sites(ctx) {
 			if !seen[s.Name] {
 				seen[s.Name] = true
 				out = append(out, s)
@@ -126,7 +126,7 @@ func (caddyBackend) Bans(ctx context.Context) []dashboard.Ban {
 	var out []dashboard.Ban
 	seen := map[string]bool{}
 	for _, e := range enforcers() {
-		for _, b := range e.DashboardBackend(serverFor).Bans(ctx) {
+		for _, b := range nethttp.Backend(e, serverFor).Bans(ctx) {
 			if !seen[b.Client] {
 				seen[b.Client] = true
 				out = append(out, b)
@@ -139,7 +139,7 @@ func (caddyBackend) Bans(ctx context.Context) []dashboard.Ban {
 func (caddyBackend) Unban(ctx context.Context, client string) (bool, error) {
 	found := false
 	for _, e := range enforcers() {
-		ok, err := e.DashboardBackend(serverFor).Unban(ctx, client)
+		ok, err := nethttp.Backend(e, serverFor).Unban(ctx, client)
 		if err != nil {
 			return found, err
 		}
@@ -157,7 +157,7 @@ func (caddyBackend) Feeds() []identity.FeedStatus {
 }
 
 func (caddyBackend) Explain(ctx context.Context, q dashboard.Query) (dashboard.Verdict, error) {
-	req, err := guard.DashboardRequest(q)
+	req, err := nethttp.DashboardRequest(q)
 	if err != nil {
 		return dashboard.Verdict{}, err
 	}
@@ -172,7 +172,7 @@ func (caddyBackend) Explain(ctx context.Context, q dashboard.Query) (dashboard.V
 		}
 		return dashboard.Verdict{}, err
 	}
-	return e.DashboardBackend(serverFor).Explain(ctx, q)
+	return nethttp.Backend(e, serverFor).Explain(ctx, q)
 }
 
 // Interface guards.

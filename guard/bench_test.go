@@ -51,7 +51,7 @@ func runBench(b *testing.B, h http.Handler, r *http.Request, want int) {
 // guarded wraps okHandler; robots.txt comes from the same bytes a site
 // would serve, so the figures hold the middleware's cost alone.
 func guarded(b *testing.B) http.Handler {
-	return mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robotsTxt)))).Handler(okHandler)
+	return serve(mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robotsTxt)))), okHandler)
 }
 
 // BenchmarkBare is the handler alone, the baseline of the overhead figures.

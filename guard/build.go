@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -14,20 +13,6 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
-
-// Middleware returns the net/http middleware of a new Engine: protecting a
-// handler takes three lines.
-//
-//	guard, err := guard.Middleware(guard.Config{})
-//	if err != nil { ... }
-//	http.ListenAndServe(":8080", guard(mux))
-func Middleware(cfg Config, opts ...Option) (func(http.Handler) http.Handler, error) {
-	e, err := New(cfg, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return e.Handler, nil
-}
 
 // NewVerifier returns the crawler verifier that New builds for cfg.Verify
 // (nil, nil when it is off), with the logger, observer and feed storage of
@@ -44,7 +29,7 @@ func NewVerifier(cfg Config, opts ...Option) (*identity.Verifier, error) {
 
 // collect applies opts to the defaults.
 func collect(opts []Option) options {
-	o := options{logger: zap.NewNop(), clientIP: remoteAddr}
+	o := options{logger: zap.NewNop()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -107,8 +92,6 @@ func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
 	o.logger.Info("robots_guard: crawler verification on", zap.Stringer("registry", v), zap.String("on_spoofed", vc.OnSpoofed))
 	return v, nil
 }
-
-func remoteAddr(r *http.Request) string { return r.RemoteAddr }
 
 // NewStoreLimiter returns the limiter that New builds for cfg.Store: a
 // limit.Redis with the logger and observer of opts (an Observer that also

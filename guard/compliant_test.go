@@ -26,7 +26,7 @@ func TestCompliantCrawlerRealJitter(t *testing.T) {
 	}
 	const robots = "User-agent: PoliteBot\nCrawl-delay: 0.5\nDisallow: /private/\n"
 	e := mustNew(t, Config{})
-	srv := httptest.NewServer(e.Handler(site(robots)))
+	srv := httptest.NewServer(serve(e, site(robots)))
 	defer srv.Close()
 	client := srv.Client()
 	get := func(path string) int {

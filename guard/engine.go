@@ -38,14 +38,11 @@ const (
 type Engine struct {
 	cfg        Config
 	now        func() time.Time
-	clientIP   func(*http.Request) string
 	sites      *sites.Cache
 	classes    *classify.Classifier
 	limits     limit.Limiter
 	obs        Observer
 	log        *zap.Logger // decision lines, sampled
-	deny       ResponseFunc
-	throttle   ResponseFunc
 	client     *http.Client
 	byGroup    bool
 	blockScope string // crawl_delay_scope block: the site part of every limiter key
@@ -94,14 +91,11 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 	e := &Engine{
 		cfg:        cfg,
 		now:        o.now,
-		clientIP:   o.clientIP,
 		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == SpoofedDeny,
 		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == DNSErrorStar,
 		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,
 		obs:        o.observer,
-		deny:       o.deny,
-		throttle:   o.throttle,
 		byGroup:    cfg.CrawlDelay.Key == limit.KeyGroup,
 		allowUnrch: cfg.RobotsTxt.OnUnreachable == sites.UnreachableAllow,
 		traps:      newTrapSet(cfg.Traps.Paths),
@@ -143,12 +137,6 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.bufs.New = func() any { return &respBuf{b: make([]byte, 0, 128)} }
-	if e.deny == nil {
-		e.deny = e.writeVerdict
-	}
-	if e.throttle == nil {
-		e.throttle = e.writeVerdict
-	}
 	// Every line goes through the sampler, the robots.txt state lines too:
 	// a flood of new Host names cannot flood the log.
 	e.log = o.logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {

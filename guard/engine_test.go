@@ -85,7 +85,7 @@ func TestDecisions(t *testing.T) {
 			// verification (on by default) changes is in TestVerify* and
 			// TestDefaultVerification.
 			tt.cfg.Verify = &VerifyConfig{Off: true}
-			h := mustNew(t, tt.cfg).Handler(site(robotsTxt))
+			h := serve(mustNew(t, tt.cfg), site(robotsTxt))
 			rec := do(h, tt.ua, tt.path)
 			if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.body) {
 				t.Fatalf("got %d %q, want %d containing %q", rec.Code, rec.Body.String(), tt.code, tt.body)
@@ -104,7 +104,7 @@ func TestDecisions(t *testing.T) {
 
 func TestGroupTokenMakesBot(t *testing.T) {
 	// FooAgent is unknown to every list, but the site names it.
-	h := mustNew(t, Config{}).Handler(site("User-agent: FooAgent\nDisallow: /\n"))
+	h := serve(mustNew(t, Config{}), site("User-agent: FooAgent\nDisallow: /\n"))
 	if rec := do(h, uaFooBot, "/x"); rec.Code != 403 {
 		t.Fatalf("FooBot: got %d", rec.Code)
 	}
@@ -116,7 +116,7 @@ func TestGroupTokenMakesBot(t *testing.T) {
 func TestCrawlDelay(t *testing.T) {
 	clk := testclock.New()
 	e := mustNew(t, Config{}, WithClock(clk.Now))
-	h := e.Handler(site(robotsTxt))
+	h := serve(e, site(robotsTxt))
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("first: %d", rec.Code)
 	}
@@ -162,7 +162,7 @@ func TestCrawlDelay(t *testing.T) {
 // request per delay every time, as before the tolerance existed.
 func TestStrictTolerance(t *testing.T) {
 	clk := testclock.New()
-	h := mustNew(t, Config{CrawlDelay: limit.CrawlDelayConfig{Tolerance: ptr(0.0)}}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := serve(mustNew(t, Config{CrawlDelay: limit.CrawlDelayConfig{Tolerance: ptr(0.0)}}, WithClock(clk.Now)), site(robotsTxt))
 	if rec := do(h, uaBing, "/page"); rec.Code != 200 {
 		t.Fatalf("first: %d", rec.Code)
 	}
@@ -180,7 +180,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	clk := testclock.New()
 	// With verification off, every header that names the group shares its
 	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
-	h := mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup}}, WithClock(clk.Now)).Handler(site(robotsTxt))
+	h := serve(mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup}}, WithClock(clk.Now)), site(robotsTxt))
 	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)
@@ -192,7 +192,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 func TestDryRunObserves(t *testing.T) {
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	h := mustNew(t, Config{DryRun: true}, WithObserver(obs), WithLogger(zap.New(core))).Handler(site(robotsTxt))
+	h := serve(mustNew(t, Config{DryRun: true}, WithObserver(obs), WithLogger(zap.New(core))), site(robotsTxt))
 	do(h, uaGPTBot, "/x")
 	do(h, uaChrome, "/x")
 	for range burst + 1 {
@@ -254,7 +254,7 @@ func TestStatusHandling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := mustNew(t, tt.cfg).Handler(testorigin.Status(tt.robots))
+			h := serve(mustNew(t, tt.cfg), testorigin.Status(tt.robots))
 			if rec := do(h, uaAhrefs, tt.path); rec.Code != tt.code {
 				t.Fatalf("got %d, want %d (%s)", rec.Code, tt.code, rec.Body.String())
 			}
@@ -286,7 +286,7 @@ func TestSources(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := mustNew(t, tt.cfg, tt.opts...)
 			defer e.Close()
-			if rec := do(e.Handler(site("")), uaAhrefs, "/x"); rec.Code != tt.code {
+			if rec := do(serve(e, site("")), uaAhrefs, "/x"); rec.Code != tt.code {
 				t.Fatalf("got %d, want %d", rec.Code, tt.code)
 			}
 		})
@@ -347,7 +347,7 @@ func TestVirtualFetchIsPrivate(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	h := mustNew(t, Config{}).Handler(origin)
+	h := serve(mustNew(t, Config{}), origin)
 	req := httptest.NewRequest("GET", "/page", nil)
 	req.Header.Set("User-Agent", uaAhrefs)
 	req.Header.Set("Cookie", "session=abc")
@@ -394,7 +394,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
-	if _, err := Middleware(Config{RobotsTxt: sites.Config{Refresh: duration.Duration(24 * time.Hour)}}); err != nil {
+	if _, err := New(Config{RobotsTxt: sites.Config{Refresh: duration.Duration(24 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -409,21 +409,6 @@ func TestDurationJSON(t *testing.T) {
 	}
 	if err := jsonUnmarshal(`{"robots_txt":{"refresh":"soon"}}`, &c); err == nil {
 		t.Fatal("bad duration accepted")
-	}
-}
-
-func TestCustomResponders(t *testing.T) {
-	clk := testclock.New()
-	h := mustNew(t, Config{}, WithClock(clk.Now),
-		WithDenyHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(451) }),
-		WithThrottleHandler(func(w http.ResponseWriter, r *http.Request, v Verdict) { w.WriteHeader(503) }),
-	).Handler(site(robotsTxt))
-	if c := do(h, uaGPTBot, "/x").Code; c != 451 {
-		t.Fatalf("deny: %d", c)
-	}
-	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
-	if c := do(h, uaBing, "/p").Code; c != 503 {
-		t.Fatalf("throttle: %d", c)
 	}
 }
 

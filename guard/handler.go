@@ -25,32 +25,9 @@ func SignedRequest(r *http.Request, scheme string) *identity.SignedRequest {
 	return &identity.SignedRequest{Method: r.Method, Scheme: scheme, Authority: r.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: r.Header}
 }
 
-// Handler returns next wrapped by the Engine: allowed requests reach next,
-// denied ones get 403 and throttled ones 429 with Retry-After (or what
-// WithDenyHandler and WithThrottleHandler write). next also serves the
-// site's robots.txt to the default source.
-func (e *Engine) Handler(next http.Handler) http.Handler {
-	return &handler{e: e, next: next}
-}
-
-type handler struct {
-	e    *Engine
-	next http.Handler
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	e := h.e
-	v := e.DecideHTTP(r, nil, e.clientIP(r), h.next)
-	switch {
-	case !v.Enforced():
-		h.next.ServeHTTP(w, r)
-	default:
-		e.Respond(w, r, v)
-	}
-}
-
 // DecideHTTP is Decide for an http.Request: it maps r as RequestOf does,
-// in place, and decides it. Handler and the Caddy module call it.
+// in place, and decides it. The fronts (package nethttp, the Caddy module)
+// call it.
 func (e *Engine) DecideHTTP(r, orig *http.Request, clientIP string, origin http.Handler) Verdict {
 	var req Request
 	e.fillRequest(&req, r, orig, clientIP, origin)
@@ -107,15 +84,10 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 }
 
 // Respond writes the answer to a request that v stops (v.Enforced()): 403
-// or 429 with Retry-After and a short text body, or what WithDenyHandler and
-// WithThrottleHandler write. Front ends that call Decide themselves use it
-// to answer the way Handler does.
+// or 429 with Retry-After and a short text body that no cache may keep.
+// The fronts answer with it (package nethttp unless told otherwise).
 func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
-	if v.Action == Deny {
-		e.deny(w, r, v)
-		return
-	}
-	e.throttle(w, r, v)
+	e.writeVerdict(w, r, v)
 }
 
 // LocalPort returns the port of the server's side of r's connection (from

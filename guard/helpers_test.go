@@ -93,3 +93,16 @@ func (o *countObserver) ObserveDecision(v Verdict) {
 }
 
 func (o *countObserver) ObserveFetch(site string, out sites.Outcome) { o.inc("fetch/" + out.String()) }
+
+// serve is the net/http front in its plainest form, for the engine's own
+// tests (package nethttp is the front, tested there): decide, then pass
+// the request on or answer as Engine.Respond does.
+func serve(e *Engine, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := e.DecideHTTP(r, nil, r.RemoteAddr, next); v.Enforced() {
+			e.Respond(w, r, v)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -27,7 +27,7 @@ import (
 func TestLogQuery(t *testing.T) {
 	for _, logQuery := range []bool{false, true} {
 		core, logs := observer.New(zapcore.InfoLevel)
-		h := mustNew(t, Config{LogQuery: logQuery}, WithLogger(zap.New(core))).Handler(site(robotsTxt))
+		h := serve(mustNew(t, Config{LogQuery: logQuery}, WithLogger(zap.New(core))), site(robotsTxt))
 		do(h, uaGPTBot, "/x?token=secret&email=a@b.example")
 		l := logs.FilterMessage("robots_guard: denied").All()
 		if len(l) != 1 {
@@ -64,7 +64,7 @@ func TestLogFloodSampled(t *testing.T) {
 // TestHugeUserAgent: a header longer than MaxUserAgent is a bot's, and its
 // group is chosen from the first MaxUserAgent bytes.
 func TestHugeUserAgent(t *testing.T) {
-	h := mustNew(t, Config{}).Handler(site(robotsTxt))
+	h := serve(mustNew(t, Config{}), site(robotsTxt))
 	huge := uaChrome + strings.Repeat(" x", 10000)
 	if rec := do(h, huge, "/private/a"); rec.Code != 403 {
 		t.Fatalf("20 KB browser-like header: %d, want 403 (a bot under *)", rec.Code)

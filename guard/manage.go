@@ -50,6 +50,13 @@ type SiteStatus struct {
 	ETag string `json:"etag,omitempty"`
 	// Error says why the refresh that Refresh ran failed, if it did.
 	Error string `json:"error,omitempty"`
+	// FetchError says why the fetch the copy came from failed (a 4xx,
+	// too many redirects), or why the last one failed when no copy is
+	// known; empty otherwise.
+	FetchError string `json:"fetch_error,omitempty"`
+	// Text is the robots.txt as fetched, for the operator's page; not in
+	// the JSON (the admin API's sites list stays small).
+	Text string `json:"-"`
 	// Traps describes each trap (Config.Traps.Paths) with this copy.
 	Traps []TrapStatus `json:"traps,omitempty"`
 }
@@ -63,6 +70,12 @@ func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 	s.ETag = st.ETag
 	s.Outcome, s.Status, s.Unreachable = st.Outcome.String(), st.Status, st.Unreachable
 	s.Traps = e.trapStatus(ent, st)
+	if st.Err != nil {
+		s.FetchError = st.Err.Error()
+	}
+	if st.Robots != nil {
+		s.Text = st.Robots.Text()
+	}
 	s.Rules = !st.Unreachable && st.Robots.Restricts()
 	if !st.Fetched.IsZero() {
 		s.Fetched = st.Fetched
@@ -70,6 +83,9 @@ func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 	}
 	return s
 }
+
+// Now returns the time by the Engine's clock (WithClock).
+func (e *Engine) Now() time.Time { return e.now() }
 
 // Sites returns the status of every site whose robots.txt is cached, most
 // recently used last. See sites.Match for the forms a site name takes in

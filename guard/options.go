@@ -18,11 +18,8 @@ type Option func(*options)
 type options struct {
 	logger     *zap.Logger
 	now        func() time.Time
-	clientIP   func(*http.Request) string
 	source     sites.Source
 	observer   Observer
-	deny       ResponseFunc
-	throttle   ResponseFunc
 	transport  http.RoundTripper
 	limiter    limit.Limiter
 	verifier   *identity.Verifier
@@ -34,11 +31,6 @@ type options struct {
 
 	storeTLSForAgents *tls.Config
 }
-
-// ResponseFunc writes the answer to a request the Engine stopped. The
-// default writes the status, Retry-After for Throttle, and Verdict.Message
-// as a short text/plain body marked no-store.
-type ResponseFunc func(w http.ResponseWriter, r *http.Request, v Verdict)
 
 // Observer receives one call per decision and per robots.txt fetch, for
 // metrics. Every argument is a bounded label: no client address, User-Agent
@@ -82,19 +74,6 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithClientIP sets how Handler finds the client's address. The default uses
-// http.Request.RemoteAddr, the TCP peer. Behind a reverse proxy or CDN pair
-// it with an extractor that trusts X-Forwarded-For only from known proxy
-// addresses: reading that header blindly lets any client choose its
-// Crawl-delay key. The function returns "ip" or "ip:port".
-func WithClientIP(f func(*http.Request) string) Option {
-	return func(o *options) {
-		if f != nil {
-			o.clientIP = f
-		}
-	}
-}
-
 // WithSource sets where robots.txt files come from, overriding
 // Config.RobotsTxt. See sites.SelfSource, sites.URLSource, sites.FileSource and
 // sites.BytesSource.
@@ -109,17 +88,6 @@ func WithSource(s sites.Source) Option {
 // WithObserver sets the metrics observer. Default: none.
 func WithObserver(obs Observer) Option {
 	return func(o *options) { o.observer = obs }
-}
-
-// WithDenyHandler replaces the default 403 answer of Handler.
-func WithDenyHandler(f ResponseFunc) Option {
-	return func(o *options) { o.deny = f }
-}
-
-// WithThrottleHandler replaces the default 429 answer of Handler. A
-// replacement should set Retry-After from Verdict.RetryAfterSeconds.
-func WithThrottleHandler(f ResponseFunc) Option {
-	return func(o *options) { o.throttle = f }
 }
 
 // WithTransport sets the RoundTripper of the HTTP client used for robots.txt

@@ -22,7 +22,7 @@ import (
 func TestInvalidate(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
-	h := e.Handler(s)
+	h := serve(e, s)
 	if rec := do(h, uaAhrefs, "/a"); rec.Code != 403 {
 		t.Fatalf("first: %d", rec.Code)
 	}
@@ -64,7 +64,7 @@ func TestInvalidate(t *testing.T) {
 func TestRefreshAndSites(t *testing.T) {
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
 	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Hour)}})
-	h := e.Handler(s)
+	h := serve(e, s)
 	do(h, uaAhrefs, "/")
 	s.Set("User-agent: *\nDisallow: /b\n")
 	st := e.Refresh(context.Background(), "", nil)
@@ -108,7 +108,7 @@ func TestExplain(t *testing.T) {
 			t.Fatalf("Explain before any request = %+v", x)
 		}
 	}
-	spend(t, e.Handler(origin), uaBing, "/page", "192.0.2.1:1234")
+	spend(t, serve(e, origin), uaBing, "/page", "192.0.2.1:1234")
 	x, _ = e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: uaBing, ClientIP: "192.0.2.1"})
 	// Three requests at once under Crawl-delay 10s: 30s - 25s tolerance.
 	if x.Action != "throttle" || x.Status != 429 || x.RetryAfter != duration.Duration(5*time.Second) {
@@ -138,8 +138,8 @@ func TestNoRulesLogged(t *testing.T) {
 	var mu sync.Mutex
 	answer := func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 	set := func(f http.HandlerFunc) { mu.Lock(); answer = f; mu.Unlock() }
-	h := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).
-		Handler(testorigin.Status(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
+	h := serve(mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))),
+		testorigin.Status(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); f := answer; mu.Unlock(); f(w, r) }))
 	step := func(n int) {
 		for range n {
 			clk.Add(2 * time.Minute)
@@ -201,7 +201,7 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 	obs := &countObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
 	s := testorigin.NewEditable("User-agent: *\nDisallow: /a\n")
-	h := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))).Handler(s)
+	h := serve(mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}}, WithClock(clk.Now), WithObserver(obs), WithLogger(zap.New(core))), s)
 	do(h, uaAhrefs, "/")
 	refresh := func(key string, n int) {
 		t.Helper()

@@ -36,7 +36,7 @@ func TestContentSignals(t *testing.T) {
 				obs := &countObserver{}
 				// Claims from 192.0.2.1 (not globally reachable) are
 				// unverifiable: judged by their group and "*" together.
-				h := mustNew(t, Config{ContentSignals: mode}, WithObserver(obs)).Handler(site(file.robots))
+				h := serve(mustNew(t, Config{ContentSignals: mode}, WithObserver(obs)), site(file.robots))
 				for name, ua := range signalUAs {
 					for _, path := range []string{"/", "/blog/post?id=1"} {
 						rec := do(h, ua, path)
@@ -120,5 +120,5 @@ func BenchmarkBotAllowedWithSignal(b *testing.B) {
 	robots := strings.Replace(robotsTxt, "User-agent: GPTBot\n", "User-agent: GPTBot\nContent-Signal: ai-train=yes\n", 1)
 	robots = strings.Replace(robots, "User-agent: *\n", "User-agent: *\nContent-Signal: search=yes, ai-input=yes\n", 1)
 	e := mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robots))))
-	runBench(b, e.Handler(okHandler), benchRequest(uaGPTBot, "/public/page?id=42"), 200)
+	runBench(b, serve(e, okHandler), benchRequest(uaGPTBot, "/public/page?id=42"), 200)
 }

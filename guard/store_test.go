@@ -136,7 +136,7 @@ func BenchmarkStoreBotCrawlDelay(b *testing.B) {
 func BenchmarkStoreBrowser(b *testing.B) {
 	srv := testredis.Start(b)
 	e := newStoreEnforcer(b, srv.URL, nil)
-	runBench(b, e.Handler(okHandler), benchRequest(uaChrome, "/private/page?id=42"), 200)
+	runBench(b, serve(e, okHandler), benchRequest(uaChrome, "/private/page?id=42"), 200)
 }
 
 // BenchmarkStoreBotCrawlDelayParallel is BenchmarkStoreBotCrawlDelay from

@@ -21,7 +21,7 @@ const privateRobots = "User-agent: *\nDisallow: /private/\n"
 // TestBypassTargets: request-targets that a Go server hands to the upstream
 // as a disallowed path are judged as that path (or refused to bots).
 func TestBypassTargets(t *testing.T) {
-	h := mustNew(t, Config{}).Handler(site(privateRobots))
+	h := serve(mustNew(t, Config{}), site(privateRobots))
 	for _, c := range []struct {
 		target string
 		code   int
@@ -59,7 +59,7 @@ func TestBypassThroughRealServer(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "private", "secret.html"), []byte("SECRET"), 0o644)
 	os.WriteFile(filepath.Join(root, "robots.txt"), []byte(privateRobots), 0o644)
 	os.WriteFile(filepath.Join(root, "index.html"), []byte("home"), 0o644)
-	srv := httptest.NewServer(mustNew(t, Config{}).Handler(http.FileServer(http.Dir(root))))
+	srv := httptest.NewServer(serve(mustNew(t, Config{}), http.FileServer(http.Dir(root))))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, target := range []string{
@@ -136,7 +136,7 @@ func FuzzTarget(f *testing.F) {
 				served += "/"
 			}
 		})
-		e.Handler(upstream).ServeHTTP(httptest.NewRecorder(), r)
+		serve(e, upstream).ServeHTTP(httptest.NewRecorder(), r)
 		if strings.HasPrefix(served, "/private/") {
 			t.Fatalf("target %q: a bot reached the upstream at %q", target, served)
 		}
@@ -156,7 +156,7 @@ func TestHostRotation(t *testing.T) {
 		}
 		io.WriteString(w, "page")
 	})
-	srv := httptest.NewServer(mustNew(t, Config{}).Handler(upstream))
+	srv := httptest.NewServer(serve(mustNew(t, Config{}), upstream))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	admitted := 0
@@ -195,7 +195,7 @@ func TestSelfFetchHostBehindProxy(t *testing.T) {
 		}
 		io.WriteString(w, "page")
 	})
-	srv := httptest.NewServer(mustNew(t, Config{}).Handler(app))
+	srv := httptest.NewServer(serve(mustNew(t, Config{}), app))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	resp := rawGet(t, addr, "GET /private/x HTTP/1.1\r\nHost: example.com\r\nUser-Agent: "+uaAhrefs+"\r\nConnection: close\r\n\r\n")

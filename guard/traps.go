@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -460,6 +459,10 @@ func (e *Engine) Bans(ctx context.Context) []BanStatus {
 	return out
 }
 
+// Banning reports whether e bans at all: traps or bans.after are set, or
+// a ban list was given (WithBans).
+func (e *Engine) Banning() bool { return e.bans != nil }
+
 // Unban lifts the ban of the client whose address (or prefix, as Bans
 // shows it) is given, on every instance that shares the store, and
 // forgets its earlier bans. It reports whether there was one.
@@ -522,16 +525,13 @@ func (e *Engine) trapToken(client limit.Client, day int64) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
 }
 
-// TrapLink returns the path of the trap link of r's client (trap_links
-// client): the first plain trap path followed by a token that only this
-// client (its address prefix) can present, valid today and tomorrow. Put
-// it in the pages that robots.txt lets crawlers read, in a link no person
-// follows (see docs/traps.md); "" when there is no trap or trap_links is
-// static, and the bare trap path when r's client address does not parse.
-func (e *Engine) TrapLink(r *http.Request) string { return e.TrapLinkFor(e.clientIP(r)) }
-
-// TrapLinkFor is TrapLink for a client address ("ip" or "ip:port") that
-// the front end resolved, as Caddy's client_ip.
+// TrapLinkFor returns the trap link of the client at clientIP ("ip" or
+// "ip:port", as the front resolved it, like Caddy's client_ip): the first
+// trap that is a plain path followed by a token that only that client can
+// present, changing daily; "" without per-client links (Traps.Links
+// static, or no plain trap). Put it in the pages that client is shown, where
+// no human follows it (in Caddy, the placeholder
+// {http.robots_guard.trap_link}; with net/http, nethttp.TrapLink).
 func (e *Engine) TrapLinkFor(clientIP string) string {
 	if e.trapLink == "" {
 		return ""

@@ -95,7 +95,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 		clk.Add(want)
 	}
 	// The HTTP answer: 403, Retry-After, the reason in the body.
-	h := e.Handler(site(trapRobots))
+	h := serve(e, site(trapRobots))
 	rec := doIP(h, uaChrome, e.TrapLinkFor("198.51.100.9:1"), "198.51.100.9:1")
 	if rec.Code != 403 || rec.Header().Get("Retry-After") != "3600" || !strings.Contains(rec.Body.String(), "banned until") {
 		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
@@ -346,7 +346,7 @@ func BenchmarkTrapsBrowser(b *testing.B) {
 	clk := testclock.New()
 	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	r := benchRequest(uaChrome, "/public/page?id=42")
-	runBench(b, e.Handler(okHandler), r, 200)
+	runBench(b, serve(e, okHandler), r, 200)
 }
 
 // BenchmarkBannedRequest is a request of a banned client, refused.
@@ -356,7 +356,7 @@ func BenchmarkBannedRequest(b *testing.B) {
 	at(e, uaChrome, e.TrapLinkFor("192.0.2.1:1234"), "192.0.2.1:1234")
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
-	runBench(b, e.Handler(okHandler), r, 403)
+	runBench(b, serve(e, okHandler), r, 403)
 }
 
 // banCounter counts ObserveBan calls by trigger and outcome.

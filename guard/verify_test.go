@@ -126,7 +126,7 @@ func TestVerifyDecisions(t *testing.T) {
 // The 403 a spoofer gets says why.
 func TestVerifySpoofedAnswer(t *testing.T) {
 	e := newVerifying(t, verifyConfig(t, "", ""))
-	h := e.Handler(site(verifyRobots))
+	h := serve(e, site(verifyRobots))
 	rec := doIP(h, uaGoogle, "/", spoofIP)
 	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "names a crawler of google, but this request does not come from an address that google publishes") {
 		t.Fatalf("%d %q", rec.Code, rec.Body)
@@ -290,7 +290,7 @@ func BenchmarkVerifiedBot(b *testing.B) {
 	e := newVerifying(b, verifyConfig(b, "", ""), WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
-	runBench(b, e.Handler(okHandler), r, 200)
+	runBench(b, serve(e, okHandler), r, 200)
 }
 
 // BenchmarkSpoofedBot is a spoofer's request, denied.
@@ -298,7 +298,7 @@ func BenchmarkSpoofedBot(b *testing.B) {
 	e := newVerifying(b, verifyConfig(b, "", ""))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = spoofIP
-	runBench(b, e.Handler(okHandler), r, http.StatusForbidden)
+	runBench(b, serve(e, okHandler), r, http.StatusForbidden)
 }
 
 // BenchmarkUnverifiedBotAllowed is BenchmarkBotAllowed's request with the
@@ -308,7 +308,7 @@ func BenchmarkUnverifiedBotAllowed(b *testing.B) {
 	e := mustNew(b, Config{Verify: &VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
-	runBench(b, e.Handler(okHandler), r, 200)
+	runBench(b, serve(e, okHandler), r, 200)
 }
 
 // A reverse-DNS check that fails earns nothing by default: the request is
@@ -378,8 +378,8 @@ func TestDefaultVerification(t *testing.T) {
 		if e.Verifier() == nil {
 			t.Fatal("verification is off by default")
 		}
-		check(t, e.Handler(site(robots)), "192.0.2.1:1234")
-		check(t, e.Handler(site(robots)), "127.0.0.1:1234")
+		check(t, serve(e, site(robots)), "192.0.2.1:1234")
+		check(t, serve(e, site(robots)), "127.0.0.1:1234")
 		// Claims from addresses that are not globally reachable look
 		// nothing up, so no feed was fetched: nothing went out.
 		for _, f := range e.Verifier().Feeds() {
@@ -409,7 +409,7 @@ func TestDefaultVerification(t *testing.T) {
 		defer v.Close()
 		e := mustNew(t, Config{}, WithVerifier(v))
 		defer e.Close()
-		check(t, e.Handler(site(robots)), "8.8.4.4:1234")
+		check(t, serve(e, site(robots)), "8.8.4.4:1234")
 		if v := decideAt(e, uaGoogle, "/private/x", "8.8.4.4:1"); v.Verification != identity.Unverifiable {
 			t.Errorf("verification %v", v.Verification)
 		}
@@ -421,7 +421,7 @@ func TestDefaultVerification(t *testing.T) {
 		if e.Verifier() != nil {
 			t.Fatal("a verifier with verify off")
 		}
-		if rec := do(e.Handler(site(robots)), uaGoogle, "/private/x"); rec.Code != 200 {
+		if rec := do(serve(e, site(robots)), uaGoogle, "/private/x"); rec.Code != 200 {
 			t.Fatalf("Googlebot with verify off: %d", rec.Code)
 		}
 	})
@@ -456,7 +456,7 @@ func TestVerifyBehindUntrustedProxy(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	clk := testclock.New()
 	e := newVerifying(t, verifyConfig(t, "", ""), WithLogger(zap.New(core)), WithClock(clk.Now))
-	h := e.Handler(site(verifyRobots))
+	h := serve(e, site(verifyRobots))
 	get := func(path string, headers ...string) *httptest.ResponseRecorder {
 		clk.Add(3 * time.Second) // Googlebot's Crawl-delay is 2 s
 		req := httptest.NewRequest("GET", "http://example.com"+path, nil)

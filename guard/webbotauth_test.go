@@ -72,7 +72,7 @@ func wbaEnforcer(t testing.TB, accept bool) *Engine {
 func TestWebBotAuthThroughHandler(t *testing.T) {
 	e := wbaEnforcer(t, true)
 	var got Verdict
-	h := e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	h := serve(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	obs := func(r *http.Request) Verdict {
 		v := e.Decide(context.Background(), Request{Host: r.Host, Target: r.RequestURI, UserAgent: r.UserAgent(), ClientIP: r.RemoteAddr,
 			Method: r.Method, Signed: SignedRequest(r, "http")})
@@ -125,7 +125,7 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 func BenchmarkWebBotAuthVerified(b *testing.B) {
 	e := wbaEnforcer(b, false)
 	r := signedGet(b, "/public/x", "AcmeBot/2.0", "https://bot.acme.example", time.Now().Add(-30*time.Second))
-	runBench(b, e.Handler(okHandler), r, 200)
+	runBench(b, serve(e, okHandler), r, 200)
 }
 
 // rawRequest writes a GET with a User-Agent and size bytes of other header
@@ -163,7 +163,7 @@ func garbageSignature(keyid string) string {
 // the signature base is built over every covered header, once.
 func BenchmarkSignedGarbage(b *testing.B) {
 	e := wbaEnforcer(b, false)
-	h := e.Handler(okHandler)
+	h := serve(e, okHandler)
 	_, _, tp := rfcKey(b)
 	for _, size := range []int{1 << 10, 16 << 10, 1 << 20} {
 		for _, c := range []struct{ name, sig string }{

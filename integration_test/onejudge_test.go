@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/nethttp"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -114,12 +115,12 @@ func TestOneJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	nethttp := httptest.NewServer(e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })))
-	defer nethttp.Close()
+	front := httptest.NewServer(nethttp.Handler(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })))
+	defer front.Close()
 	fronts := map[string]func(c judgeCase) (int, error){
 		"caddy": func(c judgeCase) (int, error) { return wireLine(t, fmt.Sprintf("127.0.0.1:%d", port), c.target, ua) },
 		"net/http": func(c judgeCase) (int, error) {
-			return wireLine(t, strings.TrimPrefix(nethttp.URL, "http://"), c.target, ua)
+			return wireLine(t, strings.TrimPrefix(front.URL, "http://"), c.target, ua)
 		},
 		"explain": func(c judgeCase) (int, error) {
 			code, b := adminDo(t, "GET", fmt.Sprintf("/robots_guard/explain?site=127.0.0.1:%d&ua=%s&path=%s", port, url.QueryEscape(ua), url.QueryEscape(c.cliPath())))

@@ -49,15 +49,16 @@ var arrows = map[string][]string{
 	"dashboard":                     {"identity", "report"},
 	"classify":                      {"identity", "policy"},
 	"classify/internal/gencrawlers": {},
-	"guard":                         {"classify", "dashboard", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
-	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "policy", "report", "sites"},
+	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
+	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites"},
+	"nethttp":                       {"dashboard", "guard", "identity", "report"},
 	"caddymodule/robotscmd":         {"guard", "identity", "policy", "report", "sites"},
 	"cmd/caddy":                     {"caddymodule"},
 }
 
 // fronts are the packages that serve requests and so may draw the
 // operator's page; no other package imports dashboard.
-var fronts = []string{"guard", "caddymodule"}
+var fronts = []string{"nethttp", "caddymodule"}
 
 // Sizes: no non-test file over maxFileLines, no function over
 // maxFuncLines, but for these, each with its reason.
@@ -85,8 +86,9 @@ var budgets = map[string]int{
 	"limit":        33,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        61, // the engine and, for now, its net/http front; 40 once the front (nethttp) and traps have rooms of their own
+	"guard":        54, // the engine; 40 once traps have a room of their own and verify's settings live in identity
 	"caddymodule":  3,
+	"nethttp":      12,
 	"internal/sfv": 9,
 }
 

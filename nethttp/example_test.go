@@ -1,4 +1,4 @@
-package guard_test
+package nethttp_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/nethttp"
 )
 
 // The site serves its own robots.txt; the guard reads it through the mux and
@@ -21,11 +22,12 @@ func Example() {
 		io.WriteString(w, "hello\n")
 	})
 
-	guard, err := guard.Middleware(guard.Config{})
+	e, err := guard.New(guard.Config{})
 	if err != nil {
 		panic(err)
 	}
-	site := guard(mux) // e.g. http.ListenAndServe(":8080", site)
+	defer e.Close()
+	site := nethttp.Handler(e, mux) // e.g. http.ListenAndServe(":8080", site)
 
 	for _, ua := range []string{
 		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36",

@@ -1,4 +1,4 @@
-package guard
+package nethttp
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/dashboard"
+	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/report"
 )
@@ -20,38 +21,28 @@ import (
 // crawler feeds and a tester. Mount it where only operators reach it
 // (behind authentication): it shows client addresses and lifts bans.
 // Cross-origin POSTs are refused.
-func (e *Engine) DashboardHandler() http.Handler {
-	return dashboard.Handler(e.DashboardBackend(nil), dashboard.Options{Now: e.now})
+func DashboardHandler(e *guard.Engine) http.Handler {
+	return dashboard.Handler(Backend(e, nil), dashboard.Options{Now: e.Now})
 }
 
-// DashboardBackend returns e's facts for package dashboard. origin, when
-// not nil, says which handler serves a site (see Request.Origin), for the
+// Backend returns e's facts for package dashboard. origin, when not nil,
+// says which handler serves a site (see guard.Request.Origin), for the
 // tester's fetch of a robots.txt not cached yet; Caddy's module passes the
 // server that listens on the site's port.
-func (e *Engine) DashboardBackend(origin func(site string) http.Handler) dashboard.Backend {
+func Backend(e *guard.Engine, origin func(site string) http.Handler) dashboard.Backend {
 	return dashBackend{e: e, origin: origin}
 }
 
 type dashBackend struct {
-	e      *Engine
+	e      *guard.Engine
 	origin func(site string) http.Handler
 }
 
 func (b dashBackend) Sites(context.Context) []dashboard.Site {
 	var out []dashboard.Site
-	for _, ent := range b.e.sites.Sites() {
-		st := ent.State()
-		s := b.e.status(ent, st)
+	for _, s := range b.e.Sites() {
 		d := dashboard.Site{Name: s.Site, Outcome: s.Outcome, Status: s.Status, HasRules: s.Rules, Unreachable: s.Unreachable,
-			Fetched: s.Fetched, Checked: s.Checked, NextRefresh: s.NextRefresh, ETag: s.ETag}
-		if st != nil {
-			if st.Err != nil {
-				d.Error = st.Err.Error()
-			}
-			if st.Robots != nil {
-				d.Text = st.Robots.Text()
-			}
-		}
+			Fetched: s.Fetched, Checked: s.Checked, NextRefresh: s.NextRefresh, ETag: s.ETag, Error: s.FetchError, Text: s.Text}
 		for _, t := range s.Traps {
 			d.Traps = append(d.Traps, dashboard.Trap{Path: t.Trap, State: t.State, ArmsAt: t.ArmsAt, AllowedFor: t.AllowedFor})
 		}
@@ -71,17 +62,17 @@ func (b dashBackend) Bans(ctx context.Context) []dashboard.Ban {
 }
 
 func (b dashBackend) Unban(ctx context.Context, client string) (bool, error) {
-	if b.e.bans == nil {
+	if !b.e.Banning() {
 		return false, nil
 	}
 	return b.e.Unban(ctx, client)
 }
 
 func (b dashBackend) Feeds() []identity.FeedStatus {
-	if b.e.verifier == nil {
-		return nil
+	if v := b.e.Verifier(); v != nil {
+		return v.Feeds()
 	}
-	return b.e.verifier.Feeds()
+	return nil
 }
 
 func (b dashBackend) Explain(ctx context.Context, q dashboard.Query) (dashboard.Verdict, error) {
@@ -103,23 +94,23 @@ func (b dashBackend) Explain(ctx context.Context, q dashboard.Query) (dashboard.
 // about: q.Site is a host ("example.com:8080") or a scheme and host
 // ("https://example.com"); signature headers, when given, are checked as
 // a request for q.Path would carry them.
-func DashboardRequest(q dashboard.Query) (Request, error) {
+func DashboardRequest(q dashboard.Query) (guard.Request, error) {
 	site := q.Site
 	if !strings.Contains(site, "://") {
 		site = "http://" + site
 	}
 	u, err := url.Parse(site)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Request{}, fmt.Errorf("site %q: want host[:port] or http(s)://host[:port]", q.Site)
+		return guard.Request{}, fmt.Errorf("site %q: want host[:port] or http(s)://host[:port]", q.Site)
 	}
 	path := q.Path
 	if path == "" {
 		path = "/"
 	}
 	if path[0] != '/' {
-		return Request{}, fmt.Errorf("path %q must start with '/'", path)
+		return guard.Request{}, fmt.Errorf("path %q must start with '/'", path)
 	}
-	req := Request{Scheme: u.Scheme, Host: u.Host, Target: path, UserAgent: q.UserAgent, ClientIP: strings.Trim(q.ClientIP, "[] ")}
+	req := guard.Request{Scheme: u.Scheme, Host: u.Host, Target: path, UserAgent: q.UserAgent, ClientIP: strings.Trim(q.ClientIP, "[] ")}
 	if q.Signature != "" || q.SignatureInput != "" || q.SignatureAgent != "" {
 		h := http.Header{}
 		for k, v := range map[string]string{"Signature": q.Signature, "Signature-Input": q.SignatureInput, "Signature-Agent": q.SignatureAgent} {
@@ -134,7 +125,7 @@ func DashboardRequest(q dashboard.Query) (Request, error) {
 }
 
 // DashboardVerdict returns an Explanation as the dashboard shows it.
-func DashboardVerdict(x Explanation) dashboard.Verdict {
+func DashboardVerdict(x guard.Explanation) dashboard.Verdict {
 	v := dashboard.Verdict{Bot: x.Bot, Action: x.Action, Reason: x.Reason, Status: x.Status, Group: x.Group,
 		CrawlDelay: time.Duration(x.CrawlDelay), CrawlDelayLine: x.CrawlDelayLine, RetryAfter: time.Duration(x.RetryAfter)}
 	if x.Rule != nil {
@@ -149,7 +140,7 @@ func DashboardVerdict(x Explanation) dashboard.Verdict {
 			step += "; content_signals report: counted, not refused"
 		}
 		v.Steps = append(v.Steps, step)
-		if x.Reason == ReasonContentSignal.String() {
+		if x.Reason == guard.ReasonContentSignal.String() {
 			v.RuleLine, v.RuleText = s.Line, s.Text
 		}
 	}

@@ -1,4 +1,4 @@
-package guard
+package nethttp
 
 import (
 	"io"
@@ -28,13 +28,13 @@ func dashGet(t *testing.T, h http.Handler, query string) (int, string, http.Head
 // highlights the deciding line.
 func TestDashboardHandler(t *testing.T) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	e := trapEngine(t, trapRobots, clk)
 	for range 3 {
 		at(e, "Mozilla/5.0 (compatible; AhrefsBot/7.0)", "/private/x", "203.0.113.1:1") // line 3
 	}
 	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1") // trapped: banned
 	at(e, uaChrome, "/page", "198.51.100.7:1")                         // banned
-	h := e.DashboardHandler()
+	h := DashboardHandler(e)
 
 	code, body, hdr := dashGet(t, h, "")
 	if code != 200 || !strings.Contains(hdr.Get("Content-Security-Policy"), "default-src 'none'") || hdr.Get("Cache-Control") != "no-store" {
