@@ -140,8 +140,8 @@ type TrapsConfig struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-// DefaultTrapGrace is TrapsConfig.Grace's default.
-const DefaultTrapGrace = 24 * time.Hour
+// defaultTrapGrace is TrapsConfig.Grace's default.
+const defaultTrapGrace = 24 * time.Hour
 
 // Verifying reports whether crawler verification is on: Verify is nil (the
 // default) or not Off.

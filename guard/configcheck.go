@@ -147,7 +147,7 @@ func (c *TrapsConfig) withDefaults() error {
 	}
 	switch g := c.Grace; {
 	case g == nil:
-		d := duration.Duration(DefaultTrapGrace)
+		d := duration.Duration(defaultTrapGrace)
 		c.Grace = &d
 	case *g < 0 || time.Duration(*g) > 7*24*time.Hour:
 		return errf("grace", "must be between 0 and 168h, got %s", time.Duration(*g))

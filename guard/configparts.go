@@ -23,7 +23,7 @@ const (
 
 // Bounds of VerifyConfig.
 const (
-	MaxDNSTimeout = 30 * time.Second
+	maxDNSTimeout = 30 * time.Second
 )
 
 // VerifyConfig configures crawler verification (Config.Verify), which is on
@@ -183,7 +183,7 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	switch d := time.Duration(c.DNSTimeout); {
 	case d == 0:
 		c.DNSTimeout = duration.Duration(identity.DefaultDNSTimeout)
-	case d < 0 || d > MaxDNSTimeout:
+	case d < 0 || d > maxDNSTimeout:
 		return nil, errf("dns_timeout", "must be between 0 and 30s, got %s", d)
 	}
 	if err := identity.CheckResolver(c.Resolver); err != nil {

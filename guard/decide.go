@@ -9,12 +9,12 @@ import (
 	"github.com/robotsguard/robotsguard/sites"
 )
 
-// MaxUserAgent is the length of the longest User-Agent header that is read
+// maxUserAgent is the length of the longest User-Agent header that is read
 // whole (4 times the longest of the 235 real browser headers and 2,116
 // crawler headers in testdata, 285 bytes). A longer header is a bot's, and
-// only its first MaxUserAgent bytes choose its group, so the work per
+// only its first maxUserAgent bytes choose its group, so the work per
 // request stays bounded whatever a client sends.
-const MaxUserAgent = 1024
+const maxUserAgent = 1024
 
 // maxHostName is the longest host name a Host header may carry (RFC 1035
 // §2.3.4: 253 bytes as text); maxLoggedUserAgent is how much of a
@@ -81,10 +81,10 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 		return Verdict{Reason: ReasonRobotsTxt, DryRun: e.cfg.DryRun}
 	}
 	ua, bot := req.UserAgent, false
-	if len(ua) > MaxUserAgent {
+	if len(ua) > maxUserAgent {
 		// No browser sends this much: a bot, judged by the group its
-		// header's first MaxUserAgent bytes choose, for bounded work.
-		ua, bot = ua[:MaxUserAgent], true
+		// header's first maxUserAgent bytes choose, for bounded work.
+		ua, bot = ua[:maxUserAgent], true
 	}
 	info := e.classes.Lookup(ua)
 	bot = bot || info.Bot // a header that claims an operator is a bot
@@ -104,7 +104,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
-	v := Verdict{Site: ent.Name(), SiteLabel: OtherSites, DryRun: e.cfg.DryRun}
+	v := Verdict{Site: ent.Name(), SiteLabel: sites.OtherSites, DryRun: e.cfg.DryRun}
 	if ent.Named() {
 		v.SiteLabel = v.Site
 	}

@@ -224,10 +224,6 @@ func (e *Engine) Close() error {
 // off.
 func (e *Engine) Verifier() *identity.Verifier { return e.verifier }
 
-// OtherSites is Verdict.SiteLabel for a site the configuration does not
-// name.
-const OtherSites = sites.OtherSites
-
 // done reports a verdict to the observer and, when it stops the request,
 // to the violations report and the (sampled) log.
 func (e *Engine) done(req *Request, v *Verdict) {

@@ -15,12 +15,12 @@ func (e *Engine) signedRequest(r *http.Request, scheme string) *identity.SignedR
 	if e.verifier == nil || !e.verifier.WebBotAuth() || len(r.Header["Signature-Input"]) == 0 {
 		return nil
 	}
-	return SignedRequest(r, scheme)
+	return signedRequestOf(r, scheme)
 }
 
-// SignedRequest returns what a Web Bot Auth signature of r covers (front
+// signedRequestOf returns what a Web Bot Auth signature of r covers (front
 // ends that fill Request themselves put it in Request.Signed).
-func SignedRequest(r *http.Request, scheme string) *identity.SignedRequest {
+func signedRequestOf(r *http.Request, scheme string) *identity.SignedRequest {
 	u := r.URL
 	return &identity.SignedRequest{Method: r.Method, Scheme: scheme, Authority: r.Host, Path: u.EscapedPath(), Query: u.RawQuery, Header: r.Header}
 }
@@ -66,7 +66,7 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 	if req.Target == "" {
 		req.Target = r.URL.RequestURI()
 	}
-	req.Host, req.Port, req.Method = r.Host, LocalPort(r), r.Method
+	req.Host, req.Port, req.Method = r.Host, localPort(r), r.Method
 	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
 	req.header, req.peer = r.Header, r.RemoteAddr
 	if e.traps != nil { // only traps read fetch metadata
@@ -90,10 +90,10 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
 	e.writeVerdict(w, r, v)
 }
 
-// LocalPort returns the port of the server's side of r's connection (from
+// localPort returns the port of the server's side of r's connection (from
 // http.LocalAddrContextKey: TCP, or UDP for HTTP/3), or 0 when there is
 // none (a Unix socket). Front ends put it into Request.Port.
-func LocalPort(r *http.Request) int {
+func localPort(r *http.Request) int {
 	switch a := r.Context().Value(http.LocalAddrContextKey).(type) {
 	case *net.TCPAddr:
 		return a.Port

@@ -61,8 +61,8 @@ func TestLogFloodSampled(t *testing.T) {
 	t.Logf("2,000 new sites without robots.txt: %d log lines", n)
 }
 
-// TestHugeUserAgent: a header longer than MaxUserAgent is a bot's, and its
-// group is chosen from the first MaxUserAgent bytes.
+// TestHugeUserAgent: a header longer than maxUserAgent is a bot's, and its
+// group is chosen from the first maxUserAgent bytes.
 func TestHugeUserAgent(t *testing.T) {
 	h := serve(mustNew(t, Config{}), site(robotsTxt))
 	huge := uaChrome + strings.Repeat(" x", 10000)

@@ -265,8 +265,8 @@ type ExplainVerification struct {
 	AlsoStar bool `json:"also_star,omitempty"`
 }
 
-// ErrNoSite is returned by Explain for a request without a Host.
-var ErrNoSite = errors.New("robots_guard: explain: the site (host) is required")
+// errNoSite is returned by Explain for a request without a Host.
+var errNoSite = errors.New("robots_guard: explain: the site (host) is required")
 
 // Explain returns the verdict Decide would give req now, with the group,
 // the deciding rule and the state of the site's robots.txt, without
@@ -277,7 +277,7 @@ var ErrNoSite = errors.New("robots_guard: explain: the site (host) is required")
 // checked.
 func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) {
 	if req.Host == "" {
-		return Explanation{}, ErrNoSite
+		return Explanation{}, errNoSite
 	}
 	if req.Target == "" {
 		req.Target = "/"

@@ -7,9 +7,9 @@ import (
 	"github.com/robotsguard/robotsguard/report"
 )
 
-// BrowserGroup is the group that the violations report gives clients
+// browserGroup is the group that the violations report gives clients
 // whose User-Agent header is a browser's (stopped by a trap or a ban).
-const BrowserGroup = "(browser)"
+const browserGroup = "(browser)"
 
 // recordOf is the violations report's record of a stopped request, and
 // whether the report counts it: robots.txt denials (in either view) and
@@ -36,7 +36,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	if !v.Bot {
 		// A browser's header (a trap or a ban stopped it): its group, "*",
 		// would say nothing.
-		rec.Group = BrowserGroup
+		rec.Group = browserGroup
 	}
 	if v.Action == Deny {
 		rec.Rule = v.Rule

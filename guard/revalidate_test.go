@@ -123,7 +123,7 @@ func TestExplain(t *testing.T) {
 	if x.Bot || x.Action != "allow" || x.Reason != "not_bot" {
 		t.Fatalf("Explain browser = %+v", x)
 	}
-	if _, err := e.Explain(context.Background(), Request{UserAgent: uaBing}); err != ErrNoSite {
+	if _, err := e.Explain(context.Background(), Request{UserAgent: uaBing}); err != errNoSite {
 		t.Fatalf("Explain without a host: %v", err)
 	}
 }

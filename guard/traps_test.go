@@ -411,7 +411,7 @@ func TestReportNamesBrowsers(t *testing.T) {
 	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
 	at(e, uaChrome, "/page", "198.51.100.7:1")
 	rows := e.Report().Sites[0].LastHour
-	if len(rows) != 1 || rows[0].Group != BrowserGroup || rows[0].Traps != 1 || rows[0].Banned != 1 {
+	if len(rows) != 1 || rows[0].Group != browserGroup || rows[0].Traps != 1 || rows[0].Banned != 1 {
 		t.Fatalf("rows %+v", rows)
 	}
 }

@@ -49,7 +49,7 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	r.RequestURI = path
 	r.RemoteAddr = "11.0.113.77:5555"
 	r.Header.Set("User-Agent", ua)
-	if err := identity.Sign(SignedRequest(r, "http"), key, tp, agent, created, created.Add(time.Minute), "nonce-1"); err != nil {
+	if err := identity.Sign(signedRequestOf(r, "http"), key, tp, agent, created, created.Add(time.Minute), "nonce-1"); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -75,7 +75,7 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 	h := serve(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	obs := func(r *http.Request) Verdict {
 		v := e.Decide(context.Background(), Request{Host: r.Host, Target: r.RequestURI, UserAgent: r.UserAgent(), ClientIP: r.RemoteAddr,
-			Method: r.Method, Signed: SignedRequest(r, "http")})
+			Method: r.Method, Signed: signedRequestOf(r, "http")})
 		return v
 	}
 	now := time.Now()
@@ -114,7 +114,7 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 	}
 	// Explain shows the signature step.
 	r := signedGet(t, "/x", "AcmeBot/2.0", "https://bot.acme.example", now)
-	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: "11.0.113.77", Signed: SignedRequest(r, "http")})
+	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: "11.0.113.77", Signed: signedRequestOf(r, "http")})
 	if err != nil || x.Verification == nil || x.Verification.Method != "signature" || !strings.Contains(strings.Join(x.Verification.Steps, " "), "signature: verified") {
 		t.Fatalf("explain %+v %v", x.Verification, err)
 	}
