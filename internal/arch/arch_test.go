@@ -86,7 +86,7 @@ var budgets = map[string]int{
 	"limit":        33,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        54, // the engine; 40 once traps have a room of their own and verify's settings live in identity
+	"guard":        46, // the engine; 40 once traps have a room of their own and verify's settings live in identity
 	"caddymodule":  3,
 	"nethttp":      12,
 	"internal/sfv": 9,
