@@ -11,9 +11,9 @@ import (
 
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
-	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 func init() {
@@ -396,7 +396,7 @@ func parseClients(d *caddyfile.Dispenser, v values, c *limit.ClientsConfig) erro
 }
 
 // parseTraps reads "traps <path-pattern...> [{ ... }]".
-func parseTraps(d *caddyfile.Dispenser, v values, c *guard.TrapsConfig) error {
+func parseTraps(d *caddyfile.Dispenser, v values, c *traps.Config) error {
 	if len(v.args) == 0 {
 		return d.Errf("traps: want at least one path pattern, e.g. traps /no-robots/")
 	}

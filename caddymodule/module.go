@@ -22,6 +22,7 @@ import (
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 func init() {
@@ -184,7 +185,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	g.proxyChecked = new(atomic.Bool)
 	g.addressKeyed = len(cfg.Traps.Paths) > 0 || cfg.Bans.After != nil || cfg.CrawlDelay.Key != limit.KeyGroup || cfg.Verifying()
 	var secret []byte
-	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == guard.TrapLinksClient; g.trapLinks && cfg.Traps.Secret == "" {
+	if g.trapLinks = len(cfg.Traps.Paths) > 0 && cfg.Traps.Links == traps.LinksClient; g.trapLinks && cfg.Traps.Secret == "" {
 		if secret, err = trapSecret(ctx); err != nil {
 			// Traps still work, with links of this process only: the
 			// worst case is a refused link, never an innocent ban.

@@ -172,7 +172,7 @@ func trapSecret(ctx caddy.Context) ([]byte, error) {
 }
 
 // storageClocks keeps trap grace clocks in Caddy's storage (see
-// guard.TrapClockStore), one key per site and trap, so that a restart
+// traps.ClockStore), one key per site and trap, so that a restart
 // goes on with them.
 type storageClocks struct {
 	st  certmagic.Storage
@@ -185,7 +185,7 @@ func trapClockKey(site, trap string) string {
 	return "robots_guard/trap_clocks/" + hex.EncodeToString(sum[:16])
 }
 
-// LoadTrapClock implements guard.TrapClockStore. The value is two
+// LoadTrapClock implements traps.ClockStore. The value is two
 // RFC 3339 times, since and confirmed; anything else is no clock.
 func (s storageClocks) LoadTrapClock(site, trap string) (since, confirmed time.Time, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,7 +203,7 @@ func (s storageClocks) LoadTrapClock(site, trap string) (since, confirmed time.T
 	return since, confirmed, found && err1 == nil && err2 == nil
 }
 
-// StoreTrapClock implements guard.TrapClockStore.
+// StoreTrapClock implements traps.ClockStore.
 func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -213,7 +213,7 @@ func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.T
 	}
 }
 
-// DeleteTrapClock implements guard.TrapClockStore.
+// DeleteTrapClock implements traps.ClockStore.
 func (s storageClocks) DeleteTrapClock(site, trap string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

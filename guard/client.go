@@ -60,8 +60,8 @@ func (e *Engine) countDenial(ctx context.Context, req *Request, ver identity.Res
 	if client.IsZero() {
 		return
 	}
-	if e.banAfter.add(client, e.clock(req)) {
-		e.ban(ctx, client, tr, "ban_after "+strconv.Itoa(e.banAfter.n)+" denials")
+	if e.banAfter.Add(client, e.clock(req)) {
+		e.ban(ctx, client, tr, "ban_after "+strconv.Itoa(e.cfg.Bans.After.Denials)+" denials")
 	}
 }
 

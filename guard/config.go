@@ -3,19 +3,11 @@ package guard
 //go:generate go run ../internal/configref -root ..
 
 import (
-	"time"
-
 	"github.com/robotsguard/robotsguard/classify"
-	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/traps"
 
 	"github.com/robotsguard/robotsguard/sites"
-)
-
-// Values of Config.TrapLinks.
-const (
-	TrapLinksClient = "client"
-	TrapLinksStatic = "static"
 )
 
 // Values of Config.ContentSignals.
@@ -62,7 +54,7 @@ type Config struct {
 
 	// Traps are paths that robots.txt disallows for every bot: a client
 	// that fetches one ignores robots.txt and is banned. Default: none.
-	Traps TrapsConfig `json:"traps,omitzero"`
+	Traps traps.Config `json:"traps,omitzero"`
 
 	// Bans says how long a client caught by a trap or by bans.after is
 	// refused, and how many bans are held.
@@ -95,53 +87,6 @@ type Config struct {
 	// "?…", since queries carry tokens and e-mail addresses.
 	LogQuery bool `json:"log_query,omitempty"`
 }
-
-// TrapsConfig is Config.Traps, the traps block.
-type TrapsConfig struct {
-	// Paths are path patterns in robots.txt syntax ("/no-robots/",
-	// "/*/print-all$") that no human is led to and that robots.txt must
-	// disallow for every group: a client that fetches one ignores
-	// robots.txt, whatever its User-Agent says, and is banned (Bans). A
-	// trap is armed for a request only when the site's current robots.txt
-	// disallows that path for every group, the "*" group included (so a
-	// compliant crawler can never be caught); a trap that is not is
-	// logged, with the group that allows it, when a copy is loaded.
-	// Verified crawlers are never banned.
-	Paths []string `json:"paths,omitempty"`
-
-	// Grace is how long the site's robots.txt must have disallowed a
-	// trap, without a break, before the trap arms: crawlers may keep a
-	// robots.txt for up to 24 hours (RFC 9309 §2.4), so one that fetched
-	// the file before the Disallow was added may follow the new link in
-	// good faith. The clock starts at the first copy the guard sees that
-	// arms the trap, so after a restart traps arm again after the grace.
-	// Default 24h (nil); 0 arms at once (for a Disallow added long ago);
-	// at most 168h.
-	Grace *duration.Duration `json:"grace,omitempty"`
-
-	// Links says how a trap catches a client. "client" (the default):
-	// each client is shown a link of its own, the first trap that is a
-	// plain path (no '*' or '$') followed by a token that only that
-	// client can present (Engine.TrapLink; in Caddy the placeholder
-	// {http.robots_guard.trap_link}): a request for it bans, whatever its
-	// fetch metadata says, and any other request under a trap path gets
-	// 403 and bans nobody, so no third party can aim a trap at a visitor
-	// (an <img> on another site, a link in a mail). "static": the trap
-	// path itself bans, unless the request's fetch metadata shows a
-	// browser made to load it (a sub-resource, another site, no page at
-	// all, a prefetch); plain-http sites get no fetch metadata, so there a
-	// third party can get a visitor banned.
-	Links string `json:"links,omitempty"`
-
-	// Secret is the key of the per-client trap link tokens (at least 16
-	// bytes). Empty: the Caddy module keeps one in Caddy's storage (shared
-	// by the instances that share it), and a plain Engine makes a random
-	// one, so its links change when it restarts.
-	Secret string `json:"secret,omitempty"`
-}
-
-// defaultTrapGrace is TrapsConfig.Grace's default.
-const defaultTrapGrace = 24 * time.Hour
 
 // Verifying reports whether crawler verification is on: Verify is nil (the
 // default) or not Off.

@@ -7,6 +7,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 // maxUserAgent is the length of the longest User-Agent header that is read
@@ -193,11 +194,11 @@ func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict
 	if e.traps == nil || !targetOK || st.Unreachable {
 		return false
 	}
-	i, ok := e.traps.hit(target)
+	i, ok := e.traps.Hit(target)
 	if !ok || !e.trapReady(ent, i) {
 		return false
 	}
-	if armed, _ := trapArmed(st.Robots, target); !armed {
+	if armed, _ := traps.ArmedPath(st.Robots, target); !armed {
 		return false
 	}
 	switch {
@@ -212,7 +213,7 @@ func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict
 	}
 	v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 	v.Action, v.Reason = Deny, ReasonTrap
-	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.patterns[i])
+	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.Patterns()[i])
 	return true
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/traps"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -56,20 +57,20 @@ type Engine struct {
 	ownLimits     io.Closer // the store limiter New built; Close closes it
 	denySpoof     bool
 	starOnDNS     bool
-	acceptSig     bool           // verify.web_bot_auth.accept_signature
-	warnedNG      atomic.Bool    // warnNotGlobal has logged
-	warnedProxy   atomic.Bool    // warnUntrustedProxy has logged
-	traps         *trapSet       // nil: none
-	trapLink      string         // the path per-client trap links extend; "" with trap_links static
-	trapKey       []byte         // the key of trap link tokens
-	trapClocks    TrapClockStore // nil: the clocks live in memory only
-	realClock     bool           // the clock is time.Now: timers may announce traps
-	keptClocks    atomic.Int64   // trap clocks stored in trapClocks (maxKeptClocks)
-	armTimers     atomic.Int64   // pending timers of announceTrap (maxArmTimers)
-	bans          limit.Bans     // nil when neither traps nor ban_after is set
-	bansActive    func() bool    // whether any ban may be held
-	ownBans       io.Closer      // the shared ban list New built; Close closes it
-	banAfter      *denialCounter // nil: off
+	acceptSig     bool                 // verify.web_bot_auth.accept_signature
+	warnedNG      atomic.Bool          // warnNotGlobal has logged
+	warnedProxy   atomic.Bool          // warnUntrustedProxy has logged
+	traps         *traps.Set           // nil: none
+	trapLink      string               // the path per-client trap links extend; "" with trap_links static
+	trapKey       []byte               // the key of trap link tokens
+	trapClocks    traps.ClockStore     // nil: the clocks live in memory only
+	realClock     bool                 // the clock is time.Now: timers may announce traps
+	keptClocks    atomic.Int64         // trap clocks stored in trapClocks (maxKeptClocks)
+	armTimers     atomic.Int64         // pending timers of announceTrap (maxArmTimers)
+	bans          limit.Bans           // nil when neither traps nor ban_after is set
+	bansActive    func() bool          // whether any ban may be held
+	ownBans       io.Closer            // the shared ban list New built; Close closes it
+	banAfter      *traps.DenialCounter // nil: off
 	report        *report.Recorder
 
 	bufs sync.Pool // *respBuf for response bodies and decoded views
@@ -98,14 +99,14 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		obs:        o.observer,
 		byGroup:    cfg.CrawlDelay.Key == limit.KeyGroup,
 		allowUnrch: cfg.RobotsTxt.OnUnreachable == sites.UnreachableAllow,
-		traps:      newTrapSet(cfg.Traps.Paths),
+		traps:      traps.NewSet(cfg.Traps.Paths),
 		trapKey:    trapSecret(cfg, o),
 		trapClocks: o.trapClocks,
 		realClock:  injected == nil,
 		report:     report.New(cfg.Clients.IPv4Prefix, cfg.Clients.IPv6Prefix, o.now),
 	}
-	if cfg.Traps.Links == TrapLinksClient {
-		e.trapLink = linkTrap(cfg.Traps.Paths)
+	if cfg.Traps.Links == traps.LinksClient {
+		e.trapLink = traps.LinkPath(cfg.Traps.Paths)
 	}
 	if cfg.CrawlDelay.Scope == limit.ScopeBlock {
 		// One name for the block's clocks, the same on every instance of
@@ -175,7 +176,7 @@ func (e *Engine) buildLimits(o options) error {
 		}
 	}
 	if cfg.Bans.After != nil {
-		e.banAfter = &denialCounter{m: make(map[limit.Client]denials), max: cfg.CrawlDelay.MaxKeys, window: int64(cfg.Bans.After.Window), n: cfg.Bans.After.Denials}
+		e.banAfter = traps.NewDenialCounter(cfg.CrawlDelay.MaxKeys, time.Duration(cfg.Bans.After.Window), cfg.Bans.After.Denials)
 	}
 	e.bansActive = func() bool { return true }
 	// A ban list given with WithBans is checked whatever this Engine's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 // What operators ask of a running Engine: which robots.txt copies it holds
@@ -58,7 +59,7 @@ type SiteStatus struct {
 	// the JSON (the admin API's sites list stays small).
 	Text string `json:"-"`
 	// Traps describes each trap (Config.Traps.Paths) with this copy.
-	Traps []TrapStatus `json:"traps,omitempty"`
+	Traps []traps.Status `json:"traps,omitempty"`
 }
 
 // status describes ent's copy st.

@@ -10,6 +10,7 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 // Option configures what a Config cannot express: code and live objects.
@@ -27,7 +28,7 @@ type options struct {
 	storeTLS   *tls.Config
 	bans       limit.Bans
 	trapSecret []byte
-	trapClocks TrapClockStore
+	trapClocks traps.ClockStore
 
 	storeTLSForAgents *tls.Config
 }
@@ -155,8 +156,8 @@ func WithTrapSecret(key []byte) Option {
 }
 
 // WithTrapClocks keeps the grace clocks of traps in s, so that they survive
-// restarts (see TrapClockStore); without it they live in memory.
-func WithTrapClocks(s TrapClockStore) Option {
+// restarts (see traps.ClockStore); without it they live in memory.
+func WithTrapClocks(s traps.ClockStore) Option {
 	return func(o *options) { o.trapClocks = s }
 }
 

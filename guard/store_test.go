@@ -13,6 +13,7 @@ import (
 	"github.com/robotsguard/robotsguard/internal/testredis"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 const storeRobots = `User-agent: SlowBot
@@ -166,7 +167,7 @@ func TestStoreBanOutlivesClient(t *testing.T) {
 	srv := testredis.Start(t)
 	mk := func() *Engine {
 		zero := duration.Duration(0)
-		e := mustNew(t, Config{Store: &limit.StoreConfig{Redis: srv.URL}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}},
+		e := mustNew(t, Config{Store: &limit.StoreConfig{Redis: srv.URL}, Traps: traps.Config{Paths: []string{"/no-robots/"}, Grace: &zero}},
 			WithSource(sites.BytesSource([]byte("User-agent: *\nDisallow: /no-robots/\n"))))
 		t.Cleanup(func() { e.Close() })
 		return e

@@ -20,6 +20,7 @@ import (
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/report"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 const trapRobots = `User-agent: *
@@ -36,7 +37,7 @@ func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*C
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	zero := duration.Duration(0)
-	cfg := Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: limit.BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
+	cfg := Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Grace: &zero}, Bans: limit.BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -285,7 +286,7 @@ func TestReportCounts(t *testing.T) {
 func TestTrapGraceAndFetchMetadata(t *testing.T) {
 	clk := testclock.New()
 	src := testorigin.NewEditable(trapRobots)
-	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}, Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}, WithClock(clk.Now))
+	e := mustNew(t, Config{RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}, Traps: traps.Config{Paths: []string{"/no-robots/"}, Links: traps.LinksStatic}}, WithClock(clk.Now))
 	defer e.Close()
 	at := func(e *Engine, ua, target, ip string) Verdict {
 		return e.Decide(context.Background(), Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip, Origin: src})
@@ -426,7 +427,7 @@ func TestTrapLinksPerClient(t *testing.T) {
 	e, _ := trapEnforcer(t, trapRobots, clk, nil)
 	const scraper, visitor = "198.51.100.20:1", "198.51.100.21:1"
 	link := e.TrapLinkFor(scraper)
-	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+trapTokenLen || link == e.TrapLinkFor(visitor) {
+	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+traps.TokenLen || link == e.TrapLinkFor(visitor) {
 		t.Fatalf("links %q and %q", link, e.TrapLinkFor(visitor))
 	}
 	try := func(target, ip string, meta ...string) Verdict {
@@ -484,19 +485,19 @@ func TestTrapLinksPerClient(t *testing.T) {
 // restart); different secrets do not.
 func TestTrapSecret(t *testing.T) {
 	mk := func(secret string) *Engine {
-		return mustNew(t, Config{Traps: TrapsConfig{Paths: []string{"/no-robots"}, Secret: secret}}, WithSource(sites.BytesSource([]byte(trapRobots))))
+		return mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots"}, Secret: secret}}, WithSource(sites.BytesSource([]byte(trapRobots))))
 	}
 	a, b, c := mk("0123456789abcdef0123"), mk("0123456789abcdef0123"), mk("another secret of enough bytes")
 	if la := a.TrapLinkFor("192.0.2.1"); la != b.TrapLinkFor("192.0.2.1") || la == c.TrapLinkFor("192.0.2.1") || !strings.HasPrefix(la, "/no-robots/") {
 		t.Fatalf("links %q %q %q", la, b.TrapLinkFor("192.0.2.1"), c.TrapLinkFor("192.0.2.1"))
 	}
-	if l := mustNew(t, Config{Traps: TrapsConfig{Paths: []string{"/no-robots/"}, Links: TrapLinksStatic}}).TrapLinkFor("192.0.2.1"); l != "" {
+	if l := mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Links: traps.LinksStatic}}).TrapLinkFor("192.0.2.1"); l != "" {
 		t.Fatalf("static mode link %q", l)
 	}
 	for cfg, want := range map[*Config]string{
-		{Traps: TrapsConfig{Paths: []string{"/*/print$"}}}:             "robots_guard: traps: links: per-client trap links need a trap that is a plain path",
-		{Traps: TrapsConfig{Paths: []string{"/t/"}, Secret: "short"}}:  "robots_guard: traps: secret: must be at least 16 bytes, got 5",
-		{Traps: TrapsConfig{Paths: []string{"/t/"}, Links: "dynamic"}}: `robots_guard: traps: links: must be "client" or "static", got "dynamic"`,
+		{Traps: traps.Config{Paths: []string{"/*/print$"}}}:             "robots_guard: traps: links: per-client trap links need a trap that is a plain path",
+		{Traps: traps.Config{Paths: []string{"/t/"}, Secret: "short"}}:  "robots_guard: traps: secret: must be at least 16 bytes, got 5",
+		{Traps: traps.Config{Paths: []string{"/t/"}, Links: "dynamic"}}: `robots_guard: traps: links: must be "client" or "static", got "dynamic"`,
 	} {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", *cfg, err, want)
@@ -504,7 +505,7 @@ func TestTrapSecret(t *testing.T) {
 	}
 }
 
-// memClocks is a TrapClockStore in a map, standing for storage that
+// memClocks is a traps.ClockStore in a map, standing for storage that
 // outlives an Engine.
 type memClocks struct {
 	mu sync.Mutex
@@ -531,7 +532,7 @@ func (c *memClocks) DeleteTrapClock(site, trap string) {
 }
 
 // The grace clock of a trap is visible (Sites), announced in the log, and
-// kept in a TrapClockStore: an Engine that starts again with the same
+// kept in a traps.ClockStore: an Engine that starts again with the same
 // store goes on with the clock instead of waiting trap_grace again.
 func TestTrapGraceVisibleAndKept(t *testing.T) {
 	clk := testclock.New()
@@ -540,7 +541,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	mk := func() (*Engine, *observer.ObservedLogs) {
 		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	}
-	state := func(e *Engine) TrapStatus {
+	state := func(e *Engine) traps.Status {
 		t.Helper()
 		s := e.Sites()
 		if len(s) != 1 || len(s[0].Traps) != 1 {
@@ -612,7 +613,7 @@ func TestTrapFloodCannotLiftABan(t *testing.T) {
 	if raceEnabled {
 		n = 150_000
 	}
-	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Links = TrapLinksStatic }, WithLogger(zap.NewNop()))
+	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Links = traps.LinksStatic }, WithLogger(zap.NewNop()))
 	const scraper = "198.51.100.99:1"
 	if v := at(e, uaChrome, "/no-robots/", scraper); v.BanUntil == 0 {
 		t.Fatal("the scraper was not banned")

@@ -12,6 +12,7 @@ import (
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 const (
@@ -34,7 +35,7 @@ Crawl-delay: 1
 func trapEngine(t testing.TB, robots string, clk *testclock.Clock) *guard.Engine {
 	t.Helper()
 	zero := duration.Duration(0)
-	cfg := guard.Config{Traps: guard.TrapsConfig{Paths: []string{"/no-robots/"}, Grace: &zero},
+	cfg := guard.Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Grace: &zero},
 		Bans: limit.BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}}
 	e, err := guard.New(cfg, guard.WithSource(sites.BytesSource([]byte(robots))), guard.WithClock(clk.Now))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/traps"
 	"github.com/spf13/cobra"
 )
 
@@ -92,7 +93,7 @@ func checkLintNames(flag string, vals []string) error {
 // armed.
 func runLint(out io.Writer, src string, o lintOpts) (int, error) {
 	for _, t := range o.traps {
-		if err := guard.CheckTrap(t); err != nil {
+		if err := traps.Check(t); err != nil {
 			return exitError, fmt.Errorf("--trap: %w", err)
 		}
 	}
@@ -138,7 +139,7 @@ func runLint(out io.Writer, src string, o lintOpts) (int, error) {
 		fmt.Fprintln(out)
 	}
 	for _, t := range o.traps {
-		if ok, by := guard.TrapArmed(r, t); ok {
+		if ok, by := traps.Armed(r, t); ok {
 			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
 		} else {
 			code = exitFinding

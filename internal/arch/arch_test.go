@@ -49,10 +49,11 @@ var arrows = map[string][]string{
 	"dashboard":                     {"identity", "report"},
 	"classify":                      {"identity", "policy"},
 	"classify/internal/gencrawlers": {},
-	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites"},
-	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites"},
+	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites", "traps"},
+	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites", "traps"},
 	"nethttp":                       {"dashboard", "guard", "identity", "report"},
-	"caddymodule/robotscmd":         {"guard", "identity", "policy", "report", "sites"},
+	"caddymodule/robotscmd":         {"guard", "identity", "policy", "report", "sites", "traps"},
+	"traps":                         {"duration", "limit", "policy"},
 	"cmd/caddy":                     {"caddymodule"},
 }
 
@@ -86,9 +87,10 @@ var budgets = map[string]int{
 	"limit":        33,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        46, // the engine; 40 once traps have a room of their own and verify's settings live in identity
+	"guard":        40, // the engine: issue 35 holds it to 40
 	"caddymodule":  3,
 	"nethttp":      12,
+	"traps":        16,
 	"internal/sfv": 9,
 }
 
