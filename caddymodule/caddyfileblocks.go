@@ -6,19 +6,18 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/robotsguard/robotsguard/duration"
-	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
 // parseVerifyLine reads "verify off" or "verify [{ ... }]".
-func parseVerifyLine(d *caddyfile.Dispenser, v values) (*guard.VerifyConfig, error) {
+func parseVerifyLine(d *caddyfile.Dispenser, v values) (*identity.VerifyConfig, error) {
 	switch {
 	case len(v.args) == 1 && v.args[0] == "off":
 		if d.NextBlock(d.Nesting()) {
 			return nil, d.Errf("verify off: takes no block")
 		}
-		return &guard.VerifyConfig{Off: true}, nil
+		return &identity.VerifyConfig{Off: true}, nil
 	case len(v.args) > 0:
 		return nil, d.Errf("verify: want a block or \"off\", got %q", strings.Join(v.args, " "))
 	}
@@ -60,8 +59,8 @@ func parseStore(d *caddyfile.Dispenser, url string) (*limit.StoreConfig, error) 
 }
 
 // parseWebBotAuth reads the web_bot_auth block of verify.
-func parseWebBotAuth(d *caddyfile.Dispenser) (*guard.WebBotAuthSettings, error) {
-	w := &guard.WebBotAuthSettings{}
+func parseWebBotAuth(d *caddyfile.Dispenser) (*identity.WebBotAuthSettings, error) {
+	w := &identity.WebBotAuthSettings{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()
@@ -70,7 +69,7 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*guard.WebBotAuthSettings, error) 
 			if len(args) < 1 || len(args) > 2 {
 				return nil, d.Errf("web_bot_auth: agent <origin> [<operator>] [{ key <jwk file> }]")
 			}
-			a := guard.SignatureAgent{Origin: args[0]}
+			a := identity.SignatureAgent{Origin: args[0]}
 			if len(args) == 2 {
 				a.Operator = args[1]
 			}
@@ -124,8 +123,8 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*guard.WebBotAuthSettings, error) 
 }
 
 // parseVerify reads the block of the verify subdirective, if any.
-func parseVerify(d *caddyfile.Dispenser) (*guard.VerifyConfig, error) {
-	vc := &guard.VerifyConfig{}
+func parseVerify(d *caddyfile.Dispenser) (*identity.VerifyConfig, error) {
+	vc := &identity.VerifyConfig{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		args := d.RemainingArgs()

@@ -1,11 +1,8 @@
 package guard
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,59 +34,15 @@ func collect(opts []Option) options {
 }
 
 func newVerifier(cfg Config, o options) (*identity.Verifier, error) {
-	vc := cfg.Verify
-	ic := identity.Config{
-		Operators:  vc.Registry(),
-		Refresh:    time.Duration(vc.Refresh),
-		DNSTimeout: time.Duration(vc.DNSTimeout),
-		Resolver:   vc.Resolver,
-		CacheSize:  vc.DNSCacheSize,
-		Storage:    o.feedStore,
-		Logger:     o.logger,
-		Now:        o.now,
-		OnDemand:   vc.FetchFeeds == FeedsOnDemand,
-	}
-	if w := vc.WebBotAuth; w != nil {
-		wc := &identity.WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: o.storeTLSForAgents}
-		if w.CAFile != "" && wc.TLS == nil {
-			pem, err := os.ReadFile(w.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %s holds no PEM certificate", w.CAFile)
-			}
-			wc.TLS = &tls.Config{RootCAs: pool}
-		}
-		for _, a := range w.Agents {
-			ag := identity.Agent{Origin: a.Origin, Operator: a.Operator}
-			for _, f := range a.Keys {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key: %w", a.Origin, err)
-				}
-				k, err := identity.ParseJWK(b)
-				if err != nil {
-					return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key %s: %w", a.Origin, f, err)
-				}
-				ag.Keys = append(ag.Keys, k)
-			}
-			wc.Agents = append(wc.Agents, ag)
-		}
-		ic.WebBotAuth = wc
-	}
-	if ic.Storage == nil && vc.CacheDir != "" {
-		ic.Storage = identity.DirStorage(vc.CacheDir)
-	}
+	d := identity.Deps{Storage: o.feedStore, Logger: o.logger, Now: o.now, TLS: o.storeTLSForAgents}
 	if io, ok := o.observer.(identity.Observer); ok {
-		ic.Observer = io
+		d.Observer = io
 	}
-	v, err := identity.New(ic)
+	v, err := cfg.Verify.NewVerifier(d)
 	if err != nil {
-		return nil, fmt.Errorf("robots_guard: verify: %w", err)
+		return nil, err
 	}
-	o.logger.Info("robots_guard: crawler verification on", zap.Stringer("registry", v), zap.String("on_spoofed", vc.OnSpoofed))
+	o.logger.Info("robots_guard: crawler verification on", zap.Stringer("registry", v), zap.String("on_spoofed", cfg.Verify.OnSpoofed))
 	return v, nil
 }
 

@@ -4,6 +4,7 @@ package guard
 
 import (
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/traps"
 
@@ -41,9 +42,9 @@ type Config struct {
 	// group unless its address proves it (a name no operator registers is
 	// judged by its group, as ever).
 	// nil: on, with the built-in operators and every default, feeds
-	// fetched on demand (VerifyConfig.FetchFeeds). {"off": true} turns it
+	// fetched on demand (identity.VerifyConfig.FetchFeeds). {"off": true} turns it
 	// off, and every header is believed.
-	Verify *VerifyConfig `json:"verify,omitempty"`
+	Verify *identity.VerifyConfig `json:"verify,omitempty"`
 
 	// CrawlDelay says how the groups' Crawl-delay is enforced.
 	CrawlDelay limit.CrawlDelayConfig `json:"crawl_delay,omitzero"`

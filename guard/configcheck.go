@@ -2,6 +2,8 @@ package guard
 
 import (
 	"fmt"
+
+	"github.com/robotsguard/robotsguard/identity"
 )
 
 // Validation of Config: each block checks and defaults its own fields,
@@ -36,9 +38,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Store = st
 	}
 	if c.Verify == nil {
-		c.Verify = &VerifyConfig{}
+		c.Verify = &identity.VerifyConfig{}
 	}
-	v, err := c.Verify.withDefaults()
+	v, err := c.Verify.WithDefaults()
 	if err != nil {
 		return c, err
 	}

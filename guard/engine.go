@@ -92,8 +92,8 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 	e := &Engine{
 		cfg:        cfg,
 		now:        o.now,
-		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == SpoofedDeny,
-		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == DNSErrorStar,
+		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == identity.SpoofedDeny,
+		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == identity.DNSErrorStar,
 		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,
 		obs:        o.observer,

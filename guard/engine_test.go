@@ -18,6 +18,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/limit"
@@ -84,7 +85,7 @@ func TestDecisions(t *testing.T) {
 			// RFC 9309's group choice, every header believed: what
 			// verification (on by default) changes is in TestVerify* and
 			// TestDefaultVerification.
-			tt.cfg.Verify = &VerifyConfig{Off: true}
+			tt.cfg.Verify = &identity.VerifyConfig{Off: true}
 			h := serve(mustNew(t, tt.cfg), site(robotsTxt))
 			rec := do(h, tt.ua, tt.path)
 			if rec.Code != tt.code || !strings.Contains(rec.Body.String(), tt.body) {
@@ -180,7 +181,7 @@ func TestCrawlDelayKeyGroup(t *testing.T) {
 	clk := testclock.New()
 	// With verification off, every header that names the group shares its
 	// budget; with it on, only verified crawlers do (TestVerifyGroupBudget).
-	h := serve(mustNew(t, Config{Verify: &VerifyConfig{Off: true}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup}}, WithClock(clk.Now)), site(robotsTxt))
+	h := serve(mustNew(t, Config{Verify: &identity.VerifyConfig{Off: true}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup}}, WithClock(clk.Now)), site(robotsTxt))
 	spend(t, h, uaBing, "/p", "192.0.2.1:1234")
 	if rec := doIP(h, uaBing, "/p", "203.0.113.9:5"); rec.Code != 429 {
 		t.Fatalf("group key: other IP got %d", rec.Code)

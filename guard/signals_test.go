@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -79,7 +80,7 @@ func TestContentSignals(t *testing.T) {
 // signal and its line.
 func TestContentSignalComposition(t *testing.T) {
 	robots := "User-agent: *\nContent-Signal: search=no\n\nUser-agent: Googlebot\nContent-Signal: search=yes\nAllow: /\n\nUser-agent: GPTBot\nAllow: /\n"
-	believed := mustNew(t, Config{Verify: &VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(robots))))
+	believed := mustNew(t, Config{Verify: &identity.VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(robots))))
 	checked := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte(robots))))
 	req := func(ua string) Request {
 		return Request{Host: "example.com", Target: "/x", UserAgent: ua, ClientIP: "192.0.2.1"}

@@ -151,7 +151,7 @@ func TestTrapNotArmed(t *testing.T) {
 // normal 403. A bot that claims Googlebot from elsewhere is banned.
 func TestTrapSparesVerified(t *testing.T) {
 	clk := testclock.New()
-	vc := verifyConfig(t, SpoofedStar, "")
+	vc := verifyConfig(t, identity.SpoofedStar, "")
 	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Verify = vc.Verify })
 	deadline := time.Now().Add(5 * time.Second)
 	for !e.Verifier().Feeds()[0].Loaded {

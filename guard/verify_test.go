@@ -60,7 +60,7 @@ func verifyConfig(t testing.TB, onSpoofed, resolver string) Config {
 	if resolver != "" {
 		ops = append(ops, identity.Operator{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"crawl.acme.example"}})
 	}
-	return Config{Verify: &VerifyConfig{OnSpoofed: onSpoofed, Builtin: &off, Operators: ops, Resolver: resolver, FetchFeeds: FeedsAtStart}}
+	return Config{Verify: &identity.VerifyConfig{OnSpoofed: onSpoofed, Builtin: &off, Operators: ops, Resolver: resolver, FetchFeeds: identity.FeedsAtStart}}
 }
 
 // newVerifying builds an Engine with verification and waits for its feeds.
@@ -140,7 +140,7 @@ func TestVerifySpoofedAnswer(t *testing.T) {
 // addresses shares one budget, and spoofers cannot spend it: not a single
 // 429 for the real crawler however hard they try.
 func TestVerifyGroupBudget(t *testing.T) {
-	for _, onSpoofed := range []string{SpoofedDeny, SpoofedStar} {
+	for _, onSpoofed := range []string{identity.SpoofedDeny, identity.SpoofedStar} {
 		t.Run(onSpoofed, func(t *testing.T) {
 			clk := testclock.New()
 			cfg := verifyConfig(t, onSpoofed, "")
@@ -151,7 +151,7 @@ func TestVerifyGroupBudget(t *testing.T) {
 				// real crawler's requests.
 				for j := range 10 {
 					v := decideAt(e, uaGoogle, "/page", fmt.Sprintf("11.0.113.%d:1", j))
-					if v.Verification != identity.Spoofed || onSpoofed == SpoofedDeny && v.Action != Deny {
+					if v.Verification != identity.Spoofed || onSpoofed == identity.SpoofedDeny && v.Action != Deny {
 						t.Fatalf("a spoofer: %+v", v)
 					}
 				}
@@ -182,7 +182,7 @@ func TestVerifyGroupBudget(t *testing.T) {
 func TestVerifyUnverifiable(t *testing.T) {
 	clk := testclock.New()
 	off := false
-	cfg := Config{Verify: &VerifyConfig{Builtin: &off, Operators: []identity.Operator{
+	cfg := Config{Verify: &identity.VerifyConfig{Builtin: &off, Operators: []identity.Operator{
 		{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{filepath.Join(t.TempDir(), "missing.json")}},
 	}}, CrawlDelay: limit.CrawlDelayConfig{Key: limit.KeyGroup},
 	}
@@ -260,18 +260,18 @@ func TestVerifyLogLine(t *testing.T) {
 func TestVerifyConfigErrors(t *testing.T) {
 	off := false
 	for _, tc := range []struct {
-		v    VerifyConfig
+		v    identity.VerifyConfig
 		want string
 	}{
-		{VerifyConfig{OnSpoofed: "block"}, `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
-		{VerifyConfig{OnDNSError: "deny"}, `robots_guard: verify: on_dns_error: must be "star" or "header", got "deny"`},
-		{VerifyConfig{Refresh: duration.Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
-		{VerifyConfig{DNSTimeout: duration.Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
-		{VerifyConfig{Resolver: "127.0.0.1"}, "robots_guard: verify: resolver:"},
-		{VerifyConfig{DNSCacheSize: -1}, "robots_guard: verify: dns_cache_size: must be positive"},
-		{VerifyConfig{Builtin: &off}, "robots_guard: verify: operators: the registry is empty"},
-		{VerifyConfig{Operators: []identity.Operator{{Name: "evil", Tokens: []string{"googlebot"}}}}, `robots_guard: verify: operator "evil": tokens: "googlebot" is also a token of "google"`},
-		{VerifyConfig{Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"x"}}}}, `operator "acme": rdns`},
+		{identity.VerifyConfig{OnSpoofed: "block"}, `robots_guard: verify: on_spoofed: must be "deny" or "star", got "block"`},
+		{identity.VerifyConfig{OnDNSError: "deny"}, `robots_guard: verify: on_dns_error: must be "star" or "header", got "deny"`},
+		{identity.VerifyConfig{Refresh: duration.Duration(time.Minute)}, "robots_guard: verify: refresh: must be at least 1h"},
+		{identity.VerifyConfig{DNSTimeout: duration.Duration(time.Hour)}, "robots_guard: verify: dns_timeout: must be between 0 and 30s"},
+		{identity.VerifyConfig{Resolver: "127.0.0.1"}, "robots_guard: verify: resolver:"},
+		{identity.VerifyConfig{DNSCacheSize: -1}, "robots_guard: verify: dns_cache_size: must be positive"},
+		{identity.VerifyConfig{Builtin: &off}, "robots_guard: verify: operators: the registry is empty"},
+		{identity.VerifyConfig{Operators: []identity.Operator{{Name: "evil", Tokens: []string{"googlebot"}}}}, `robots_guard: verify: operator "evil": tokens: "googlebot" is also a token of "google"`},
+		{identity.VerifyConfig{Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, RDNS: []string{"x"}}}}, `operator "acme": rdns`},
 	} {
 		_, err := New(Config{Verify: &tc.v})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -305,7 +305,7 @@ func BenchmarkSpoofedBot(b *testing.B) {
 // same robots.txt and Googlebot's header, without verification: the
 // baseline of BenchmarkVerifiedBot.
 func BenchmarkUnverifiedBotAllowed(b *testing.B) {
-	e := mustNew(b, Config{Verify: &VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
+	e := mustNew(b, Config{Verify: &identity.VerifyConfig{Off: true}}, WithSource(sites.BytesSource([]byte(noDelayRobots))))
 	r := benchRequest(uaGoogle, "/public/page?id=42")
 	r.RemoteAddr = googleIP
 	runBench(b, serve(e, okHandler), r, 200)
@@ -323,8 +323,8 @@ func TestVerifyDNSError(t *testing.T) {
 		group  string
 	}{
 		{"", Deny, "*"},
-		{DNSErrorStar, Deny, "*"},
-		{DNSErrorHeader, Allow, "AcmeBot"},
+		{identity.DNSErrorStar, Deny, "*"},
+		{identity.DNSErrorHeader, Allow, "AcmeBot"},
 	} {
 		cfg := verifyConfig(t, "", dns.Addr)
 		cfg.Verify.OnDNSError = tc.mode
@@ -416,7 +416,7 @@ func TestDefaultVerification(t *testing.T) {
 	})
 
 	t.Run("verify off believes every header", func(t *testing.T) {
-		e := mustNew(t, Config{Verify: &VerifyConfig{Off: true}})
+		e := mustNew(t, Config{Verify: &identity.VerifyConfig{Off: true}})
 		defer e.Close()
 		if e.Verifier() != nil {
 			t.Fatal("a verifier with verify off")
@@ -428,18 +428,18 @@ func TestDefaultVerification(t *testing.T) {
 }
 
 func TestVerifyOffConfig(t *testing.T) {
-	if _, err := New(Config{Verify: &VerifyConfig{Off: true, OnSpoofed: "star"}}); err == nil || !strings.Contains(err.Error(), "verify: off") {
+	if _, err := New(Config{Verify: &identity.VerifyConfig{Off: true, OnSpoofed: "star"}}); err == nil || !strings.Contains(err.Error(), "verify: off") {
 		t.Fatalf("off with another setting: %v", err)
 	}
-	if _, err := New(Config{Verify: &VerifyConfig{FetchFeeds: "lazy"}}); err == nil || !strings.Contains(err.Error(), "fetch_feeds") {
+	if _, err := New(Config{Verify: &identity.VerifyConfig{FetchFeeds: "lazy"}}); err == nil || !strings.Contains(err.Error(), "fetch_feeds") {
 		t.Fatalf("fetch_feeds lazy: %v", err)
 	}
 	c, err := Config{}.WithDefaults()
-	if err != nil || c.Verify == nil || c.Verify.FetchFeeds != FeedsOnDemand || c.Verify.OnSpoofed != SpoofedDeny {
+	if err != nil || c.Verify == nil || c.Verify.FetchFeeds != identity.FeedsOnDemand || c.Verify.OnSpoofed != identity.SpoofedDeny {
 		t.Fatalf("defaults: %+v %v", c.Verify, err)
 	}
-	c, err = Config{Verify: &VerifyConfig{}}.WithDefaults()
-	if err != nil || c.Verify.FetchFeeds != FeedsOnDemand {
+	c, err = Config{Verify: &identity.VerifyConfig{}}.WithDefaults()
+	if err != nil || c.Verify.FetchFeeds != identity.FeedsOnDemand {
 		t.Fatalf("a verify block keeps the one default (on_demand): %+v %v", c.Verify, err)
 	}
 	if c2, err := c.WithDefaults(); err != nil || !reflect.DeepEqual(c2.Verify, c.Verify) {

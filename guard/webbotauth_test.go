@@ -58,9 +58,9 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 func wbaEnforcer(t testing.TB, accept bool) *Engine {
 	_, pubFile, _ := rfcKey(t)
 	off := false
-	cfg := Config{Verify: &VerifyConfig{Builtin: &off,
+	cfg := Config{Verify: &identity.VerifyConfig{Builtin: &off,
 		Operators:  []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent/acme.json"}}},
-		WebBotAuth: &WebBotAuthSettings{AcceptSignature: accept, Agents: []SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
+		WebBotAuth: &identity.WebBotAuthSettings{AcceptSignature: accept, Agents: []identity.SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
 	}}
 	e := mustNew(t, cfg, WithSource(sites.BytesSource([]byte(wbaRobots))))
 	t.Cleanup(func() { e.Close() })

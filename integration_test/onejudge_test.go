@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/nethttp"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -109,7 +110,7 @@ func TestOneJudge(t *testing.T) {
 	reverse_proxy %s
 }
 `, port, up.addr()))
-	e, err := guard.New(guard.Config{Verify: &guard.VerifyConfig{Off: true}},
+	e, err := guard.New(guard.Config{Verify: &identity.VerifyConfig{Off: true}},
 		guard.WithSource(sites.BytesSource([]byte(judgeRobots))))
 	if err != nil {
 		t.Fatal(err)

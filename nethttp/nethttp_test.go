@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -24,7 +25,7 @@ func site() http.Handler {
 
 func newEngine(t *testing.T, opts ...guard.Option) *guard.Engine {
 	t.Helper()
-	e, err := guard.New(guard.Config{Verify: &guard.VerifyConfig{Off: true}}, opts...)
+	e, err := guard.New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 	if file != "" && url != "" {
 		return exitError, errors.New("give --file or --url, not both")
 	}
-	cfg := guard.Config{Verify: &guard.VerifyConfig{Off: true}}
+	cfg := guard.Config{Verify: &identity.VerifyConfig{Off: true}}
 	var opts []guard.Option
 	scheme, host, src := "https", "robots-test.invalid", "standard input"
 	switch {
@@ -211,7 +211,7 @@ func runTest(out io.Writer, stdin io.Reader, ua, file, url string, paths []strin
 		}
 		defer v.Close()
 		signed = sr
-		cfg.Verify = &guard.VerifyConfig{OnSpoofed: vo.onSpoofed}
+		cfg.Verify = &identity.VerifyConfig{OnSpoofed: vo.onSpoofed}
 		opts = append(opts, guard.WithVerifier(v))
 	}
 	e, err := guard.New(cfg, opts...)
@@ -355,7 +355,7 @@ func testVerifier(out io.Writer, ua string, vo verifyOpts) (*identity.Verifier, 
 		return nil, nil, fmt.Errorf("--ip: %q is not an IP address", vo.ip)
 	}
 	switch vo.onSpoofed {
-	case guard.SpoofedDeny, guard.SpoofedStar:
+	case identity.SpoofedDeny, identity.SpoofedStar:
 	default:
 		return nil, nil, fmt.Errorf("--on-spoofed: want deny or star, got %q", vo.onSpoofed)
 	}

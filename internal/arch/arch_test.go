@@ -44,7 +44,7 @@ var arrows = map[string][]string{
 	"internal/testorigin":           {},
 	"internal/testredis":            {},
 	"sites":                         {"duration", "policy"},
-	"identity":                      {"internal/sfv", "policy"},
+	"identity":                      {"duration", "internal/sfv", "policy"},
 	"report":                        {"identity", "limit", "policy"},
 	"dashboard":                     {"identity", "report"},
 	"classify":                      {"identity", "policy"},
@@ -83,11 +83,11 @@ var bigFuncs = map[string]string{
 var budgets = map[string]int{
 	"policy":       34,
 	"sites":        29,
-	"identity":     48,
+	"identity":     54,
 	"limit":        33,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        40, // the engine: issue 35 holds it to 40
+	"guard":        36, // the engine: issue 35 holds it to 40
 	"caddymodule":  3,
 	"nethttp":      12,
 	"traps":        16,

@@ -1,13 +1,17 @@
-package guard
+package identity
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/robotsguard/robotsguard/duration"
-	"github.com/robotsguard/robotsguard/identity"
 )
 
 // Values of VerifyConfig.OnSpoofed, VerifyConfig.OnDNSError and
@@ -21,10 +25,8 @@ const (
 	FeedsOnDemand  = "on_demand"
 )
 
-// Bounds of VerifyConfig.
-const (
-	maxDNSTimeout = 30 * time.Second
-)
+// MaxDNSTimeout bounds VerifyConfig.DNSTimeout.
+const MaxDNSTimeout = 30 * time.Second
 
 // VerifyConfig configures crawler verification (Config.Verify), which is on
 // unless Off is set. What it changes: a Verified claim is judged by the
@@ -84,13 +86,13 @@ type VerifyConfig struct {
 	// and operator). Default 10000.
 	DNSCacheSize int `json:"dns_cache_size,omitempty"`
 
-	// Builtin keeps the built-in registry of operators (identity.Builtin).
+	// Builtin keeps the built-in registry of operators (Builtin).
 	// Default true; false leaves only Operators.
 	Builtin *bool `json:"builtin,omitempty"`
 
 	// Operators adds operators to the registry; one with the name of a
 	// built-in operator replaces it whole.
-	Operators []identity.Operator `json:"operators,omitempty"`
+	Operators []Operator `json:"operators,omitempty"`
 
 	// WebBotAuth turns on Web Bot Auth: requests signed with HTTP Message
 	// Signatures (RFC 9421, tag "web-bot-auth") by a known signature agent
@@ -145,17 +147,17 @@ type SignatureAgent struct {
 
 // Registry returns the operators in force: the built-in ones (unless
 // Builtin is false) merged with Operators.
-func (c *VerifyConfig) Registry() []identity.Operator {
-	var base []identity.Operator
+func (c *VerifyConfig) Registry() []Operator {
+	var base []Operator
 	if c.Builtin == nil || *c.Builtin {
-		base = identity.Builtin()
+		base = Builtin()
 	}
-	return identity.Merge(base, c.Operators)
+	return Merge(base, c.Operators)
 }
 
-// withDefaults returns a copy of c with defaults applied, or an error
-// naming the first invalid field.
-func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
+// WithDefaults returns a copy of c with defaults applied, or an error
+// naming the first invalid field, e.g. "robots_guard: verify: refresh: ...".
+func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 	errf := func(field, format string, args ...any) error {
 		return fmt.Errorf("robots_guard: verify: %s: "+format, append([]any{field}, args...)...)
 	}
@@ -176,26 +178,29 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 	}
 	switch r := time.Duration(c.Refresh); {
 	case r == 0:
-		c.Refresh = duration.Duration(identity.DefaultRefresh)
-	case r < identity.MinRefresh:
+		c.Refresh = duration.Duration(DefaultRefresh)
+	case r < MinRefresh:
 		return nil, errf("refresh", "must be at least 1h (the operators' feeds change slowly), got %s", r)
 	}
 	switch d := time.Duration(c.DNSTimeout); {
 	case d == 0:
-		c.DNSTimeout = duration.Duration(identity.DefaultDNSTimeout)
-	case d < 0 || d > maxDNSTimeout:
+		c.DNSTimeout = duration.Duration(DefaultDNSTimeout)
+	case d < 0 || d > MaxDNSTimeout:
 		return nil, errf("dns_timeout", "must be between 0 and 30s, got %s", d)
 	}
-	if err := identity.CheckResolver(c.Resolver); err != nil {
+	if err := CheckResolver(c.Resolver); err != nil {
 		return nil, errf("resolver", "%v", err)
 	}
-	if err := orDefault(&c.DNSCacheSize, identity.DefaultCacheSize, "verify: dns_cache_size"); err != nil {
-		return nil, err
+	switch {
+	case c.DNSCacheSize == 0:
+		c.DNSCacheSize = DefaultCacheSize
+	case c.DNSCacheSize < 0:
+		return nil, errf("dns_cache_size", "must be positive, got %d", c.DNSCacheSize)
 	}
 	if w := c.WebBotAuth; w != nil {
 		for i, a := range w.Agents {
 			field := fmt.Sprintf("web_bot_auth: agents[%d]", i)
-			o, err := identity.NormalizeOrigin(a.Origin)
+			o, err := NormalizeOrigin(a.Origin)
 			switch {
 			case err != nil:
 				return nil, errf(field, "%v", err)
@@ -208,18 +213,113 @@ func (c VerifyConfig) withDefaults() (*VerifyConfig, error) {
 		switch d := time.Duration(w.MaxWindow); {
 		case d == 0:
 			w2 := *w
-			w2.MaxWindow = duration.Duration(identity.DefaultMaxWindow)
+			w2.MaxWindow = duration.Duration(DefaultMaxWindow)
 			c.WebBotAuth = &w2
 		case d < time.Minute || d > 7*24*time.Hour:
 			return nil, errf("web_bot_auth: max_window", "must be between 1m and 168h, got %s", d)
 		}
 	}
 	ops := c.Registry()
-	if err := identity.Validate(ops); err != nil {
+	if err := Validate(ops); err != nil {
 		return nil, fmt.Errorf("robots_guard: verify: %w", err)
 	}
 	if len(ops) == 0 {
 		return nil, errf("operators", "the registry is empty (builtin is off and no operator is given)")
 	}
 	return &c, nil
+}
+
+// Deps is what a Verifier built from a VerifyConfig runs with besides it.
+type Deps struct {
+	// Storage keeps the last good copy of each feed; nil: CacheDir's
+	// directory, or none.
+	Storage Storage
+	// Logger receives feed warnings and state changes; nil: none.
+	Logger *zap.Logger
+	// Observer receives feed and lookup outcomes; nil: none.
+	Observer Observer
+	// Now tells the time; nil: time.Now.
+	Now func() time.Time
+	// TLS, when not nil, is the TLS configuration of key directory
+	// fetches (tests, a private CA given in code); else CAFile's roots,
+	// or the system's.
+	TLS *tls.Config
+}
+
+// NewVerifier returns the Verifier of c (with its defaults applied, see
+// WithDefaults): its registry, feeds and DNS settings, and Web Bot Auth
+// with the agents' key files and CA file read now.
+func (c VerifyConfig) NewVerifier(d Deps) (*Verifier, error) {
+	ic := Config{
+		Operators:  c.Registry(),
+		Refresh:    time.Duration(c.Refresh),
+		DNSTimeout: time.Duration(c.DNSTimeout),
+		Resolver:   c.Resolver,
+		CacheSize:  c.DNSCacheSize,
+		Storage:    d.Storage,
+		Logger:     d.Logger,
+		Observer:   d.Observer,
+		Now:        d.Now,
+		OnDemand:   c.FetchFeeds == FeedsOnDemand,
+	}
+	if w := c.WebBotAuth; w != nil {
+		wc, err := w.runtime(d.TLS)
+		if err != nil {
+			return nil, err
+		}
+		ic.WebBotAuth = wc
+	}
+	if ic.Storage == nil && c.CacheDir != "" {
+		ic.Storage = DirStorage(c.CacheDir)
+	}
+	v, err := New(ic)
+	if err != nil {
+		return nil, fmt.Errorf("robots_guard: verify: %w", err)
+	}
+	return v, nil
+}
+
+// runtime reads the agents' key files and the CA file of w.
+func (w *WebBotAuthSettings) runtime(tlsCfg *tls.Config) (*WebBotAuthConfig, error) {
+	wc := &WebBotAuthConfig{Discover: w.Discover, MaxWindow: time.Duration(w.MaxWindow), AllowPrivate: w.AllowPrivateDirectories, TLS: tlsCfg}
+	if w.CAFile != "" && wc.TLS == nil {
+		pem, err := os.ReadFile(w.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: ca_file: %s holds no PEM certificate", w.CAFile)
+		}
+		wc.TLS = &tls.Config{RootCAs: pool}
+	}
+	for _, a := range w.Agents {
+		ag := Agent{Origin: a.Origin, Operator: a.Operator}
+		for _, f := range a.Keys {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key: %w", a.Origin, err)
+			}
+			k, err := ParseJWK(b)
+			if err != nil {
+				return nil, fmt.Errorf("robots_guard: verify: web_bot_auth: agent %s: key %s: %w", a.Origin, f, err)
+			}
+			ag.Keys = append(ag.Keys, k)
+		}
+		wc.Agents = append(wc.Agents, ag)
+	}
+	return wc, nil
+}
+
+// either sets an empty *v to def and refuses a value other than def and
+// other, with errf naming field.
+func either(v *string, def, other string, errf func(field, format string, args ...any) error, field string) error {
+	switch *v {
+	case "":
+		*v = def
+	case def, other:
+	default:
+		return errf(field, "must be %q or %q, got %q", def, other, *v)
+	}
+	return nil
 }
