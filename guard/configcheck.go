@@ -92,32 +92,7 @@ func (c *Config) signalDefaults() error {
 	return nil
 }
 
-// either sets an empty *v to def and refuses a value other than def and
-// other, with errf naming field.
-func either(v *string, def, other string, errf func(field, format string, args ...any) error, field string) error {
-	switch *v {
-	case "":
-		*v = def
-	case def, other:
-	default:
-		return errf(field, "must be %q or %q, got %q", def, other, *v)
-	}
-	return nil
-}
-
 // configErr is the error of an invalid field: "robots_guard: <field>: ...".
 func configErr(field, format string, args ...any) error {
 	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
-}
-
-// orDefault sets a zero *v to def and rejects a negative one, naming the
-// field.
-func orDefault[T int | int64](v *T, def T, field string) error {
-	switch {
-	case *v == 0:
-		*v = def
-	case *v < 0:
-		return fmt.Errorf("robots_guard: %s: must be positive, got %d", field, *v)
-	}
-	return nil
 }
