@@ -3,7 +3,6 @@ package guard
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -65,17 +64,8 @@ func NewStoreLimiter(cfg Config, opts ...Option) (*limit.Redis, error) {
 
 func newStoreLimiter(cfg Config, o options) (*limit.Redis, error) {
 	sc := cfg.Store
-	rc := limit.RedisConfig{
-		URL:       sc.Redis,
-		Cluster:   sc.Cluster,
-		KeyPrefix: sc.KeyPrefix,
-		Timeout:   time.Duration(sc.Timeout),
-		OnError:   sc.OnStoreError,
-		Tolerance: *cfg.CrawlDelay.Tolerance,
-		LocalKeys: cfg.CrawlDelay.MaxKeys,
-		Logger:    o.logger,
-		TLS:       o.storeTLS,
-	}
+	rc := sc.RedisConfig(cfg.CrawlDelay)
+	rc.Logger, rc.TLS = o.logger, o.storeTLS
 	if so, ok := o.observer.(limit.StoreObserver); ok {
 		rc.Observer = so
 	}

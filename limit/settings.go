@@ -273,3 +273,16 @@ func orDefault[T int | int64](v *T, def T, field string) error {
 	}
 	return nil
 }
+
+// RedisConfig returns the configuration of the Redis limiter that c and
+// the crawl_delay block cd describe (with their defaults applied): the
+// store's server and behaviour, cd's tolerance, and cd's MaxKeys as the
+// bound of its local keys.
+func (c StoreConfig) RedisConfig(cd CrawlDelayConfig) RedisConfig {
+	rc := RedisConfig{URL: c.Redis, Cluster: c.Cluster, KeyPrefix: c.KeyPrefix, Timeout: time.Duration(c.Timeout),
+		OnError: c.OnStoreError, LocalKeys: cd.MaxKeys}
+	if cd.Tolerance != nil {
+		rc.Tolerance = *cd.Tolerance
+	}
+	return rc
+}
