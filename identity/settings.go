@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/robotsguard/robotsguard/duration"
+	"github.com/robotsguard/robotsguard/internal/settings"
 )
 
 // Values of VerifyConfig.OnSpoofed, VerifyConfig.OnDNSError and
@@ -167,13 +168,13 @@ func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 		}
 		return &c, nil
 	}
-	if err := either(&c.FetchFeeds, FeedsOnDemand, FeedsAtStart, errf, "fetch_feeds"); err != nil {
+	if err := settings.Either(&c.FetchFeeds, FeedsOnDemand, FeedsAtStart, "verify", "fetch_feeds"); err != nil {
 		return nil, err
 	}
-	if err := either(&c.OnSpoofed, SpoofedDeny, SpoofedStar, errf, "on_spoofed"); err != nil {
+	if err := settings.Either(&c.OnSpoofed, SpoofedDeny, SpoofedStar, "verify", "on_spoofed"); err != nil {
 		return nil, err
 	}
-	if err := either(&c.OnDNSError, DNSErrorStar, DNSErrorHeader, errf, "on_dns_error"); err != nil {
+	if err := settings.Either(&c.OnDNSError, DNSErrorStar, DNSErrorHeader, "verify", "on_dns_error"); err != nil {
 		return nil, err
 	}
 	switch r := time.Duration(c.Refresh); {
@@ -309,17 +310,4 @@ func (w *WebBotAuthSettings) runtime(tlsCfg *tls.Config) (*WebBotAuthConfig, err
 		wc.Agents = append(wc.Agents, ag)
 	}
 	return wc, nil
-}
-
-// either sets an empty *v to def and refuses a value other than def and
-// other, with errf naming field.
-func either(v *string, def, other string, errf func(field, format string, args ...any) error, field string) error {
-	switch *v {
-	case "":
-		*v = def
-	case def, other:
-	default:
-		return errf(field, "must be %q or %q, got %q", def, other, *v)
-	}
-	return nil
 }

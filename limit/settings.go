@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/duration"
+	"github.com/robotsguard/robotsguard/internal/settings"
 )
 
 // Defaults and bounds of the crawl_delay, clients and bans blocks. A zero
@@ -88,12 +89,12 @@ type ClientsConfig struct {
 // crawl_delay: key: ...".
 func (c CrawlDelayConfig) WithDefaults() (CrawlDelayConfig, error) {
 	errf := func(field, format string, args ...any) error {
-		return configErr("crawl_delay: "+field, format, args...)
+		return settings.Errorf("crawl_delay", field, format, args...)
 	}
-	if err := either(&c.Key, KeyIP, KeyGroup, errf, "key"); err != nil {
+	if err := settings.Either(&c.Key, KeyIP, KeyGroup, "crawl_delay", "key"); err != nil {
 		return c, err
 	}
-	if err := either(&c.Scope, ScopeSite, ScopeBlock, errf, "scope"); err != nil {
+	if err := settings.Either(&c.Scope, ScopeSite, ScopeBlock, "crawl_delay", "scope"); err != nil {
 		return c, err
 	}
 	switch t := c.Tolerance; {
@@ -103,7 +104,7 @@ func (c CrawlDelayConfig) WithDefaults() (CrawlDelayConfig, error) {
 	case !(*t >= 0 && *t <= MaxTolerance): // NaN too
 		return c, errf("tolerance", "must be a number of Crawl-delays between 0 and %g (such as 2.5, or 0.25 for a quarter of the delay), got %g", MaxTolerance, *t)
 	}
-	return c, orDefault(&c.MaxKeys, DefaultMaxKeys, "crawl_delay: max_keys")
+	return c, settings.OrDefault(&c.MaxKeys, DefaultMaxKeys, "crawl_delay", "max_keys")
 }
 
 // WithDefaults returns c with its zero fields set to their defaults, or
@@ -112,12 +113,12 @@ func (c ClientsConfig) WithDefaults() (ClientsConfig, error) {
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = DefaultIPv4Prefix
 	} else if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return c, configErr("clients: ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
+		return c, settings.Errorf("clients", "ipv4_prefix", "must be between 1 and 32, got %d", c.IPv4Prefix)
 	}
 	if c.IPv6Prefix == 0 {
 		c.IPv6Prefix = DefaultIPv6Prefix
 	} else if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return c, configErr("clients: ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
+		return c, settings.Errorf("clients", "ipv6_prefix", "must be between 1 and 128, got %d", c.IPv6Prefix)
 	}
 	return c, nil
 }
@@ -148,7 +149,7 @@ type BansConfig struct {
 // an error that names the first invalid field.
 func (c BansConfig) WithDefaults() (BansConfig, error) {
 	errf := func(field, format string, args ...any) error {
-		return configErr("bans: "+field, format, args...)
+		return settings.Errorf("bans", field, format, args...)
 	}
 	switch d := time.Duration(c.Max); {
 	case d == 0:
@@ -172,7 +173,7 @@ func (c BansConfig) WithDefaults() (BansConfig, error) {
 			return c, errf("after", "window must be between 0 and 24h, got %s", w)
 		}
 	}
-	return c, orDefault(&c.MaxEntries, DefaultMaxBans, "bans: max_entries")
+	return c, settings.OrDefault(&c.MaxEntries, DefaultMaxBans, "bans", "max_entries")
 }
 
 // BanAfter is BansConfig.After.
@@ -238,40 +239,10 @@ func (c StoreConfig) WithDefaults() (*StoreConfig, error) {
 	case d < 0 || d > MaxStoreTimeout:
 		return nil, errf("timeout", "must be between 0 and 5s, got %s", d)
 	}
-	if err := either(&c.OnStoreError, OnErrorAllow, OnErrorDeny, errf, "on_store_error"); err != nil {
+	if err := settings.Either(&c.OnStoreError, OnErrorAllow, OnErrorDeny, "store", "on_store_error"); err != nil {
 		return nil, err
 	}
 	return &c, nil
-}
-
-// configErr is the error of an invalid field: "robots_guard: <field>: ...".
-func configErr(field, format string, args ...any) error {
-	return fmt.Errorf("robots_guard: %s: "+format, append([]any{field}, args...)...)
-}
-
-// either sets an empty *v to def and refuses a value other than def and
-// other, with errf naming field.
-func either(v *string, def, other string, errf func(field, format string, args ...any) error, field string) error {
-	switch *v {
-	case "":
-		*v = def
-	case def, other:
-	default:
-		return errf(field, "must be %q or %q, got %q", def, other, *v)
-	}
-	return nil
-}
-
-// orDefault sets a zero *v to def and rejects a negative one, naming the
-// field.
-func orDefault[T int | int64](v *T, def T, field string) error {
-	switch {
-	case *v == 0:
-		*v = def
-	case *v < 0:
-		return fmt.Errorf("robots_guard: %s: must be positive, got %d", field, *v)
-	}
-	return nil
 }
 
 // RedisConfig returns the configuration of the Redis limiter that c and
