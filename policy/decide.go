@@ -52,16 +52,19 @@ func (a Agent) Decide(target string) Decision {
 	}
 	d.Group = r.merged[a.group].name
 	d.CrawlDelay, d.CrawlDelayLine = r.merged[a.group].delay, r.merged[a.group].delayLine
-	// The canonical target, in a pooled scratch buffer: most request
-	// targets are canonical already and are copied as they are; others
-	// are normalised.
-	sc := r.scratch.Get().(*scratch)
-	if p, slash := requestPath(target); !slash && isCanonical(p) {
-		sc.target = append(sc.target[:0], p...)
+	// The canonical target: most request targets are canonical already
+	// and are copied as they are into a buffer on the stack; longer ones,
+	// and the others, which are normalised, into a pooled scratch buffer.
+	var buf [stackTarget]byte
+	var t []byte
+	var sc *scratch
+	if p, slash := requestPath(target); !slash && len(p) <= len(buf) && isCanonical(p) {
+		t = append(buf[:0], p...)
 	} else {
+		sc = r.scratch.Get().(*scratch)
 		sc.target = canonicalTarget(sc.target, p, slash)
+		t = sc.target
 	}
-	t := sc.target
 	pathLen := bytes.IndexByte(t, '?')
 	if pathLen < 0 {
 		pathLen = len(t)
@@ -71,9 +74,15 @@ func (a Agent) Decide(target string) Decision {
 	} else {
 		d = r.decideSets(a, t, d)
 	}
-	r.scratch.Put(sc)
+	if sc != nil {
+		r.scratch.Put(sc)
+	}
 	return d
 }
+
+// stackTarget is the longest canonical target Decide copies to its stack
+// (most are far shorter).
+const stackTarget = 256
 
 // decideSets matches canonical target t against the rule sets of a's
 // group (or groups) and fills d's verdict (and Crawl-delay, for several).
