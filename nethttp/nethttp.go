@@ -54,13 +54,17 @@ func WithDenyHandler(f ResponseFunc) Option { return func(o *options) { o.deny =
 // should set Retry-After from Verdict.RetryAfterSeconds.
 func WithThrottleHandler(f ResponseFunc) Option { return func(o *options) { o.throttle = f } }
 
+// collect applies opts to the defaults: the connection's address, and
+// e's own answers.
 func collect(e *guard.Engine, opts []Option) options {
-	o := options{clientIP: func(r *http.Request) string { return r.RemoteAddr }, deny: e.Respond, throttle: e.Respond}
+	o := options{clientIP: remoteAddr, deny: e.Respond, throttle: e.Respond}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	return o
 }
+
+func remoteAddr(r *http.Request) string { return r.RemoteAddr }
 
 // Handler returns next wrapped by e: allowed requests reach next, denied
 // ones get 403 and throttled ones 429 with Retry-After (or what
@@ -96,9 +100,5 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TrapLink returns the trap link of r's client (Engine.TrapLinkFor), its
 // address read as Handler reads it with the same options.
 func TrapLink(e *guard.Engine, r *http.Request, opts ...Option) string {
-	o := options{clientIP: func(r *http.Request) string { return r.RemoteAddr }}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return e.TrapLinkFor(o.clientIP(r))
+	return e.TrapLinkFor(collect(e, opts).clientIP(r))
 }
