@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -134,10 +135,10 @@ func (w *nopWriter) Header() http.Header         { return w.h }
 func (w *nopWriter) WriteHeader(int)             {}
 func (w *nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
-// benchGuard provisions a robots_guard for testRobots, cleaned up when the
+// benchGuard provisions a robots_guard for testorigin.Sample, cleaned up when the
 // benchmark ends.
 func benchGuard(b *testing.B) *RobotsGuard {
-	file := writeRobots(b, testRobots)
+	file := testorigin.WriteFile(b, testorigin.Sample)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	b.Cleanup(cancel)
 	g := &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}}

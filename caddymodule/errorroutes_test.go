@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
 
 // freePort returns a loopback port that was free a moment ago.
@@ -34,7 +35,7 @@ func freePort(t *testing.T) int {
 // answer a stopped request, and that Caddy answers an error no route takes
 // with the status alone.
 func TestErrorRoutesThroughCaddy(t *testing.T) {
-	robots := writeRobots(t, "User-agent: GPTBot\nDisallow: /\n")
+	robots := testorigin.WriteFile(t, "User-agent: GPTBot\nDisallow: /\n")
 	const own = "Disallowed by robots.txt line 2 for GPTBot"
 	cases := []struct {
 		name  string

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -70,7 +71,7 @@ func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 // TestServeHTTPWithoutServer covers the module outside a Caddy server (no
 // handle_errors): it answers stopped requests itself, with the body.
 func TestServeHTTPWithoutServer(t *testing.T) {
-	file := writeRobots(t, testRobots)
+	file := testorigin.WriteFile(t, testorigin.Sample)
 	g := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}})
 	for _, tc := range []struct {
 		ua, target string
@@ -123,7 +124,7 @@ var burst = 1 + int(math.Floor(limit.DefaultTolerance))
 // configuration (a config reload) shares the Engine, so the Crawl-delay
 // clock goes on; a different configuration gets its own.
 func TestStateSurvivesReprovision(t *testing.T) {
-	file := writeRobots(t, testRobots)
+	file := testorigin.WriteFile(t, testorigin.Sample)
 	a := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: file}}})
 	for i := range burst {
 		if w := serve(a, "SlowBot/1", "/a"); w.Code != 200 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
 )
@@ -92,8 +93,8 @@ func TestPlaceholderProvider(t *testing.T) {
 // first handed its values as a provider or set them, and so on for a
 // third.
 func TestPlaceholdersTwoGuards(t *testing.T) {
-	deny := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: sites.Config{Source: writeRobots(t, "User-agent: GPTBot\nDisallow: /\n")}}})
-	allow := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: writeRobots(t, "User-agent: *\nAllow: /\n")}}})
+	deny := provisioned(t, &RobotsGuard{Config: guard.Config{DryRun: true, RobotsTxt: sites.Config{Source: testorigin.WriteFile(t, "User-agent: GPTBot\nDisallow: /\n")}}})
+	allow := provisioned(t, &RobotsGuard{Config: guard.Config{RobotsTxt: sites.Config{Source: testorigin.WriteFile(t, "User-agent: *\nAllow: /\n")}}})
 	type want struct{ group, action string }
 	for _, tc := range []struct {
 		name   string

@@ -15,35 +15,15 @@ import (
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testdns"
 	"github.com/robotsguard/robotsguard/internal/testkeys"
+	"github.com/robotsguard/robotsguard/internal/testorigin"
 )
 
-const testRobots = `User-agent: GPTBot
-Disallow: /
-
-User-agent: SlowBot
-Crawl-delay: 5
-Disallow: /private/
-
-User-agent: *
-Disallow: /private/
-Allow: /private/open
-`
-
-func writeRobots(t testing.TB, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "robots.txt")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestRobotsTest(t *testing.T) {
-	file := writeRobots(t, testRobots)
+	file := testorigin.WriteFile(t, testorigin.Sample)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
-			w.Write([]byte(testRobots))
+			w.Write([]byte(testorigin.Sample))
 		case "/moved":
 			http.Redirect(w, r, "/robots.txt", http.StatusMovedPermanently)
 		case "/broken":
@@ -79,7 +59,7 @@ func TestRobotsTest(t *testing.T) {
 		{name: "url redirect", ua: "GPTBot", url: srv.URL + "/moved", paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
 		{name: "url 404 allows all", ua: "GPTBot", url: srv.URL + "/missing", paths: []string{"/x"}, code: 0, want: []string{"404", "everything is allowed", "/x", "allowed", "(none)"}},
 		{name: "url 502 is an error", ua: "GPTBot", url: srv.URL + "/broken", paths: []string{"/x"}, code: 2, wantErr: "502"},
-		{name: "stdin", ua: "GPTBot", stdin: testRobots, paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
+		{name: "stdin", ua: "GPTBot", stdin: testorigin.Sample, paths: []string{"/x"}, code: 1, want: []string{"DISALLOWED"}},
 		{name: "no ua", file: file, paths: []string{"/x"}, code: 2, wantErr: "--ua is required"},
 		{name: "file and url", ua: "x", file: file, url: srv.URL, paths: []string{"/x"}, code: 2, wantErr: "not both"},
 		{name: "missing file", ua: "x", file: filepath.Join(t.TempDir(), "nope"), paths: []string{"/x"}, code: 2, wantErr: "no such file"},
@@ -107,8 +87,8 @@ func TestRobotsTest(t *testing.T) {
 }
 
 func TestRobotsLint(t *testing.T) {
-	clean := writeRobots(t, "User-agent: *\nDisallow: /private/\n")
-	warn := writeRobots(t, "Disallow: /early\nUser-agent: *\nDisalow: /x\nDisallow: /\nAllow: /public\n")
+	clean := testorigin.WriteFile(t, "User-agent: *\nDisallow: /private/\n")
+	warn := testorigin.WriteFile(t, "Disallow: /early\nUser-agent: *\nDisalow: /x\nDisallow: /\nAllow: /public\n")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("User-agent: *\nCrawl-delay: soon\n"))
 	}))
@@ -166,7 +146,7 @@ func TestRobotsTestVerify(t *testing.T) {
 	dns := testdns.Start(t)
 	dns.PTR("11.51.100.7", "bot-7.crawl.acme.example")
 	dns.Host("bot-7.crawl.acme.example", "11.51.100.7")
-	robots := writeRobots(t, "User-agent: Googlebot\nUser-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n")
+	robots := testorigin.WriteFile(t, "User-agent: Googlebot\nUser-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n")
 	vo := func(ip, onSpoofed string) verifyOpts {
 		return verifyOpts{ip: ip, resolver: dns.Addr, operators: ops, onSpoofed: onSpoofed}
 	}
@@ -210,8 +190,8 @@ func TestRobotsTestVerify(t *testing.T) {
 }
 
 func TestRobotsLintTraps(t *testing.T) {
-	file := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: Googlebot\nDisallow: /private/\n")
-	armed := writeRobots(t, "User-agent: *\nDisallow: /no-robots/\n")
+	file := testorigin.WriteFile(t, "User-agent: *\nDisallow: /no-robots/\n\nUser-agent: Googlebot\nDisallow: /private/\n")
+	armed := testorigin.WriteFile(t, "User-agent: *\nDisallow: /no-robots/\n")
 	var out bytes.Buffer
 	code, err := runLint(&out, file, lintOpts{traps: []string{"/no-robots/"}})
 	if code != 1 || err != nil || !strings.Contains(out.String(), "trap /no-robots/: NOT armed: allowed for Googlebot") {
@@ -273,7 +253,7 @@ func TestRobotsTestSignature(t *testing.T) {
 		}
 		return hs
 	}
-	robots := writeRobots(t, "User-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n")
+	robots := testorigin.WriteFile(t, "User-agent: AcmeBot\nAllow: /\n\nUser-agent: *\nDisallow: /\n")
 	vo := verifyOpts{ip: "11.0.113.9", operators: ops, onSpoofed: "deny", authority: "shop.example", allowPrivate: true,
 		tls: &tls.Config{RootCAs: dir.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}}
 	var out bytes.Buffer

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -136,4 +139,30 @@ func (s *statusSpy) Write(b []byte) (int, error) {
 		s.code = http.StatusOK
 	}
 	return s.ResponseWriter.Write(b)
+}
+
+// Sample is a robots.txt with a group that disallows everything, one with
+// a Crawl-delay, and "*" with an Allow inside a Disallow (lines 2, 5, 6, 9,
+// 10).
+const Sample = `User-agent: GPTBot
+Disallow: /
+
+User-agent: SlowBot
+Crawl-delay: 5
+Disallow: /private/
+
+User-agent: *
+Disallow: /private/
+Allow: /private/open
+`
+
+// WriteFile writes body to a robots.txt in a temporary directory of t and
+// returns its path.
+func WriteFile(t testing.TB, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
