@@ -191,7 +191,7 @@ func (AdminAPI) handleUnban(w http.ResponseWriter, r *http.Request) error {
 		found = found || ok
 	}
 	if !enabled {
-		return apiError(http.StatusNotFound, "unban: no robots_guard has traps or ban_after configured")
+		return apiError(http.StatusNotFound, "unban: no robots_guard has traps or bans.after configured")
 	}
 	if !found {
 		return apiError(http.StatusNotFound, "unban: %s is not banned", client)

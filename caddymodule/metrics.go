@@ -41,7 +41,7 @@ var (
 		"Forward-confirmed reverse-DNS checks by outcome (verified, failed: spoofed, error: unverifiable).",
 		"outcome")
 	bansTotal = counterVec("bans_total",
-		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held max_bans live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
+		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held bans.max_entries live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
 		"trigger", "outcome", "dry_run")
 	storeCallsTotal = counterVec("store_calls_total",
 		"Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",

@@ -59,7 +59,7 @@ func init() {
 // module's configuration does not change, and every cached robots.txt is
 // revalidated before the next bot request of its site. The Crawl-delay
 // clocks (and a store's connections) carry over as long as max_keys,
-// crawl_delay_tolerance and store do not change: handlers with the same
+// crawl_delay.tolerance and store do not change: handlers with the same
 // three share one limiter, and its max_keys bound. Crawler verification's
 // feeds and DNS cache carry over as long as the verify block does not
 // change; the last good copy of each feed is kept in Caddy's storage
@@ -160,7 +160,7 @@ func (s *sharedLimiter) Destruct() error {
 // same configuration, the Engine is kept and its copies are marked; with
 // a changed one, the new Engine starts from the old copies (same
 // robots_txt source) and marks them. The Crawl-delay clocks are kept as
-// long as max_keys and crawl_delay_tolerance do not change.
+// long as crawl_delay.max_keys and crawl_delay.tolerance do not change.
 func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
 	cfg, err := g.Config.WithDefaults()
@@ -252,7 +252,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 }
 
 // provisionLimiter loads or makes the shared Crawl-delay limiter for cfg's
-// limiter settings (max_keys, crawl_delay_tolerance and the store block),
+// limiter settings (crawl_delay.max_keys, crawl_delay.tolerance and the store block),
 // and points a store limiter's log at this config's.
 func (g *RobotsGuard) provisionLimiter(cfg guard.Config) (*sharedLimiter, error) {
 	lk := limiterKey{maxKeys: cfg.CrawlDelay.MaxKeys, tolerance: *cfg.CrawlDelay.Tolerance}

@@ -209,7 +209,7 @@ func (s storageClocks) StoreTrapClock(site, trap string, since, confirmed time.T
 	defer cancel()
 	v := since.UTC().Format(time.RFC3339Nano) + " " + confirmed.UTC().Format(time.RFC3339Nano)
 	if err := s.st.Store(ctx, trapClockKey(site, trap), []byte(v)); err != nil {
-		s.log.Warn("robots_guard: keeping a trap's grace clock in storage; a restart will wait trap_grace again", zap.String("site", site), zap.String("trap", trap), zap.Error(err))
+		s.log.Warn("robots_guard: keeping a trap's grace clock in storage; a restart will wait traps.grace again", zap.String("site", site), zap.String("trap", trap), zap.Error(err))
 	}
 }
 

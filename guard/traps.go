@@ -97,7 +97,7 @@ func (e *Engine) announceTrap(ent *sites.Site, i int, since int64) {
 		e.log.Info("robots_guard: trap armed", site, trap, zap.Time("disallowed_since", time.Unix(0, since).UTC()))
 		return
 	}
-	e.log.Info("robots_guard: trap waiting: robots.txt disallows it for every bot; it arms when that has held for trap_grace",
+	e.log.Info("robots_guard: trap waiting: robots.txt disallows it for every bot; it arms when that has held for traps.grace",
 		site, trap, zap.Time("arms_at", time.Unix(0, armsAt).UTC()))
 	if !e.realClock || e.armTimers.Add(1) > maxArmTimers {
 		e.armTimers.Add(-1)
@@ -290,7 +290,7 @@ func (e *Engine) Banning() bool { return e.bans != nil }
 // forgets its earlier bans. It reports whether there was one.
 func (e *Engine) Unban(ctx context.Context, client string) (bool, error) {
 	if e.bans == nil {
-		return false, errors.New("robots_guard: unban: no bans: neither traps nor ban_after is configured")
+		return false, errors.New("robots_guard: unban: no bans: neither traps nor bans.after is configured")
 	}
 	addr, _, _ := strings.Cut(client, "/")
 	if _, err := netip.ParseAddr(addr); err != nil {

@@ -154,9 +154,9 @@ func (c *Cache) unreachableMeans(kept bool) string {
 	case kept:
 		return "the last good copy stays in force"
 	case c.allowUnreachable:
-		return "every bot may fetch everything (on_unreachable allow)"
+		return "every bot may fetch everything (robots_txt.on_unreachable allow)"
 	}
-	return "bots are refused everything (on_unreachable disallow)"
+	return "bots are refused everything (robots_txt.on_unreachable disallow)"
 }
 
 // reportState logs, once per change of what it means for bots, the state

@@ -257,7 +257,7 @@ func printSource(out io.Writer, src string, x guard.Explanation) (int, error) {
 		if st.Status != 0 {
 			why = fmt.Sprintf("%d %s", st.Status, http.StatusText(st.Status))
 		}
-		return exitError, fmt.Errorf("%s: robots.txt unreachable (%s): robots_guard would refuse bots everything (on_unreachable disallow) until a copy arrives", src, why)
+		return exitError, fmt.Errorf("%s: robots.txt unreachable (%s): robots_guard would refuse bots everything (robots_txt.on_unreachable disallow) until a copy arrives", src, why)
 	}
 	return exitOK, nil
 }
@@ -266,7 +266,7 @@ func printSource(out io.Writer, src string, x guard.Explanation) (int, error) {
 // bot's at all, the verification of its claim, and its documented purpose.
 func printPreamble(out io.Writer, x guard.Explanation) {
 	if !x.Bot {
-		fmt.Fprintln(out, "# not a bot by robots_guard's reading of the header (a browser, or an HTTP tool with http_tools_are_bots off): it passes untouched")
+		fmt.Fprintln(out, "# not a bot by robots_guard's reading of the header (a browser, or an HTTP tool without bots { http_tools }): it passes untouched")
 	}
 	if vx := x.Verification; vx != nil {
 		line := "# verification: " + vx.Verdict + " (" + vx.Operator

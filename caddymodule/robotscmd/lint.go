@@ -140,7 +140,7 @@ func runLint(out io.Writer, src string, o lintOpts) (int, error) {
 	}
 	for _, t := range o.traps {
 		if ok, by := traps.Armed(r, t); ok {
-			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for trap_grace; --address shows a running Caddy's state)\n", t)
+			fmt.Fprintf(out, "trap %s: disallowed for every group (robots_guard arms it once that has held for traps.grace; --address shows a running Caddy's state)\n", t)
 		} else {
 			code = exitFinding
 			fmt.Fprintf(out, "trap %s: NOT armed: allowed for %s; robots_guard will not ban for it (it could catch a compliant crawler)\n", t, by)
@@ -172,7 +172,7 @@ func runTrapStates(out io.Writer, addr string, traps []string) (int, error) {
 			case "armed":
 				fmt.Fprintf(out, "trap %s at %s: armed\n", ts.Trap, s.Site)
 			case "waiting":
-				fmt.Fprintf(out, "trap %s at %s: waiting until %s (trap_grace)\n", ts.Trap, s.Site, ts.ArmsAt.Format(time.RFC3339))
+				fmt.Fprintf(out, "trap %s at %s: waiting until %s (traps.grace)\n", ts.Trap, s.Site, ts.ArmsAt.Format(time.RFC3339))
 			default:
 				code = exitFinding
 				fmt.Fprintf(out, "trap %s at %s: NOT armed: allowed for %s\n", ts.Trap, s.Site, ts.AllowedFor)
