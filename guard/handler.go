@@ -83,13 +83,6 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 	}
 }
 
-// Respond writes the answer to a request that v stops (v.Enforced()): 403
-// or 429 with Retry-After and a short text body that no cache may keep.
-// The fronts answer with it (package nethttp unless told otherwise).
-func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, v Verdict) {
-	e.writeVerdict(w, r, v)
-}
-
 // localPort returns the port of the server's side of r's connection (from
 // http.LocalAddrContextKey: TCP, or UDP for HTTP/3), or 0 when there is
 // none (a Unix socket). Front ends put it into Request.Port.
@@ -139,10 +132,10 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
-// writeVerdict is the default answer to a stopped request: the status,
-// Retry-After for Throttle, and the message as a text/plain body that no
-// cache may keep (the answer depends on the User-Agent).
-func (e *Engine) writeVerdict(w http.ResponseWriter, _ *http.Request, v Verdict) {
+// Respond writes the answer to a request that v stops (v.Enforced()): 403
+// or 429 with Retry-After and a short text body that no cache may keep.
+// The fronts answer with it (package nethttp unless told otherwise).
+func (e *Engine) Respond(w http.ResponseWriter, _ *http.Request, v Verdict) {
 	// Each answer gets header values of its own: a handler after the
 	// guard may rewrite a value in place (Caddy's header directive does,
 	// when it is deferred).

@@ -36,7 +36,7 @@ func TestAnswersShareNoHeaderValues(t *testing.T) {
 // while its robots.txt is unreachable.
 func TestRobotsTxtAlwaysServed(t *testing.T) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	e, _ := trapEngine(t, trapRobots, clk, nil)
 	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1") // banned
 	for _, target := range []string{"/robots.txt", "/robots.txt?x", "/%72obots.txt", "/robots%2Etxt", "http://example.com/robots.txt"} {
 		if v := at(e, uaChrome, target, "198.51.100.7:1"); v.Action != Allow || v.Reason != ReasonRobotsTxt {

@@ -32,8 +32,8 @@ Disallow: /no-robots/
 Crawl-delay: 1
 `
 
-// trapEnforcer has the trap /no-robots/ and bans of 1 h (2 h max).
-func trapEnforcer(t testing.TB, robots string, clk *testclock.Clock, mod func(*Config), opts ...Option) (*Engine, *observer.ObservedLogs) {
+// trapEngine has the trap /no-robots/ and bans of 1 h (2 h max).
+func trapEngine(t testing.TB, robots string, clk *testclock.Clock, mod func(*Config), opts ...Option) (*Engine, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	zero := duration.Duration(0)
@@ -59,7 +59,7 @@ func at(e *Engine, ua, target, ip string) Verdict {
 // cap; other clients are not affected.
 func TestTrapBansBrowserHeader(t *testing.T) {
 	clk := testclock.New()
-	e, logs := trapEnforcer(t, trapRobots, clk, nil)
+	e, logs := trapEngine(t, trapRobots, clk, nil)
 	const ip = "198.51.100.7:1234"
 	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
 		t.Fatalf("before: %v", v.Action)
@@ -126,7 +126,7 @@ func TestTrapNotArmed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testclock.New()
-			e, logs := trapEnforcer(t, tc.robots, clk, nil)
+			e, logs := trapEngine(t, tc.robots, clk, nil)
 			target := "/no-robots/x"
 			if tc.allowedFor == "" {
 				target = "/no-robots/open"
@@ -152,7 +152,7 @@ func TestTrapNotArmed(t *testing.T) {
 func TestTrapSparesVerified(t *testing.T) {
 	clk := testclock.New()
 	vc := verifyConfig(t, identity.SpoofedStar, "")
-	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Verify = vc.Verify })
+	e, _ := trapEngine(t, trapRobots, clk, func(c *Config) { c.Verify = vc.Verify })
 	deadline := time.Now().Add(5 * time.Second)
 	for !e.Verifier().Feeds()[0].Loaded {
 		if time.Now().After(deadline) {
@@ -176,7 +176,7 @@ func TestTrapSparesVerified(t *testing.T) {
 // wider, do not.
 func TestBanAfter(t *testing.T) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) {
+	e, _ := trapEngine(t, trapRobots, clk, func(c *Config) {
 		c.Traps.Paths = nil
 		c.Bans.After = &limit.BanAfter{Denials: 3, Window: duration.Duration(time.Minute)}
 	})
@@ -220,7 +220,7 @@ func TestBanAfter(t *testing.T) {
 // dry_run logs bans without enforcing them.
 func TestTrapDryRun(t *testing.T) {
 	clk := testclock.New()
-	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
+	e, logs := trapEngine(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
 	v := at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
 	if v.Reason != ReasonTrap || v.Enforced() {
 		t.Fatalf("dry run trap: %v %v", v.Reason, v.Enforced())
@@ -236,7 +236,7 @@ func TestTrapDryRun(t *testing.T) {
 // The report after a scripted mix of traffic has the exact counts.
 func TestReportCounts(t *testing.T) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	e, _ := trapEngine(t, trapRobots, clk, nil)
 	const bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)"
 	for range 3 {
 		at(e, bot, "/private/x", "203.0.113.1:1") // line 3, group *
@@ -345,7 +345,7 @@ func TestTrapGraceAndFetchMetadata(t *testing.T) {
 // ban in force: the cost of traps on every visitor (compare BenchmarkBrowser).
 func BenchmarkTrapsBrowser(b *testing.B) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	e, _ := trapEngine(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	runBench(b, serve(e, okHandler), r, 200)
 }
@@ -353,7 +353,7 @@ func BenchmarkTrapsBrowser(b *testing.B) {
 // BenchmarkBannedRequest is a request of a banned client, refused.
 func BenchmarkBannedRequest(b *testing.B) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
+	e, _ := trapEngine(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
 	at(e, uaChrome, e.TrapLinkFor("192.0.2.1:1234"), "192.0.2.1:1234")
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
@@ -381,7 +381,7 @@ func (o *banCounter) ObserveBan(trigger, outcome string, dryRun bool) {
 func TestBanDroppedWhenFull(t *testing.T) {
 	clk := testclock.New()
 	obs := &banCounter{}
-	e, logs := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Bans.MaxEntries = 2 }, WithObserver(obs))
+	e, logs := trapEngine(t, trapRobots, clk, func(c *Config) { c.Bans.MaxEntries = 2 }, WithObserver(obs))
 	for _, ip := range []string{"198.51.100.1:1", "198.51.100.2:1"} {
 		if v := at(e, uaChrome, e.TrapLinkFor(ip), ip); v.BanUntil == 0 {
 			t.Fatalf("%s: not banned", ip)
@@ -408,7 +408,7 @@ func TestBanDroppedWhenFull(t *testing.T) {
 // A browser-header client stopped by a trap and its ban is reported as
 // "(browser)", not as the "*" group its header falls to.
 func TestReportNamesBrowsers(t *testing.T) {
-	e, _ := trapEnforcer(t, trapRobots, testclock.New(), nil)
+	e, _ := trapEngine(t, trapRobots, testclock.New(), nil)
 	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
 	at(e, uaChrome, "/page", "198.51.100.7:1")
 	rows := e.Report().Sites[0].LastHour
@@ -424,7 +424,7 @@ func TestReportNamesBrowsers(t *testing.T) {
 // and bans nobody, so no third party can aim the trap at a visitor.
 func TestTrapLinksPerClient(t *testing.T) {
 	clk := testclock.New()
-	e, _ := trapEnforcer(t, trapRobots, clk, nil)
+	e, _ := trapEngine(t, trapRobots, clk, nil)
 	const scraper, visitor = "198.51.100.20:1", "198.51.100.21:1"
 	link := e.TrapLinkFor(scraper)
 	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+traps.TokenLen || link == e.TrapLinkFor(visitor) {
@@ -539,7 +539,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	store := &memClocks{m: map[string][2]time.Time{}}
 	grace := duration.Duration(time.Hour)
 	mk := func() (*Engine, *observer.ObservedLogs) {
-		return trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
+		return trapEngine(t, trapRobots, clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	}
 	state := func(e *Engine) traps.Status {
 		t.Helper()
@@ -590,7 +590,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 		t.Fatalf("the armed trap: %v %v", v.Action, v.Reason)
 	}
 	// A copy that stops disallowing it: not armed, and the kept clock goes.
-	e3, _ := trapEnforcer(t, "User-agent: *\nDisallow: /private/\n", clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
+	e3, _ := trapEngine(t, "User-agent: *\nDisallow: /private/\n", clk, func(c *Config) { c.Traps.Grace = &grace }, WithTrapClocks(store))
 	if st := state(e3); st.State != "not_armed" || st.AllowedFor == "" {
 		t.Fatalf("not disallowed: %+v", st)
 	}
@@ -613,7 +613,7 @@ func TestTrapFloodCannotLiftABan(t *testing.T) {
 	if raceEnabled {
 		n = 150_000
 	}
-	e, _ := trapEnforcer(t, trapRobots, clk, func(c *Config) { c.Traps.Links = traps.LinksStatic }, WithLogger(zap.NewNop()))
+	e, _ := trapEngine(t, trapRobots, clk, func(c *Config) { c.Traps.Links = traps.LinksStatic }, WithLogger(zap.NewNop()))
 	const scraper = "198.51.100.99:1"
 	if v := at(e, uaChrome, "/no-robots/", scraper); v.BanUntil == 0 {
 		t.Fatal("the scraper was not banned")

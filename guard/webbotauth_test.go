@@ -55,7 +55,7 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	return r
 }
 
-func wbaEnforcer(t testing.TB, accept bool) *Engine {
+func wbaEngine(t testing.TB, accept bool) *Engine {
 	_, pubFile, _ := rfcKey(t)
 	off := false
 	cfg := Config{Verify: &identity.VerifyConfig{Builtin: &off,
@@ -70,7 +70,7 @@ func wbaEnforcer(t testing.TB, accept bool) *Engine {
 // A request signed by a pinned agent is verified as its operator's from
 // any address; its group applies; an unsigned or replayed one is not.
 func TestWebBotAuthThroughHandler(t *testing.T) {
-	e := wbaEnforcer(t, true)
+	e := wbaEngine(t, true)
 	var got Verdict
 	h := serve(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	obs := func(r *http.Request) Verdict {
@@ -123,7 +123,7 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 // BenchmarkWebBotAuthVerified is a signed request through Handler, the
 // agent's key pinned (cached).
 func BenchmarkWebBotAuthVerified(b *testing.B) {
-	e := wbaEnforcer(b, false)
+	e := wbaEngine(b, false)
 	r := signedGet(b, "/public/x", "AcmeBot/2.0", "https://bot.acme.example", time.Now().Add(-30*time.Second))
 	runBench(b, serve(e, okHandler), r, 200)
 }
@@ -162,7 +162,7 @@ func garbageSignature(keyid string) string {
 // Web Bot Auth on. "known-key" is the worst case of a key that is pinned:
 // the signature base is built over every covered header, once.
 func BenchmarkSignedGarbage(b *testing.B) {
-	e := wbaEnforcer(b, false)
+	e := wbaEngine(b, false)
 	h := serve(e, okHandler)
 	_, _, tp := rfcKey(b)
 	for _, size := range []int{1 << 10, 16 << 10, 1 << 20} {
