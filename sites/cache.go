@@ -36,6 +36,10 @@ type State struct {
 	// Postponed reports that no fetch has run yet: too many new sites
 	// came at once (Config.NewSitesPerSecond).
 	Postponed bool
+	// Unknown reports that the host is none of Config.SiteNames while
+	// Config.Origin is set: the site gets no robots.txt (Robots is empty),
+	// and the enforcer refuses its bots.
+	Unknown bool
 	// Status is the HTTP status of the fetch, 0 when there was none.
 	Status int
 	// Fetched is when this copy was fetched.
@@ -208,8 +212,13 @@ type Cache struct {
 	newLast   time.Time
 	shares    map[netip.Prefix]*share // per client prefix, guarded by newMu
 	named     names                   // Config.SiteNames: never postponed
-	log       *zap.Logger
-	obs       Observer
+	// only, with Config.Origin: the hosts that get a robots.txt; other
+	// hosts share unknown, whose state is unknownState.
+	only         *allowList
+	unknown      *Site
+	unknownState *State
+	log          *zap.Logger
+	obs          Observer
 
 	allowUnreachable bool // for log lines only; the enforcer decides
 
@@ -323,6 +332,9 @@ func (c *Cache) touch(k Key, e *Site, weight uint8) {
 // fetch timeout, and are decided with the old copy when it fails; other
 // callers start it in the background and go on with the copy.
 func (c *Cache) Get(ctx context.Context, k Key, host string, port int, origin http.Handler, wait bool, client string) (*Site, *State) {
+	if c.only != nil && !c.only.has(k.host) {
+		return c.unknown, c.unknownState
+	}
 	return c.get(ctx, c.entryFor(k, host, port), origin, wait, client)
 }
 
@@ -338,7 +350,11 @@ func (c *Cache) GetRequest(ctx context.Context, scheme, host string, port int, o
 			return c.get(ctx, e, origin, wait, client)
 		}
 	}
-	e := c.entryFor(MakeKey(scheme, host, port), host, port)
+	k := MakeKey(scheme, host, port)
+	if c.only != nil && !c.only.has(k.host) {
+		return c.unknown, c.unknownState
+	}
+	e := c.entryFor(k, host, port)
 	if len(host) <= maxSpelling && e.spelled.Load() == nil {
 		e.spelled.CompareAndSwap(nil, &spelling{strings.Clone(host), port})
 	}

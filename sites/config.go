@@ -2,6 +2,7 @@ package sites
 
 import (
 	"math"
+	"net/url"
 	"time"
 	"weak"
 
@@ -40,6 +41,10 @@ type Observer interface {
 	// configuration names it (Config.SiteNames), OtherSites otherwise.
 	ObserveFetch(site string, outcome Outcome)
 }
+
+// unknownSite is the name of every site that Config.Origin leaves without
+// a robots.txt (a host none of Config.SiteNames covers).
+const unknownSite = "unknown"
 
 // OtherSites is the site label of the fetches of a site that the
 // configuration does not name (see Observer).
@@ -89,5 +94,12 @@ func New(cfg Config, deps Deps) *Cache {
 		allowUnreachable: cfg.OnUnreachable == UnreachableAllow,
 	}
 	c.lru = newSegLRU(max(cfg.MaxSites, 1), c.release)
+	if cfg.Origin != "" {
+		only := makeAllowList(cfg.SiteNames)
+		c.only = &only
+		c.unknown = &Site{site: unknownSite, siteURL: &url.URL{Scheme: "http", Host: "unknown.invalid"}}
+		c.unknownState = &State{Robots: empty, Unknown: true}
+		c.unknown.state.Store(c.unknownState)
+	}
 	return c
 }

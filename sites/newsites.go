@@ -124,3 +124,37 @@ func (n names) has(host string) bool {
 	_, ok := n[strings.TrimSuffix(host, ".")]
 	return ok
 }
+
+// allowList is the hosts that get a robots.txt when Config.Origin is set:
+// the exact names of Config.SiteNames and its one-label wildcards.
+type allowList struct {
+	names    names
+	suffixes []string // ".example.com" for "*.example.com"
+}
+
+// makeAllowList compiles Config.SiteNames into an allowList: names as
+// makeNames keeps them, and "*.name" wildcards as suffixes.
+func makeAllowList(list []string) allowList {
+	a := allowList{names: makeNames(list)}
+	for _, h := range list {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if rest, ok := strings.CutPrefix(h, "*."); ok && rest != "" && !strings.ContainsAny(rest, "*{:") {
+			a.suffixes = append(a.suffixes, "."+rest)
+		}
+	}
+	return a
+}
+
+// has reports whether host (canonical: lower-case, no port) is one of the
+// names, or one label in front of a wildcard's suffix.
+func (a allowList) has(host string) bool {
+	if a.names.has(host) {
+		return true
+	}
+	for _, s := range a.suffixes {
+		if len(host) > len(s) && strings.HasSuffix(host, s) && strings.IndexByte(host[:len(host)-len(s)], '.') < 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -111,8 +111,25 @@ type Config struct {
 	// ("example.com"): their first robots.txt fetch is never postponed by
 	// NewSitesPerSecond, whatever a flood of other names does. Wildcards
 	// ("*.example.com") exempt nothing: they cover any number of hosts. The
-	// Caddy module adds the names of its server's host matchers.
+	// Caddy module adds the names of its server's host matchers. With
+	// Origin, they are also the only sites that get a robots.txt: exact
+	// names, and wildcards of one label ("*.example.com" covers
+	// "a.example.com", not "example.com" nor "a.b.example.com").
 	SiteNames []string `json:"site_names,omitempty"`
+
+	// Origin is for a guard that does not serve the sites it protects (the
+	// decision service behind nginx, Traefik, HAProxy or Envoy): the
+	// address, "http://127.0.0.1:8080" or "https://upstream.internal", that
+	// each site's /robots.txt is fetched from, sent with the site's own
+	// Host header and X-Forwarded-Proto and X-Forwarded-Host naming the
+	// site (the upstream, or the proxy itself). The host names a
+	// client writes never choose where the guard connects: only the hosts
+	// of SiteNames (which Origin requires) get a robots.txt, and any other
+	// host is an unknown site, whose bots are refused (reason
+	// unknown_site) and which costs no fetch. A redirect to another host is
+	// followed there, to public addresses only. Source and Origin exclude
+	// each other.
+	Origin string `json:"origin,omitempty"`
 }
 
 // WithDefaults returns c with its zero fields set to their defaults, or an
@@ -126,6 +143,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	c.SiteNames = slices.Clone(c.SiteNames)
 	if err := checkSource(c.Source); err != nil {
+		return c, err
+	}
+	if err := c.checkOrigin(); err != nil {
 		return c, err
 	}
 	switch {
@@ -172,11 +192,18 @@ func (c Config) WithDefaults() (Config, error) {
 	return c, nil
 }
 
-// NewSource returns the source that c.Source names: the site itself
-// (empty), a URL fetched with client, or a file, which must exist and be
+// NewSource returns the source that c.Origin or c.Source names: each
+// site's robots.txt asked of the origin, the site itself (both empty), a
+// URL fetched with client, or a file, which must exist and be
 // readable (CheckFile).
 func (c Config) NewSource(client *http.Client) (Source, error) {
 	switch {
+	case c.Origin != "":
+		u, err := url.Parse(c.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("robots_guard: robots_txt: origin: %w", err)
+		}
+		return OriginSource(u, client), nil
 	case c.Source == "":
 		return SelfSource(), nil
 	case uriScheme.MatchString(c.Source): // http or https: checked by WithDefaults
@@ -190,6 +217,27 @@ func (c Config) NewSource(client *http.Client) (Source, error) {
 		return nil, err
 	}
 	return FileSource(c.Source), nil
+}
+
+// checkOrigin checks Origin: an http:// or https:// address with a host
+// and nothing after it, not beside Source, and with SiteNames.
+func (c Config) checkOrigin() error {
+	const field = "robots_guard: robots_txt: origin: "
+	if c.Origin == "" {
+		return nil
+	}
+	u, err := url.Parse(c.Origin)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf(field+"%q: write it as http://host[:port] or https://host[:port]", c.Origin)
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf(field+"%q: give the address only (each site's /robots.txt is asked of it), e.g. %q", c.Origin, u.Scheme+"://"+u.Host)
+	case c.Source != "":
+		return fmt.Errorf(field+"set beside source %q: give one of them (source: one robots.txt for every site; origin: each site's own, asked of this address)", c.Source)
+	case len(makeAllowList(c.SiteNames).names) == 0 && len(makeAllowList(c.SiteNames).suffixes) == 0:
+		return errors.New(field + "needs site_names: the hosts whose robots.txt is fetched from it (any other host is an unknown site, whose bots are refused)")
+	}
+	return nil
 }
 
 // hostPortPath matches a value that names a host and port without a scheme,

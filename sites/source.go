@@ -395,15 +395,29 @@ func guardedDial(d *net.Dialer) func(ctx context.Context, network, addr string) 
 }
 
 func (s *urlSource) get(ctx context.Context, req Request) (Result, error) {
+	return fetchURL(ctx, s.client, req, req.URL)
+}
+
+// fetchURL sends GET to dial with client, with req.URL's host as its Host
+// header, and reads the answer; a redirect's Location is resolved against
+// req.URL, the URL the answer stands for.
+func fetchURL(ctx context.Context, client *http.Client, req Request, dial *url.URL) (Result, error) {
 	var res Result
 	u := req.URL
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, dial.String(), nil)
 	if err != nil {
 		return res, err
 	}
+	r.Host = u.Host
 	r.Header.Set("User-Agent", "robotsguard (robots.txt fetch)")
+	if site, ok := ctx.Value(forwardedKey{}).(*url.URL); ok {
+		// Asked of an origin: say which scheme and host the answer is
+		// for, as a proxy in front of it would.
+		r.Header.Set("X-Forwarded-Proto", site.Scheme)
+		r.Header.Set("X-Forwarded-Host", site.Host)
+	}
 	setValidators(r.Header, req)
-	resp, err := s.client.Do(r)
+	resp, err := client.Do(r)
 	if err != nil {
 		return res, err
 	}
@@ -421,6 +435,49 @@ func (s *urlSource) get(ctx context.Context, req Request) (Result, error) {
 	}
 	return res, nil
 }
+
+// OriginSource returns the source of Config.Origin: each site's
+// /robots.txt asked of origin (scheme and host only) with the site's own
+// Host header and X-Forwarded-Proto and X-Forwarded-Host naming the site,
+// with client (NewHTTPClient's). A redirect that sends the file back to
+// the same URL (an upstream that forces https and does not read
+// X-Forwarded-Proto) makes it unreachable, not a redirect loop, which RFC
+// 9309 would read as "no rules". A redirect within the site
+// is asked of origin too; one to another host is fetched there, from
+// public addresses only, so that neither a client nor the origin can make
+// the guard connect into the private network beyond origin itself. Which
+// sites are fetched at all is the Cache's choice (Config.SiteNames).
+func OriginSource(origin *url.URL, client *http.Client) Source {
+	return &originSource{origin: &url.URL{Scheme: origin.Scheme, Host: origin.Host}, client: client}
+}
+
+type originSource struct {
+	origin *url.URL
+	client *http.Client
+}
+
+func (s *originSource) Fetch(ctx context.Context, req Request) (Result, error) {
+	if req.Site != nil && !strings.EqualFold(req.URL.Host, req.Site.Host) {
+		return fetchURL(context.WithValue(ctx, publicOnlyKey{}, true), s.client, req, req.URL)
+	}
+	dial := *req.URL
+	dial.Scheme, dial.Host = s.origin.Scheme, s.origin.Host
+	res, err := fetchURL(context.WithValue(ctx, forwardedKey{}, req.URL), s.client, req, &dial)
+	if err == nil && req.Redirects > 0 && res.Location != nil && res.Location.Path == req.URL.Path &&
+		strings.EqualFold(res.Location.Host, req.URL.Host) {
+		// The origin sends the site's robots.txt back to itself (an
+		// upstream that forces https and ignores X-Forwarded-Proto): it
+		// cannot be asked for it. Unreachable, not "too many redirects",
+		// which would leave the site without rules.
+		return Result{}, fmt.Errorf("the origin %s redirects %s to itself again (%s): it cannot be asked for it; "+
+			"make the upstream honour X-Forwarded-Proto, or give robots_txt origin as the address that serves it", s.origin, req.URL, res.Location)
+	}
+	return res, err
+}
+
+// forwardedKey carries, in the context of an origin fetch, the site's own
+// URL, which fetchURL names in X-Forwarded-Proto and X-Forwarded-Host.
+type forwardedKey struct{}
 
 // NewHTTPClient returns the client of URL sources: it never follows
 // redirects (the Cache does, counting them) and gives up after timeout.
