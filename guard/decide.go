@@ -151,6 +151,10 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
 		return v
 	}
+	if st.Unknown {
+		v.Action, v.Reason = Deny, ReasonUnknownSite
+		return v
+	}
 	if st.Unreachable && !e.allowUnrch {
 		v.Action, v.Reason = Deny, ReasonUnreachable
 		return v

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
@@ -67,7 +68,18 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 		req.Target = r.URL.RequestURI()
 	}
 	req.Host, req.Port, req.Method = r.Host, localPort(r), r.Method
-	req.UserAgent, req.ClientIP, req.Origin = userAgent(r.Header), clientIP, origin
+	req.Origin = origin
+	e.fillHeader(req, r, clientIP)
+	if req.Signed = e.signedRequest(r, req.Scheme); req.Signed != nil && orig != r && orig.URL != nil {
+		// The signature covers the request as the client sent it: the
+		// path before any rewrite.
+		req.Signed.Path, req.Signed.Query = orig.URL.EscapedPath(), orig.URL.RawQuery
+	}
+}
+
+// fillHeader fills in what req takes from r's header and connection.
+func (e *Engine) fillHeader(req *Request, r *http.Request, clientIP string) {
+	req.UserAgent, req.ClientIP = userAgent(r.Header), clientIP
 	req.header, req.peer = r.Header, r.RemoteAddr
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
@@ -76,11 +88,41 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 			req.SecPurpose = headerValue(r.Header, "Purpose")
 		}
 	}
-	if req.Signed = e.signedRequest(r, req.Scheme); req.Signed != nil && orig != r && orig.URL != nil {
-		// The signature covers the request as the client sent it: the
-		// path before any rewrite.
-		req.Signed.Path, req.Signed.Query = orig.URL.EscapedPath(), orig.URL.RawQuery
+}
+
+// Forwarded is the request a proxy holds when it asks the decision
+// service about it (package nethttp's Check reads it from the proxy's
+// headers): its method, scheme, Host and request-target as the client
+// sent them to the proxy, and the port the proxy took it on.
+type Forwarded struct {
+	Method, Scheme, Host, Target string
+	// Port is the proxy's own port for the request; 0 means the scheme's
+	// default. As Request.Port, it makes one site of every spelling of
+	// the Host header's port.
+	Port int
+}
+
+// DecideForwarded is DecideHTTP for the decision service: f is the request
+// a proxy asks about, r the proxy's question, whose header carries the
+// client's User-Agent, fetch metadata and signature headers as the client
+// sent them, and clientIP the client's address as the proxy forwarded it
+// (from a proxy the front trusts). r's own method, host and target play no
+// part; no origin handler is known, so the robots.txt source must be
+// another than the default (robots_txt origin, a URL or a file).
+func (e *Engine) DecideForwarded(r *http.Request, f *Forwarded, clientIP string) Verdict {
+	req := Request{Scheme: f.Scheme, Host: f.Host, Port: f.Port, Target: f.Target, Method: f.Method}
+	if req.Port == 0 {
+		req.Port = 80
+		if req.Scheme == "https" {
+			req.Port = 443
+		}
 	}
+	e.fillHeader(&req, r, clientIP)
+	if e.verifier != nil && e.verifier.WebBotAuth() && len(r.Header["Signature-Input"]) > 0 {
+		path, query, _ := strings.Cut(f.Target, "?")
+		req.Signed = &identity.SignedRequest{Method: f.Method, Scheme: req.Scheme, Authority: f.Host, Path: path, Query: query, Header: r.Header}
+	}
+	return e.decideReq(r.Context(), &req)
 }
 
 // localPort returns the port of the server's side of r's connection (from

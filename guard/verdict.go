@@ -145,6 +145,10 @@ const (
 	// Content-Signal or Content-Usage line says no to the documented
 	// purpose of the crawler the User-Agent names (SEMANTICS.md §8a).
 	ReasonContentSignal
+	// ReasonUnknownSite: the request's host is none of the sites the
+	// decision service protects (robots_txt.origin with site_names), so no
+	// robots.txt applies and bots are refused.
+	ReasonUnknownSite
 )
 
 var reasonNames = [...]string{
@@ -163,6 +167,7 @@ var reasonNames = [...]string{
 	ReasonBanned:            "banned",
 	ReasonTrapUnattributed:  "trap_unattributed",
 	ReasonContentSignal:     "content_signal",
+	ReasonUnknownSite:       "unknown_site",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -283,6 +288,8 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: robots.txt of this site is unreachable"...)
 		case ReasonBadTarget:
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
+		case ReasonUnknownSite:
+			return append(b, "Disallowed: this host is not a site this guard protects"...)
 		case ReasonTrap, ReasonBanned, ReasonTrapUnattributed:
 			if v.Reason != ReasonBanned {
 				b = append(b, "Disallowed: robots.txt disallows this path for every bot"...)

@@ -25,13 +25,15 @@ import (
 // no-store.
 type ResponseFunc func(w http.ResponseWriter, r *http.Request, v guard.Verdict)
 
-// Option configures Handler.
+// Option configures Handler and Check.
 type Option func(*options)
 
 type options struct {
-	clientIP func(*http.Request) string
-	deny     ResponseFunc
-	throttle ResponseFunc
+	clientIP    func(*http.Request) string
+	clientIPSet bool // WithClientIP was given (Check has another default)
+	trusted     func(*http.Request) bool
+	deny        ResponseFunc
+	throttle    ResponseFunc
 }
 
 // WithClientIP sets how the client's address is read from a request
@@ -41,7 +43,7 @@ type options struct {
 func WithClientIP(f func(*http.Request) string) Option {
 	return func(o *options) {
 		if f != nil {
-			o.clientIP = f
+			o.clientIP, o.clientIPSet = f, true
 		}
 	}
 }
@@ -57,7 +59,7 @@ func WithThrottleHandler(f ResponseFunc) Option { return func(o *options) { o.th
 // collect applies opts to the defaults: the connection's address, and
 // e's own answers.
 func collect(e *guard.Engine, opts []Option) options {
-	o := options{clientIP: remoteAddr, deny: e.Respond, throttle: e.Respond}
+	o := options{clientIP: remoteAddr, trusted: loopbackPeer, deny: e.Respond, throttle: e.Respond}
 	for _, opt := range opts {
 		opt(&o)
 	}

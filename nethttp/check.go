@@ -1,0 +1,380 @@
+package nethttp
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
+)
+
+// CheckConfig is the decision service's own settings: the check block of
+// the Caddy module's robots_guard_check, and Check's argument in Go. The
+// zero value serves nginx, Traefik, Caddy's forward_auth and HAProxy.
+type CheckConfig struct {
+	// PathPrefix is the path_prefix of Envoy's ext_authz HTTP service
+	// (e.g. "/check"): Envoy asks about a request by sending its method and
+	// path, with this prefix in front, to the service, so a question
+	// whose path starts with it and that carries no X-Forwarded-Uri or
+	// X-Original-URI is about the rest of its path. Empty (the default)
+	// means no Envoy question is expected.
+	PathPrefix string `json:"path_prefix,omitempty"`
+}
+
+// Headers of the proxies' contracts (canonical keys), and the service's
+// answer headers, which a proxy copies to the request or the response.
+const (
+	hdrForwardedURI    = "X-Forwarded-Uri"    // Traefik forwardAuth, Caddy forward_auth
+	hdrForwardedMethod = "X-Forwarded-Method" // the same
+	hdrOriginalURI     = "X-Original-Uri"     // nginx auth_request (X-Original-URI)
+	hdrOriginalMethod  = "X-Original-Method"  // nginx
+	hdrForwardedHost   = "X-Forwarded-Host"
+	hdrForwardedProto  = "X-Forwarded-Proto"
+	hdrForwardedPort   = "X-Forwarded-Port"
+
+	// The answer's X-Robots-Guard-* headers; see Check.
+	hdrAction       = "X-Robots-Guard-Action"
+	hdrStatus       = "X-Robots-Guard-Status"
+	hdrReason       = "X-Robots-Guard-Reason"
+	hdrGroup        = "X-Robots-Guard-Group"
+	hdrRule         = "X-Robots-Guard-Rule"
+	hdrVerification = "X-Robots-Guard-Verification"
+	hdrOperator     = "X-Robots-Guard-Operator"
+	hdrTrapLink     = "X-Robots-Guard-Trap-Link"
+	hdrMessage      = "X-Robots-Guard-Message"
+)
+
+// WithTrustedProxy sets which questions Check answers: those for which
+// trusted reports true, the proxies that set the forwarded headers.
+// Default: questions from a loopback address (a proxy on the same
+// machine). Any other question gets 403, so that a client that reaches the
+// service itself cannot name the request, host or address it is judged
+// by. The Caddy module passes the server's trusted_proxies.
+func WithTrustedProxy(trusted func(*http.Request) bool) Option {
+	return func(o *options) {
+		if trusted != nil {
+			o.trusted = trusted
+		}
+	}
+}
+
+// Check returns the decision service: the handler a proxy asks, before it
+// serves a request, whether e allows it (nginx auth_request, Traefik
+// forwardAuth, Caddy forward_auth, Envoy ext_authz, the HAProxy Lua action
+// in docs/proxies.md). It reads the request the proxy holds from the
+// question's headers — X-Forwarded-Uri and X-Forwarded-Method (Traefik,
+// Caddy), X-Original-URI and X-Original-Method (nginx), or the question's
+// own path after cfg.PathPrefix (Envoy); X-Forwarded-Host (else the
+// question's Host), X-Forwarded-Proto and X-Forwarded-Port — and the
+// client's User-Agent, fetch metadata and signature headers as the proxy
+// passed them. The client's address is read as WithClientIP says; by
+// default, the last X-Forwarded-For value, else X-Real-IP, else the
+// question's own address.
+//
+// It answers 200 when the request may pass, and otherwise e's own 403 or
+// 429 with Retry-After and its one-line body (or what WithDenyHandler and
+// WithThrottleHandler write). Every answer carries X-Robots-Guard-Action
+// (allow, deny, throttle, dry_run_deny, dry_run_throttle),
+// X-Robots-Guard-Status (the status the client must get) and
+// X-Robots-Guard-Reason; a bot's answer X-Robots-Guard-Group,
+// X-Robots-Guard-Rule (the deciding line) and, with verification,
+// X-Robots-Guard-Verification and X-Robots-Guard-Operator; a request that
+// is stopped (or would be, in dry-run mode) X-Robots-Guard-Message, the
+// body's line, for proxies that cannot pass a body on; with per-client
+// trap links, an allowed request's answer X-Robots-Guard-Trap-Link, for
+// the proxy to pass to the upstream that renders pages. nginx treats any
+// status but 2xx, 401 and 403 as an error, so a question in its contract
+// (X-Original-URI) is answered 403 for a throttle too, with
+// X-Robots-Guard-Status 429 and Retry-After, which the recipe turns back
+// into the 429 the client must see.
+//
+// A question it cannot place is never allowed: one from an untrusted
+// address gets 403; one without a forwarded target, with a target that
+// is not in origin form ("/path?query"), with both X-Forwarded-Uri and
+// X-Original-URI (one of them the client's, passed on by the proxy), or
+// with a forwarded header other than X-Forwarded-For sent twice, 400. A
+// header's value is taken whole: a comma in a target is part of it.
+//
+// e's robots.txt source must not be the default (the site itself, which
+// the service does not serve): set robots_txt origin (with site_names),
+// a URL or a file.
+func Check(e *guard.Engine, cfg CheckConfig, opts ...Option) http.Handler {
+	o := collect(e, opts)
+	if !o.clientIPSet {
+		o.clientIP = forwardedFor
+	}
+	return &checker{e: e, cfg: cfg, o: o}
+}
+
+type checker struct {
+	e   *guard.Engine
+	cfg CheckConfig
+	o   options
+}
+
+func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !c.o.trusted(r) {
+		refuse(w, http.StatusForbidden, "robots_guard: check: this question comes from "+r.RemoteAddr+
+			", which is not a proxy this service trusts: only trusted proxies may name the request to judge")
+		return
+	}
+	f, nginx, msg := readForwarded(r, c.cfg.PathPrefix)
+	if msg != "" {
+		refuse(w, http.StatusBadRequest, "robots_guard: check: "+msg)
+		return
+	}
+	clientIP := c.o.clientIP(r)
+	v := c.e.DecideForwarded(r, &f, clientIP)
+	h := w.Header()
+	h[hdrAction] = actionValues[v.ActionName()]
+	h[hdrReason] = reasonValues(v.Reason)
+	if v.Bot {
+		setBotHeaders(h, &v, c.e.Verifier() != nil)
+	}
+	if v.Action != guard.Allow {
+		h[hdrMessage] = []string{headerSafe(v.Message())}
+	}
+	switch {
+	case !v.Enforced():
+		h[hdrStatus] = statusOK
+		if link := c.e.TrapLinkFor(clientIP); link != "" {
+			h[hdrTrapLink] = []string{link}
+		}
+		w.WriteHeader(http.StatusOK)
+	case v.Action == guard.Throttle:
+		h[hdrStatus] = statusThrottle
+		if nginx {
+			w = &statusAs{ResponseWriter: w, from: http.StatusTooManyRequests, to: http.StatusForbidden}
+		}
+		c.o.throttle(w, r, v)
+	default:
+		h[hdrStatus] = statusDeny
+		c.o.deny(w, r, v)
+	}
+}
+
+// readForwarded reads the request a question is about from the proxy's
+// headers, and reports whether the question is in nginx's contract; msg
+// says why it cannot, "" when it can. Each header is one value, taken
+// whole: a comma is part of a target (/a?b=,c), never a list separator,
+// and a header sent twice is refused.
+func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx bool, msg string) {
+	h := r.Header
+	for _, k := range singleHeaders {
+		if len(h[k]) > 1 {
+			return f, false, "the question carries " + k + " twice: the proxy must write it once, replacing the client's"
+		}
+	}
+	switch fwd, orig := len(h[hdrForwardedURI]) > 0, len(h[hdrOriginalURI]) > 0; {
+	case fwd && orig:
+		// Each proxy writes one of them and passes the client's other
+		// headers on: the second is the client's, and which one is the
+		// proxy's cannot be told.
+		return f, false, "the question carries both X-Forwarded-Uri and X-Original-URI: the proxy must write one and " +
+			"remove the other, which a client may have sent (see docs/proxies.md)"
+	case fwd:
+		f.Target, f.Method = headerOne(h, hdrForwardedURI), headerOne(h, hdrForwardedMethod)
+	case orig:
+		f.Target, f.Method, nginx = headerOne(h, hdrOriginalURI), headerOne(h, hdrOriginalMethod), true
+	case prefix != "" && strings.HasPrefix(questionURI(r), prefix):
+		f.Target = questionURI(r)[len(prefix):]
+	default:
+		return f, false, "the question names no request: send X-Forwarded-Uri (Traefik, Caddy forward_auth), " +
+			"X-Original-URI (nginx) or, for Envoy, set check { path_prefix } to ext_authz's path_prefix"
+	}
+	if f.Method == "" {
+		f.Method = r.Method
+	}
+	if !originForm(f.Target) {
+		return f, nginx, "the forwarded target " + strconv.Quote(f.Target[:min(len(f.Target), 200)]) + " is not in origin form (/path?query)"
+	}
+	if f.Host = headerOne(h, hdrForwardedHost); f.Host == "" {
+		f.Host = r.Host
+	}
+	switch proto := headerOne(h, hdrForwardedProto); {
+	case proto == "" || strings.EqualFold(proto, "http"):
+		f.Scheme = "http"
+	case strings.EqualFold(proto, "https"):
+		f.Scheme = "https"
+	default:
+		return f, nginx, "X-Forwarded-Proto " + strconv.Quote(proto[:min(len(proto), 20)]) + " is neither http nor https"
+	}
+	if p := headerOne(h, hdrForwardedPort); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 || n > 65535 {
+			return f, nginx, "X-Forwarded-Port " + strconv.Quote(p[:min(len(p), 20)]) + " is not a port"
+		}
+		f.Port = n
+	}
+	return f, nginx, ""
+}
+
+// singleHeaders are the forwarded headers that name one thing: a proxy
+// writes each once.
+var singleHeaders = [...]string{hdrForwardedURI, hdrForwardedMethod, hdrOriginalURI, hdrOriginalMethod,
+	hdrForwardedHost, hdrForwardedProto, hdrForwardedPort}
+
+// headerOne returns the value of the canonical header key, which
+// readForwarded has checked is sent at most once, without surrounding
+// spaces.
+func headerOne(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return strings.TrimSpace(v[0])
+	}
+	return ""
+}
+
+// questionURI is the question's own request-target in origin form, as
+// sent when it is (Envoy's, after its path_prefix, is the target judged).
+func questionURI(r *http.Request) string {
+	if strings.HasPrefix(r.RequestURI, "/") {
+		return r.RequestURI
+	}
+	return r.URL.RequestURI()
+}
+
+// originForm reports whether t is an origin-form request-target: a path
+// that starts with "/", then visible ASCII only.
+func originForm(t string) bool {
+	if t == "" || t[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// headerLast returns the last value of the canonical header key, after its
+// last comma, trimmed: the one the nearest proxy wrote to a list that
+// proxies append to (X-Forwarded-For only).
+func headerLast(h http.Header, key string) string {
+	v := h[key]
+	if len(v) == 0 {
+		return ""
+	}
+	s := v[len(v)-1]
+	if i := strings.LastIndexByte(s, ','); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// forwardedFor is Check's default client address: the last
+// X-Forwarded-For value (the address the trusted proxy saw), else
+// X-Real-IP, else the question's own address.
+func forwardedFor(r *http.Request) string {
+	if ip := headerLast(r.Header, "X-Forwarded-For"); ip != "" {
+		return ip
+	}
+	if ip := headerLast(r.Header, "X-Real-Ip"); ip != "" {
+		return ip
+	}
+	return r.RemoteAddr
+}
+
+// loopbackPeer is the default of WithTrustedProxy.
+func loopbackPeer(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// setBotHeaders adds the group, the deciding rule and the verification of
+// a bot's verdict.
+func setBotHeaders(h http.Header, v *guard.Verdict, verify bool) {
+	if v.Group != "" {
+		h[hdrGroup] = []string{headerSafe(v.Group)}
+	}
+	if v.Rule != nil {
+		h[hdrRule] = []string{"line " + strconv.Itoa(v.Rule.Line) + ": " + headerSafe(v.Rule.String())}
+	}
+	if verify {
+		h[hdrVerification] = verificationValues(v.Verification)
+		if v.Operator != "" {
+			h[hdrOperator] = []string{headerSafe(v.Operator)}
+		}
+	}
+}
+
+// headerSafe returns s when it is visible ASCII and spaces, and its
+// quoted ASCII form otherwise (a robots.txt line may hold any byte).
+func headerSafe(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c >= 0x7f {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
+}
+
+// refuse answers a question the service cannot place.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["Cache-Control"] = []string{"no-store"}
+	h[hdrStatus] = []string{strconv.Itoa(status)}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+// statusAs writes status to instead of from (nginx's 403 for a 429).
+type statusAs struct {
+	http.ResponseWriter
+	from, to int
+}
+
+func (s *statusAs) WriteHeader(code int) {
+	if code == s.from {
+		code = s.to
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// The answer's header values of a fixed set, made once so that a
+// browser's answer allocates nothing. They are shared: nothing may change
+// them in place.
+var (
+	statusOK       = []string{"200"}
+	statusDeny     = []string{"403"}
+	statusThrottle = []string{"429"}
+	actionValues   = map[string][]string{
+		"allow": {"allow"}, "deny": {"deny"}, "throttle": {"throttle"},
+		"dry_run_deny": {"dry_run_deny"}, "dry_run_throttle": {"dry_run_throttle"},
+	}
+	reasonTable = func() [32][]string {
+		var t [32][]string
+		for i := range t {
+			t[i] = []string{guard.Reason(i).String()}
+		}
+		return t
+	}()
+)
+
+// verificationValues returns the header value of a verification verdict.
+func verificationValues(v identity.Verdict) []string {
+	if int(v) < len(verificationTable) {
+		return verificationTable[v]
+	}
+	return []string{v.String()}
+}
+
+// verificationTable holds the values of the verification verdicts.
+var verificationTable = func() [8][]string {
+	var t [8][]string
+	for i := range t {
+		t[i] = []string{identity.Verdict(i).String()}
+	}
+	return t
+}()
+
+// reasonValues returns the header value of r.
+func reasonValues(r guard.Reason) []string {
+	if int(r) < len(reasonTable) {
+		return reasonTable[r]
+	}
+	return []string{r.String()}
+}

@@ -1,0 +1,259 @@
+package nethttp
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/sites"
+)
+
+// checkEngine judges robotsTxt for every site.
+func checkEngine(t *testing.T) *guard.Engine {
+	t.Helper()
+	return newEngine(t, guard.WithSource(sites.BytesSource([]byte(robotsTxt))))
+}
+
+// ask sends a question from peer with the headers h (name, value pairs)
+// to the check handler and returns the answer.
+func ask(h http.Handler, peer, target string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, "http://check.internal"+target, nil)
+	r.RemoteAddr = peer
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Add(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+// TestCheckContracts: each proxy's documented question is read as the
+// request it stands for, and answered as the Engine decides it.
+func TestCheckContracts(t *testing.T) {
+	h := Check(checkEngine(t), CheckConfig{PathPrefix: "/check"})
+	const proxy = "127.0.0.1:40000"
+	cases := []struct {
+		name   string
+		target string
+		hdr    []string
+		status int
+		body   string
+	}{
+		// nginx auth_request, as docs/proxies/nginx.conf writes it.
+		{"nginx allow", "/.robots_guard", []string{"User-Agent", "FooBot/1.0", "X-Original-URI", "/public", "X-Original-Method", "GET",
+			"X-Forwarded-Host", "example.com", "X-Forwarded-Proto", "http", "X-Forwarded-Port", "80", "X-Forwarded-For", "192.0.2.7"}, 200, ""},
+		{"nginx deny", "/.robots_guard", []string{"User-Agent", "FooBot/1.0", "X-Original-URI", "/private/x",
+			"X-Forwarded-Host", "example.com", "X-Forwarded-For", "192.0.2.7"}, 403, "Disallowed by robots.txt line 8 for *"},
+		// Traefik forwardAuth: the original headers plus X-Forwarded-*
+		// (Method, Proto, Host, Uri, For), the question sent to the
+		// configured address.
+		{"traefik deny", "/", []string{"User-Agent", uaGPTBot, "X-Forwarded-Method", "GET", "X-Forwarded-Proto", "https",
+			"X-Forwarded-Host", "example.com", "X-Forwarded-Uri", "/anything?q=1", "X-Forwarded-For", "192.0.2.8"}, 403, "for GPTBot"},
+		{"traefik browser", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Method", "GET", "X-Forwarded-Proto", "https",
+			"X-Forwarded-Host", "example.com", "X-Forwarded-Uri", "/private/x", "X-Forwarded-For", "192.0.2.8"}, 200, ""},
+		// Caddy forward_auth: X-Forwarded-Method and -Uri, with
+		// reverse_proxy's X-Forwarded-For, -Proto and -Host.
+		{"caddy forward_auth deny", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/private/%2e%2e/private/x",
+			"X-Forwarded-Host", "example.com", "X-Forwarded-Proto", "http", "X-Forwarded-For", "192.0.2.9"}, 403, "Disallowed by robots.txt"},
+		// Envoy ext_authz: the original method and path after path_prefix,
+		// the original Host, and the allowed headers.
+		{"envoy deny", "/check/private/x?y=1", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Proto", "http", "X-Forwarded-For", "192.0.2.10"}, 403, "line 8 for *"},
+		{"envoy allow", "/check/public", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-For", "192.0.2.10"}, 200, ""},
+		{"envoy robots.txt", "/check/robots.txt", []string{"User-Agent", uaGPTBot}, 200, ""},
+		// Questions the service cannot place: never an allow.
+		{"no target", "/", []string{"User-Agent", uaChrome}, 400, "names no request"},
+		{"absolute-form target", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "http://example.com/"}, 400, "not in origin form"},
+		{"asterisk target", "/", []string{"User-Agent", uaChrome, "X-Original-URI", "*"}, 400, "not in origin form"},
+		{"both contracts", "/", []string{"User-Agent", uaChrome, "X-Original-URI", "/private/x", "X-Forwarded-Uri", "/public"}, 400, "both"},
+		{"bad proto", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/", "X-Forwarded-Proto", "gopher"}, 400, "neither http nor https"},
+		// A comma is part of the target, never a list separator.
+		{"comma in the query", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/private/x?a=,/public", "X-Forwarded-Host", "example.com"}, 403, "line 8 for *"},
+		{"comma in the path", "/", []string{"User-Agent", "FooBot/1.0", "X-Original-URI", "/private/x,/", "X-Forwarded-Host", "example.com"}, 403, "line 8 for *"},
+		{"comma, allowed", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/a,b?c=/private/", "X-Forwarded-Host", "example.com"}, 200, ""},
+		{"target sent twice", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/private/x", "X-Forwarded-Uri", "/public"}, 400, "X-Forwarded-Uri twice"},
+		{"host sent twice", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/", "X-Forwarded-Host", "a.test", "X-Forwarded-Host", "example.com"}, 400, "twice"},
+		{"bad port", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/", "X-Forwarded-Port", "99999"}, 400, "not a port"},
+	}
+	for _, c := range cases {
+		rec := ask(h, proxy, c.target, c.hdr...)
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.body) {
+			t.Errorf("%s: %d %q, want %d with %q", c.name, rec.Code, rec.Body.String(), c.status, c.body)
+		}
+		if got := rec.Header().Get("X-Robots-Guard-Status"); got != itoa(c.status) {
+			t.Errorf("%s: X-Robots-Guard-Status %q, want %d", c.name, got, c.status)
+		}
+	}
+}
+
+func itoa(n int) string {
+	return map[int]string{200: "200", 400: "400", 403: "403", 429: "429"}[n]
+}
+
+// TestCheckUntrusted: a question from an address the service does not
+// trust is refused whatever it names, browser or bot.
+func TestCheckUntrusted(t *testing.T) {
+	h := Check(checkEngine(t), CheckConfig{})
+	for _, ua := range []string{uaChrome, "FooBot/1.0"} {
+		rec := ask(h, "203.0.113.5:4000", "/", "User-Agent", ua, "X-Forwarded-Uri", "/public", "X-Forwarded-Host", "example.com")
+		if rec.Code != 403 || !strings.Contains(rec.Body.String(), "not a proxy this service trusts") {
+			t.Errorf("%s from an untrusted address: %d %q", ua, rec.Code, rec.Body.String())
+		}
+	}
+	// WithTrustedProxy widens it.
+	h = Check(checkEngine(t), CheckConfig{}, WithTrustedProxy(func(r *http.Request) bool { return strings.HasPrefix(r.RemoteAddr, "203.0.113.") }))
+	if rec := ask(h, "203.0.113.5:4000", "/", "User-Agent", uaChrome, "X-Forwarded-Uri", "/public"); rec.Code != 200 {
+		t.Errorf("trusted proxy: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// TestCheckAnswerHeaders: the X-Robots-Guard-* headers a proxy copies,
+// and the client address read from the proxy's X-Forwarded-For (the last
+// value: the one the proxy wrote).
+func TestCheckAnswerHeaders(t *testing.T) {
+	h := Check(checkEngine(t), CheckConfig{})
+	rec := ask(h, "127.0.0.1:1", "/", "User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/private/a", "X-Forwarded-Host", "example.com")
+	want := map[string]string{
+		"X-Robots-Guard-Action":  "deny",
+		"X-Robots-Guard-Reason":  "disallowed",
+		"X-Robots-Guard-Group":   "*",
+		"X-Robots-Guard-Rule":    "line 8: Disallow: /private/",
+		"X-Robots-Guard-Message": "Disallowed by robots.txt line 8 for *",
+		"Cache-Control":          "no-store",
+	}
+	for k, v := range want {
+		if got := rec.Header().Get(k); got != v {
+			t.Errorf("%s: %q, want %q", k, got, v)
+		}
+	}
+	rec = ask(h, "127.0.0.1:1", "/", "User-Agent", uaChrome, "X-Forwarded-Uri", "/private/a", "X-Forwarded-Host", "example.com")
+	if rec.Header().Get("X-Robots-Guard-Action") != "allow" || rec.Header().Get("X-Robots-Guard-Reason") != "not_bot" || rec.Header().Get("X-Robots-Guard-Group") != "" {
+		t.Errorf("browser: %v", rec.Header())
+	}
+	// Crawl-delay budgets follow the forwarded address, not the proxy's.
+	bing := func(xff string) int {
+		return ask(h, "127.0.0.1:1", "/", "User-Agent", uaBing, "X-Forwarded-Uri", "/a", "X-Forwarded-Host", "example.com", "X-Forwarded-For", xff).Code
+	}
+	for range 5 {
+		bing("198.51.100.1, 192.0.2.1")
+	}
+	if got := bing("192.0.2.1"); got != 429 {
+		t.Errorf("the same forwarded client after a burst: %d, want 429", got)
+	}
+	if got := bing("198.51.100.1, 192.0.2.2"); got != 200 {
+		t.Errorf("another forwarded client (a client's own X-Forwarded-For value first): %d, want 200", got)
+	}
+}
+
+// TestCheckNginxThrottle: nginx's auth_request takes 2xx, 401 and 403
+// only, so a throttle in its contract is a 403 that says 429, with
+// Retry-After; in the other contracts it is the 429 itself.
+func TestCheckNginxThrottle(t *testing.T) {
+	h := Check(checkEngine(t), CheckConfig{})
+	throttled := func(uri string, ip string) *httptest.ResponseRecorder {
+		var rec *httptest.ResponseRecorder
+		for range 10 {
+			if rec = ask(h, "127.0.0.1:1", "/", "User-Agent", uaBing, uri, "/a", "X-Forwarded-Host", "example.com", "X-Forwarded-For", ip); rec.Header().Get("X-Robots-Guard-Status") == "429" {
+				break
+			}
+		}
+		return rec
+	}
+	rec := throttled("X-Original-URI", "192.0.2.30")
+	if rec.Code != 403 || rec.Header().Get("X-Robots-Guard-Status") != "429" || rec.Header().Get("Retry-After") == "" ||
+		rec.Header().Get("X-Robots-Guard-Action") != "throttle" {
+		t.Errorf("nginx throttle: %d %v", rec.Code, rec.Header())
+	}
+	rec = throttled("X-Forwarded-Uri", "192.0.2.31")
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("traefik throttle: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// TestCheckBrowserAllocs: a browser's question allocates nothing in the
+// service (the answer's header map and the question are the caller's).
+func TestCheckBrowserAllocs(t *testing.T) {
+	h := Check(checkEngine(t), CheckConfig{})
+	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Header.Set("User-Agent", uaChrome)
+	r.Header.Set("X-Forwarded-Uri", "/private/a?b=1")
+	r.Header.Set("X-Forwarded-Host", "example.com")
+	r.Header.Set("X-Forwarded-For", "192.0.2.1")
+	w := &headerOnly{h: make(http.Header, 8)}
+	h.ServeHTTP(w, r) // the site's first fetch
+	allocs := testing.AllocsPerRun(200, func() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	})
+	if allocs != 0 || w.status != 200 {
+		t.Errorf("a browser's check: %v allocations, status %d", allocs, w.status)
+	}
+}
+
+// headerOnly is a ResponseWriter that keeps one header map.
+type headerOnly struct {
+	h      http.Header
+	status int
+}
+
+func (w *headerOnly) Header() http.Header         { return w.h }
+func (w *headerOnly) WriteHeader(code int)        { w.status = code }
+func (w *headerOnly) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkCheckBrowser and BenchmarkCheckBot: the service's own cost per
+// question (docs/performance.md).
+func BenchmarkCheckBrowser(b *testing.B) { benchCheck(b, uaChrome) }
+
+// BenchmarkCheckBot is a bot on an allowed path without a Crawl-delay.
+func BenchmarkCheckBot(b *testing.B) { benchCheck(b, "FooBot/1.0") }
+
+func benchCheck(b *testing.B, ua string) {
+	e, err := guard.New(guard.Config{}, guard.WithSource(sites.BytesSource([]byte(robotsTxt))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	h := Check(e, CheckConfig{})
+	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Header.Set("User-Agent", ua)
+	r.Header.Set("X-Forwarded-Uri", "/public/page?b=1")
+	r.Header.Set("X-Forwarded-Host", "example.com")
+	r.Header.Set("X-Forwarded-For", "192.0.2.1")
+	w := &headerOnly{h: make(http.Header, 8)}
+	h.ServeHTTP(w, r)
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	}
+}
+
+// FuzzReadForwarded: whatever headers a question carries, reading it
+// never panics, and a question it places names an origin-form target, a
+// known scheme and a port in range.
+func FuzzReadForwarded(f *testing.F) {
+	f.Add("/a?b", "", "example.com", "https", "443", "/check/x")
+	f.Add("", "/private/x", "", "http", "", "/")
+	f.Add("http://x/", "*", "a,b", "HTTPS", "0", "/check")
+	f.Add("/a", "/b", "x", "gopher", "99999", "")
+	f.Fuzz(func(t *testing.T, fwdURI, origURI, host, proto, port, path string) {
+		r := httptest.NewRequest(http.MethodGet, "http://check/", nil)
+		r.RequestURI = path
+		for k, v := range map[string]string{"X-Forwarded-Uri": fwdURI, "X-Original-Uri": origURI,
+			"X-Forwarded-Host": host, "X-Forwarded-Proto": proto, "X-Forwarded-Port": port} {
+			if v != "" {
+				r.Header[k] = []string{v}
+			}
+		}
+		f, _, msg := readForwarded(r, "/check")
+		if msg != "" {
+			return
+		}
+		if !originForm(f.Target) || (f.Scheme != "http" && f.Scheme != "https") || f.Port < 0 || f.Port > 65535 {
+			t.Errorf("placed %+v", f)
+		}
+	})
+}
