@@ -15,17 +15,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the adapt golden files")
 
-// TestAdaptGolden adapts each testdata/adapt/*.caddyfile, and the
-// repository's Caddyfile.example, to JSON and compares it with the golden
+// TestAdaptGolden adapts each testdata/adapt/*.caddyfile, the
+// repository's Caddyfile.example and the Caddyfiles of docs/proxies to JSON and compares it with the golden
 // .json file beside it (go test -run TestAdaptGolden -update rewrites them).
 func TestAdaptGolden(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/adapt/*.caddyfile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs = append(inputs, "../Caddyfile.example")
+	// The proxy recipes' Caddyfiles too (docs/proxies: the decision
+	// service and forward_auth).
+	inputs = append(inputs, "../Caddyfile.example", "../docs/proxies/check.Caddyfile", "../docs/proxies/forward_auth.Caddyfile")
 	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".caddyfile")
+		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(in), ".caddyfile"), ".Caddyfile")
 		t.Run(name, func(t *testing.T) {
 			body, err := os.ReadFile(in)
 			if err != nil {

@@ -41,6 +41,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        max_bytes <size, e.g. 256MiB>
 //	        new_sites_per_second <n>
 //	        site_names <host...>
+//	        origin <http:// or https:// address>
 //	    }]
 //	    bots [<token...>] [{
 //	        tokens <token...>
@@ -324,8 +325,12 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 			names, err := v.some()
 			c.SiteNames = append(c.SiteNames, names...)
 			return err
+		case "origin":
+			var err error
+			c.Origin, err = v.one()
+			return err
 		}
-		return v.unknown("refresh, fetch_timeout, on_unreachable, max_sites, max_bytes, new_sites_per_second or site_names")
+		return v.unknown("refresh, fetch_timeout, on_unreachable, max_sites, max_bytes, new_sites_per_second, site_names or origin")
 	})
 }
 

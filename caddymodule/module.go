@@ -83,6 +83,9 @@ type RobotsGuard struct {
 	trapLinks    bool // per-client trap links: the trap_link placeholder is set
 	verifierKey  string
 	logger       *zap.Logger
+	// checkService: this is robots_guard_check's engine, which serves no
+	// site: the server's host names are the service's own, not sites.
+	checkService bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -167,7 +170,7 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if names := configuredNames(ctx); len(names) > 0 {
+	if names := configuredNames(ctx); len(names) > 0 && !g.checkService {
 		cfg.RobotsTxt.SiteNames = append(slices.Clip(cfg.RobotsTxt.SiteNames), names...)
 	}
 	sl, err := g.provisionLimiter(cfg)

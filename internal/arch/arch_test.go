@@ -83,14 +83,14 @@ var bigFuncs = map[string]string{
 // group). Growing past it is a decision, made here in the same change.
 var budgets = map[string]int{
 	"policy":       34,
-	"sites":        29,
+	"sites":        30, // issue 36: OriginSource, the decision service's robots.txt source
 	"identity":     54,
 	"limit":        33,
 	"report":       13,
 	"dashboard":    9,
-	"guard":        36, // the engine: issue 35 holds it to 40
-	"caddymodule":  3,
-	"nethttp":      12,
+	"guard":        37, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question
+	"caddymodule":  4,  // issue 36: RobotsGuardCheck, the decision service
+	"nethttp":      15, // issue 36: Check, CheckConfig and WithTrustedProxy, the decision service
 	"traps":        16,
 	"internal/sfv": 9,
 }

@@ -1,0 +1,156 @@
+package caddymodule
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/robotsguard/robotsguard/nethttp"
+)
+
+func init() {
+	caddy.RegisterModule(RobotsGuardCheck{})
+	httpcaddyfile.RegisterHandlerDirective("robots_guard_check", parseCheckCaddyfile)
+	// A terminal handler, as respond is.
+	httpcaddyfile.RegisterDirectiveOrder("robots_guard_check", httpcaddyfile.Before, "respond")
+}
+
+// RobotsGuardCheck is the decision service: the same engine as
+// robots_guard, answering a proxy that asks whether a request it holds may
+// pass (nginx auth_request, Traefik forwardAuth, Caddy forward_auth, Envoy
+// ext_authz, HAProxy through the Lua action of docs/proxies.md) instead of
+// wrapping a handler. It reads the request from the proxy's forwarded
+// headers and answers 200 with X-Robots-Guard-* headers, or the guard's
+// own 403 or 429 with its body and Retry-After (see nethttp.Check, which
+// it runs).
+//
+// Only questions from the server's trusted_proxies are answered (others
+// get 403), and the client address is Caddy's client_ip, so the
+// server's trusted_proxies decide whose forwarded address counts. The
+// service does not serve the sites it protects, so their robots.txt comes
+// from robots_txt origin (with site_names: no other host gets one), a URL
+// or a file. Its configuration is robots_guard's, plus the check block.
+type RobotsGuardCheck struct {
+	RobotsGuard
+
+	// Check is the decision service's own settings (path_prefix, for
+	// Envoy's ext_authz).
+	Check nethttp.CheckConfig `json:"check,omitzero"`
+
+	handler http.Handler
+	// warned is when an untrusted question was last logged (Unix ns).
+	warned *atomic.Int64
+}
+
+// CaddyModule returns the Caddy module information.
+func (RobotsGuardCheck) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.robots_guard_check",
+		New: func() caddy.Module { return new(RobotsGuardCheck) },
+	}
+}
+
+// Provision builds or adopts the engine as robots_guard does, and the
+// check handler on it.
+func (c *RobotsGuardCheck) Provision(ctx caddy.Context) error {
+	if c.RobotsTxt.Source == "" && c.RobotsTxt.Origin == "" {
+		return errors.New("robots_guard_check: robots_txt: set origin (the address each site's /robots.txt is asked of, with site_names), " +
+			"a URL or a file: the decision service does not serve the sites it protects")
+	}
+	c.checkService = true
+	if err := c.RobotsGuard.Provision(ctx); err != nil {
+		return err
+	}
+	if p := c.Check.PathPrefix; p != "" && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/")) {
+		return errors.New("robots_guard_check: check: path_prefix: must start with / and not end with one, as Envoy's path_prefix, got " + p)
+	}
+	c.warned = new(atomic.Int64)
+	c.handler = nethttp.Check(c.state.enforcer, c.Check,
+		nethttp.WithTrustedProxy(c.trusted),
+		nethttp.WithClientIP(caddyClientIP))
+	return nil
+}
+
+// trusted reports whether r comes from one of the server's
+// trusted_proxies; an untrusted question is logged, at most once a minute.
+func (c *RobotsGuardCheck) trusted(r *http.Request) bool {
+	if ok, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); ok {
+		return true
+	}
+	now := time.Now().UnixNano()
+	if last := c.warned.Load(); now-last > int64(time.Minute) && c.warned.CompareAndSwap(last, now) {
+		c.logger.Warn("robots_guard_check: question from an address that is not in the server's trusted_proxies refused (403); "+
+			"list the proxy's address there (servers { trusted_proxies static <ranges> })",
+			zap.String("remote_addr", r.RemoteAddr))
+	}
+	return false
+}
+
+// caddyClientIP is Caddy's client_ip (trusted_proxies applied), or the
+// connection's address without one.
+func caddyClientIP(r *http.Request) string {
+	if ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ip != "" {
+		return ip
+	}
+	return r.RemoteAddr
+}
+
+// ServeHTTP answers the proxy's question; it never calls next.
+func (c *RobotsGuardCheck) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	c.handler.ServeHTTP(w, r)
+	return nil
+}
+
+func parseCheckCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	c := new(RobotsGuardCheck)
+	err := c.UnmarshalCaddyfile(h.Dispenser)
+	return c, err
+}
+
+// UnmarshalCaddyfile reads the robots_guard_check directive: robots_guard's
+// block, plus
+//
+//	path_prefix <prefix>
+//
+// for Envoy's ext_authz (the check block's path_prefix).
+func (c *RobotsGuardCheck) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.Errf("robots_guard_check takes no arguments (only a matcher and a block), got %q", d.Val())
+	}
+	for d.NextBlock(0) {
+		if d.Val() == "path_prefix" {
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			c.Check.PathPrefix = d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			continue
+		}
+		if err := c.parseSetting(d); err != nil {
+			return err
+		}
+	}
+	if err := c.Config.Validate(); err != nil {
+		return d.Err(err.Error())
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*RobotsGuardCheck)(nil)
+	_ caddy.CleanerUpper          = (*RobotsGuardCheck)(nil)
+	_ caddyhttp.MiddlewareHandler = (*RobotsGuardCheck)(nil)
+	_ caddyfile.Unmarshaler       = (*RobotsGuardCheck)(nil)
+)
