@@ -162,10 +162,16 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and a header sent twice is refused.
 func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx bool, msg string) {
 	h := r.Header
-	for _, k := range singleHeaders {
-		if len(h[k]) > 1 {
-			return f, false, "the question carries " + k + " twice: the proxy must write it once, replacing the client's"
+	twice := "" // a header read here that was sent more than once
+	one := func(key string) string {
+		v := h[key]
+		if len(v) == 0 {
+			return ""
 		}
+		if len(v) > 1 {
+			twice = key
+		}
+		return strings.TrimSpace(v[0])
 	}
 	switch fwd, orig := len(h[hdrForwardedURI]) > 0, len(h[hdrOriginalURI]) > 0; {
 	case fwd && orig:
@@ -175,9 +181,9 @@ func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx boo
 		return f, false, "the question carries both X-Forwarded-Uri and X-Original-URI: the proxy must write one and " +
 			"remove the other, which a client may have sent (see docs/proxies.md)"
 	case fwd:
-		f.Target, f.Method = headerOne(h, hdrForwardedURI), headerOne(h, hdrForwardedMethod)
+		f.Target, f.Method = one(hdrForwardedURI), one(hdrForwardedMethod)
 	case orig:
-		f.Target, f.Method, nginx = headerOne(h, hdrOriginalURI), headerOne(h, hdrOriginalMethod), true
+		f.Target, f.Method, nginx = one(hdrOriginalURI), one(hdrOriginalMethod), true
 	case prefix != "" && strings.HasPrefix(questionURI(r), prefix):
 		f.Target = questionURI(r)[len(prefix):]
 	default:
@@ -187,13 +193,15 @@ func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx boo
 	if f.Method == "" {
 		f.Method = r.Method
 	}
-	if !originForm(f.Target) {
-		return f, nginx, "the forwarded target " + strconv.Quote(f.Target[:min(len(f.Target), 200)]) + " is not in origin form (/path?query)"
-	}
-	if f.Host = headerOne(h, hdrForwardedHost); f.Host == "" {
+	if f.Host = one(hdrForwardedHost); f.Host == "" {
 		f.Host = r.Host
 	}
-	switch proto := headerOne(h, hdrForwardedProto); {
+	proto, port := one(hdrForwardedProto), one(hdrForwardedPort)
+	switch {
+	case twice != "":
+		return f, nginx, "the question carries " + twice + " twice: the proxy must write it once, replacing the client's"
+	case !originForm(f.Target):
+		return f, nginx, "the forwarded target " + strconv.Quote(f.Target[:min(len(f.Target), 200)]) + " is not in origin form (/path?query)"
 	case proto == "" || strings.EqualFold(proto, "http"):
 		f.Scheme = "http"
 	case strings.EqualFold(proto, "https"):
@@ -201,29 +209,14 @@ func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx boo
 	default:
 		return f, nginx, "X-Forwarded-Proto " + strconv.Quote(proto[:min(len(proto), 20)]) + " is neither http nor https"
 	}
-	if p := headerOne(h, hdrForwardedPort); p != "" {
-		n, err := strconv.Atoi(p)
+	if port != "" {
+		n, err := strconv.Atoi(port)
 		if err != nil || n <= 0 || n > 65535 {
-			return f, nginx, "X-Forwarded-Port " + strconv.Quote(p[:min(len(p), 20)]) + " is not a port"
+			return f, nginx, "X-Forwarded-Port " + strconv.Quote(port[:min(len(port), 20)]) + " is not a port"
 		}
 		f.Port = n
 	}
 	return f, nginx, ""
-}
-
-// singleHeaders are the forwarded headers that name one thing: a proxy
-// writes each once.
-var singleHeaders = [...]string{hdrForwardedURI, hdrForwardedMethod, hdrOriginalURI, hdrOriginalMethod,
-	hdrForwardedHost, hdrForwardedProto, hdrForwardedPort}
-
-// headerOne returns the value of the canonical header key, which
-// readForwarded has checked is sent at most once, without surrounding
-// spaces.
-func headerOne(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return strings.TrimSpace(v[0])
-	}
-	return ""
 }
 
 // questionURI is the question's own request-target in origin form, as
@@ -345,36 +338,35 @@ var (
 		"allow": {"allow"}, "deny": {"deny"}, "throttle": {"throttle"},
 		"dry_run_deny": {"dry_run_deny"}, "dry_run_throttle": {"dry_run_throttle"},
 	}
-	reasonTable = func() [32][]string {
-		var t [32][]string
-		for i := range t {
-			t[i] = []string{guard.Reason(i).String()}
-		}
-		return t
-	}()
+	reasonTable       = valueTable[guard.Reason](32)
+	verificationTable = valueTable[identity.Verdict](8)
 )
 
-// verificationValues returns the header value of a verification verdict.
-func verificationValues(v identity.Verdict) []string {
-	if int(v) < len(verificationTable) {
-		return verificationTable[v]
-	}
-	return []string{v.String()}
-}
-
-// verificationTable holds the values of the verification verdicts.
-var verificationTable = func() [8][]string {
-	var t [8][]string
+// valueTable makes the header values of the first n values of an enum.
+func valueTable[T interface {
+	~uint8
+	String() string
+}](n int) [][]string {
+	t := make([][]string, n)
 	for i := range t {
-		t[i] = []string{identity.Verdict(i).String()}
+		t[i] = []string{T(i).String()}
 	}
 	return t
-}()
+}
 
 // reasonValues returns the header value of r.
-func reasonValues(r guard.Reason) []string {
-	if int(r) < len(reasonTable) {
-		return reasonTable[r]
+func reasonValues(r guard.Reason) []string { return lookupValue(reasonTable, r) }
+
+// verificationValues returns the header value of a verification verdict.
+func verificationValues(v identity.Verdict) []string { return lookupValue(verificationTable, v) }
+
+// lookupValue returns the made value of v, or a new one beyond the table.
+func lookupValue[T interface {
+	~uint8
+	String() string
+}](t [][]string, v T) []string {
+	if int(v) < len(t) {
+		return t[v]
 	}
-	return []string{r.String()}
+	return []string{v.String()}
 }

@@ -175,12 +175,7 @@ func TestCheckNginxThrottle(t *testing.T) {
 // service (the answer's header map and the question are the caller's).
 func TestCheckBrowserAllocs(t *testing.T) {
 	h := Check(checkEngine(t), CheckConfig{})
-	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
-	r.RemoteAddr = "127.0.0.1:1"
-	r.Header.Set("User-Agent", uaChrome)
-	r.Header.Set("X-Forwarded-Uri", "/private/a?b=1")
-	r.Header.Set("X-Forwarded-Host", "example.com")
-	r.Header.Set("X-Forwarded-For", "192.0.2.1")
+	r := question(uaChrome, "/private/a?b=1")
 	w := &headerOnly{h: make(http.Header, 8)}
 	h.ServeHTTP(w, r) // the site's first fetch
 	allocs := testing.AllocsPerRun(200, func() {
@@ -190,6 +185,18 @@ func TestCheckBrowserAllocs(t *testing.T) {
 	if allocs != 0 || w.status != 200 {
 		t.Errorf("a browser's check: %v allocations, status %d", allocs, w.status)
 	}
+}
+
+// question is a Traefik-style question from a loopback proxy about a GET
+// of target on example.com by ua from 192.0.2.1.
+func question(ua, target string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Header.Set("User-Agent", ua)
+	r.Header.Set("X-Forwarded-Uri", target)
+	r.Header.Set("X-Forwarded-Host", "example.com")
+	r.Header.Set("X-Forwarded-For", "192.0.2.1")
+	return r
 }
 
 // headerOnly is a ResponseWriter that keeps one header map.
@@ -216,12 +223,7 @@ func benchCheck(b *testing.B, ua string) {
 	}
 	defer e.Close()
 	h := Check(e, CheckConfig{})
-	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
-	r.RemoteAddr = "127.0.0.1:1"
-	r.Header.Set("User-Agent", ua)
-	r.Header.Set("X-Forwarded-Uri", "/public/page?b=1")
-	r.Header.Set("X-Forwarded-Host", "example.com")
-	r.Header.Set("X-Forwarded-For", "192.0.2.1")
+	r := question(ua, "/public/page?b=1")
 	w := &headerOnly{h: make(http.Header, 8)}
 	h.ServeHTTP(w, r)
 	b.ReportAllocs()
