@@ -30,7 +30,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "robots",
-		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>... | lint [--trap <path>]... <file|URL> | report [--address <admin>]",
+		Usage: "test --ua <header> [--file <robots.txt> | --url <URL>] [--ip <addr>] <path>... | lint [--trap <path>]... <file|URL> | report [--address <admin>] | audit --robots <file|URL>[@DATE]... <log>...",
 		Short: "Tests paths against a robots.txt the way robots_guard reads it, or lints one",
 		Long: `
 "caddy robots test" prints, for each path, whether the given User-Agent may
@@ -71,16 +71,29 @@ group, 2 on a usage or fetch error, else 0.
 (from its admin API, --address, default localhost:2019): per site, the top
 clients by robots.txt denials, throttles, trap hits and banned requests in
 the last hour and day, and the lines that denied whom.
+
+"caddy robots audit" reads access logs a site already has (Caddy's JSON
+access log, the Common and Combined Log Formats of nginx and Apache,
+gzip-compressed rotations, several files in any order or standard input as
+"-") and judges every request with the same engine call robots_guard makes,
+at the request's own time: per client, the disallowed paths it fetched, the
+Crawl-delays it broke (the same clocks and tolerance), the traps it hit and
+the crawler claims that did not hold (--offline: none checked). --robots
+names the robots.txt to judge by; several, each with the date it came into
+force (FILE@2026-01-31), judge each request by the one in force when it was
+made, and requests older than all of them are counted apart. --config takes
+a robots_guard block in JSON, to judge as that guard would. Exit status: 1
+when a bot would have been stopped, 2 on an error, else 0.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
-			test, lint, report := testCommand(), lintCommand(), reportCommand()
-			for _, c := range []*cobra.Command{test, lint, report} {
+			test, lint, report, audit := testCommand(), lintCommand(), reportCommand(), auditCommand()
+			for _, c := range []*cobra.Command{test, lint, report, audit} {
 				c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 					exit(exitError, err) // an unknown or malformed flag
 					return nil
 				})
 			}
-			cmd.AddCommand(test, lint, report)
+			cmd.AddCommand(test, lint, report, audit)
 		},
 	})
 }

@@ -1,0 +1,245 @@
+// Package audit judges the requests of access logs a site already has
+// with the guard's engine (package guard: the one judge, with the same
+// classification, groups, decoded targets, verification and Crawl-delay
+// clocks, replayed at each request's own time), and says, per client,
+// what the guard would have done: the disallowed paths fetched, the
+// Crawl-delays broken, the traps hit and the claims to be a known crawler
+// that did not hold. It reads Caddy's JSON access log and the Common and
+// Combined Log Formats of nginx and Apache, gzip-compressed or not, with
+// memory bounded whatever the log's size. "caddy robots audit" is its
+// command.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/limit"
+	"github.com/robotsguard/robotsguard/sites"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSite names the site of a log whose lines carry no host (the
+	// Common and Combined Log Formats).
+	DefaultSite = "http://unknown.invalid"
+	// DefaultMaxRows bounds the per-client rows (the guard's
+	// crawl_delay.max_keys default); requests of clients beyond it are
+	// counted in their site's Others.
+	DefaultMaxRows = 100000
+	// otherSites is the site of the requests of sites beyond the guard's
+	// robots_txt.max_sites.
+	otherSites = "_other"
+	// maxExamples is how many example targets a row keeps.
+	maxExamples = 3
+	// maxMalformedShown is how many malformed lines a file's result shows.
+	maxMalformedShown = 5
+)
+
+// Options are an audit's own settings; the guard's are the guard.Config
+// given to New.
+type Options struct {
+	// Format is one of Formats; "" means FormatAuto.
+	Format string
+	// Site is the scheme and host of lines without a host
+	// ("https://example.com"); "" means DefaultSite.
+	Site string
+	// Versions are the robots.txt files in force over time, at least
+	// one; requests older than every dated Version are counted apart
+	// (Result.BeforeHistory), never judged by a later file.
+	Versions []Version
+	// MaxRows bounds the per-client rows; 0 means DefaultMaxRows.
+	MaxRows int
+}
+
+// Auditor judges access log entries with one engine. It is not safe for
+// concurrent use: entries are judged in the order they are read, each at
+// its own time.
+type Auditor struct {
+	e       *guard.Engine
+	src     *datedSource
+	now     atomic.Int64 // the current entry's time, the engine's clock
+	version int          // the index of the Version in force for now
+	scheme  string
+	host    string
+	cfg     guard.Config
+	maxRows int
+	rows    map[rowKey]*Row
+	sites   map[string]*SiteResult
+	res     Result
+}
+
+// New returns an Auditor that judges with an engine of cfg (its
+// robots.txt source replaced by opts.Versions; verification as cfg.Verify
+// says: set it off for an audit that asks no feed and no DNS).
+func New(cfg guard.Config, opts Options) (*Auditor, error) {
+	if len(opts.Versions) == 0 {
+		return nil, errors.New("robots_guard: audit: give the robots.txt to judge by (--robots FILE or URL, several with @DATE)")
+	}
+	vs := append([]Version(nil), opts.Versions...)
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Since.Before(vs[j].Since) })
+	for i, v := range vs[1:] {
+		if v.Since.IsZero() || v.Since.Equal(vs[i].Since) {
+			return nil, fmt.Errorf("robots_guard: audit: %s and %s: with several robots.txt files, give each a different date (FILE@2026-01-31)", vs[i].Name, v.Name)
+		}
+	}
+	switch opts.Format {
+	case "", FormatAuto, FormatCaddy, FormatCombined:
+	default:
+		return nil, fmt.Errorf("robots_guard: audit: format %q: want one of %s", opts.Format, strings.Join(Formats, ", "))
+	}
+	site := opts.Site
+	if site == "" {
+		site = DefaultSite
+	}
+	scheme, host, ok := strings.Cut(site, "://")
+	if !ok || (scheme != "http" && scheme != "https") || host == "" || strings.ContainsAny(host, "/?#") {
+		return nil, fmt.Errorf("robots_guard: audit: site %q: write it as https://host", site)
+	}
+	a := &Auditor{src: &datedSource{versions: vs}, scheme: scheme, host: host, maxRows: opts.MaxRows,
+		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult)}
+	if a.maxRows <= 0 {
+		a.maxRows = DefaultMaxRows
+	}
+	a.res.Format = opts.Format
+	if a.res.Format == "" {
+		a.res.Format = FormatAuto
+	}
+	for _, v := range vs {
+		a.res.Versions = append(a.res.Versions, VersionUse{Name: v.Name, Since: v.Since})
+	}
+	a.version = -1
+	e, err := guard.New(cfg,
+		guard.WithSource(a.src),
+		guard.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }),
+		guard.WithLogger(zap.NewNop()))
+	if err != nil {
+		return nil, err
+	}
+	a.e, a.cfg = e, e.Config()
+	if v := e.Verifier(); v != nil {
+		// A log is judged with the feeds loaded, not against the race of
+		// their first fetch: a claim judged before would count as
+		// unverifiable.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := v.RefreshFeeds(ctx); err != nil {
+			a.res.Warnings = append(a.res.Warnings, "crawler verification: "+err.Error()+
+				" (claims of the operators whose feed did not load count as unverifiable; --offline checks none)")
+		}
+	}
+	return a, nil
+}
+
+// Close stops the engine's background work.
+func (a *Auditor) Close() error { return a.e.Close() }
+
+// judge decides one entry with the engine at the entry's time and counts
+// it.
+func (a *Auditor) judge(ctx context.Context, en *Entry) {
+	i := a.src.index(en.At)
+	if i < 0 {
+		a.res.BeforeHistory++
+		return
+	}
+	a.now.Store(en.At)
+	if i != a.version {
+		// The next robots.txt from here on: every site's copy is fetched
+		// again (from the dated source) before the entry is judged.
+		first := a.version < 0
+		a.version = i
+		a.src.current.Store(int32(i))
+		if !first {
+			a.e.Refresh(ctx, "", nil)
+		}
+	}
+	a.res.Versions[i].Requests++
+	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method}
+	if en.Host != "" {
+		req.Host, req.Scheme = en.Host, "http"
+		if en.HTTPS {
+			req.Scheme = "https"
+		}
+	}
+	v := a.e.Decide(ctx, req)
+	a.count(en, &v)
+}
+
+// count adds a decided entry to its site and, for a bot (or a browser a
+// trap or ban stopped), to its client's row.
+func (a *Auditor) count(en *Entry, v *guard.Verdict) {
+	site := v.Site
+	if site == "" { // exempt: /robots.txt, or a browser before any site
+		site = a.scheme + "://" + a.host
+		if en.Host != "" {
+			site = a.schemeOf(en) + "://" + sites.MakeKey(a.schemeOf(en), en.Host, 0).HostPort()
+		}
+	}
+	s := a.sites[site]
+	if s == nil {
+		if len(a.sites) >= a.cfg.RobotsTxt.MaxSites {
+			// A log of many Host names (a catch-all server): the sites
+			// beyond the guard's own bound share one result.
+			site = otherSites
+			if s = a.sites[site]; s == nil {
+				s = &SiteResult{Site: site}
+			}
+		} else {
+			s = &SiteResult{Site: site}
+		}
+		a.sites[site] = s
+	}
+	s.Requests++
+	if !v.Bot && v.Action == guard.Allow {
+		return
+	}
+	s.BotRequests++
+	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
+	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6).Format(v4, v6),
+		group: v.Group, operator: v.Operator, verification: v.Verification}
+	if !v.Bot {
+		k.group = "(browser)"
+	}
+	r := a.rows[k]
+	if r == nil {
+		if len(a.rows) >= a.maxRows {
+			s.Others++
+			return
+		}
+		r = &Row{Site: site, Client: k.client, Group: k.group, Operator: v.Operator, Verification: v.Verification.String(),
+			UserAgent: truncate(en.UserAgent, 200), First: time.Unix(0, en.At).UTC()}
+		a.rows[k] = r
+	}
+	r.add(en, v)
+}
+
+// schemeOf is the scheme of an entry's own site.
+func (a *Auditor) schemeOf(en *Entry) string {
+	if en.HTTPS {
+		return "https"
+	}
+	return "http"
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// rowKey is what makes one row: the site, the client prefix, the group
+// its header chose and its claim.
+type rowKey struct {
+	site, client, group, operator string
+	verification                  identity.Verdict
+}

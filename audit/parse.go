@@ -1,0 +1,254 @@
+package audit
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The formats an access log can be read in.
+const (
+	// FormatAuto reads each file in the format its first line has: a JSON
+	// object is Caddy's, anything else the Common or Combined Log Format.
+	FormatAuto = "auto"
+	// FormatCaddy is Caddy's JSON access log (one object per line, the
+	// request under "request", the time in "ts").
+	FormatCaddy = "caddy"
+	// FormatCombined is the Combined Log Format that nginx and Apache
+	// write by default (and the Common Log Format, without its two last
+	// fields; nginx's log_format with fields after the User-Agent too).
+	FormatCombined = "combined"
+)
+
+// Formats lists the formats Options.Format takes.
+var Formats = []string{FormatAuto, FormatCaddy, FormatCombined}
+
+// Entry is one request of an access log.
+type Entry struct {
+	// At is when the request was made (Unix ns).
+	At int64
+	// ClientIP is the client's address as the server logged it.
+	ClientIP string
+	// Method and Target are the request line's ("GET", "/a?b").
+	Method, Target string
+	// Host is the request's Host, "" when the format has none.
+	Host string
+	// HTTPS reports a request that came over TLS (Caddy's log says so).
+	HTTPS bool
+	// UserAgent is the User-Agent header, "" when absent or "-".
+	UserAgent string
+	// Status is the status the server answered with.
+	Status int
+}
+
+// errSkip marks a line that is valid but not a request (a Caddy log line
+// of another logger).
+var errSkip = errors.New("not an access log line")
+
+// parseCombined reads a Common or Combined Log Format line:
+//
+//	host ident user [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 200 2326 "referer" "user-agent"
+//
+// Substrings of line are kept in the Entry, so line must not change.
+func parseCombined(line string) (Entry, error) {
+	var e Entry
+	sp := strings.IndexByte(line, ' ')
+	if sp <= 0 {
+		return e, errors.New("no client address")
+	}
+	e.ClientIP = line[:sp]
+	open := strings.IndexByte(line, '[')
+	if open < 0 {
+		return e, errors.New("no [time]")
+	}
+	end := strings.IndexByte(line[open:], ']')
+	if end < 0 {
+		return e, errors.New("no [time]")
+	}
+	at, ok := parseCLFTime(line[open+1 : open+end])
+	if !ok {
+		return e, errors.New("bad time " + strconv.Quote(line[open+1:open+end]))
+	}
+	e.At = at
+	rest := strings.TrimLeft(line[open+end+1:], " ")
+	reqLine, rest, ok := quoted(rest)
+	if !ok {
+		return e, errors.New("no quoted request line")
+	}
+	m, t, ok := requestLine(reqLine)
+	if !ok {
+		return e, errors.New("request line " + strconv.Quote(reqLine[:min(len(reqLine), 80)]) + " is not METHOD TARGET PROTOCOL")
+	}
+	e.Method, e.Target = m, t
+	rest = strings.TrimLeft(rest, " ")
+	sp = strings.IndexByte(rest, ' ')
+	if sp < 0 {
+		sp = len(rest)
+	}
+	if e.Status, _ = strconv.Atoi(rest[:sp]); e.Status < 100 || e.Status > 999 {
+		return e, errors.New("no status")
+	}
+	// Common Log Format ends with the size; Combined goes on with the
+	// referer and the User-Agent, quoted.
+	rest = strings.TrimLeft(rest[sp:], " ")
+	if sp = strings.IndexByte(rest, ' '); sp < 0 {
+		return e, nil
+	}
+	rest = strings.TrimLeft(rest[sp:], " ")
+	if _, rest, ok = quoted(rest); !ok {
+		return e, nil
+	}
+	ua, _, ok := quoted(strings.TrimLeft(rest, " "))
+	if !ok {
+		return e, errors.New("the User-Agent field is not quoted")
+	}
+	if ua != "-" {
+		e.UserAgent = unescape(ua)
+	}
+	return e, nil
+}
+
+// quoted reads a double-quoted field at the start of s (backslash escapes
+// kept as written) and returns it and what follows.
+func quoted(s string) (field, rest string, ok bool) {
+	if len(s) == 0 || s[0] != '"' {
+		return "", s, false
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return s[1:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+// unescape undoes the escapes nginx (\xHH) and Apache (\" and \\) write
+// into a quoted field; a field without a backslash is returned as it is.
+func unescape(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'x':
+			if i+2 < len(s) {
+				if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+					b.WriteByte(byte(n))
+					i += 2
+					continue
+				}
+			}
+			b.WriteString(`\x`)
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// requestLine splits "GET /a HTTP/1.1" into method and target.
+func requestLine(s string) (method, target string, ok bool) {
+	sp := strings.IndexByte(s, ' ')
+	if sp <= 0 {
+		return "", "", false
+	}
+	method, s = s[:sp], s[sp+1:]
+	if sp = strings.LastIndexByte(s, ' '); sp > 0 && strings.HasPrefix(s[sp+1:], "HTTP/") {
+		s = s[:sp]
+	}
+	if s == "" || strings.IndexByte(s, ' ') >= 0 {
+		return "", "", false
+	}
+	return method, s, true
+}
+
+var months = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+// parseCLFTime reads "10/Oct/2000:13:55:36 -0700" without allocating.
+func parseCLFTime(s string) (int64, bool) {
+	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' {
+		return 0, false
+	}
+	num := func(t string) int {
+		n := 0
+		for i := 0; i < len(t); i++ {
+			if t[i] < '0' || t[i] > '9' {
+				return -1
+			}
+			n = n*10 + int(t[i]-'0')
+		}
+		return n
+	}
+	mon := -1
+	for i, m := range months {
+		if s[3:6] == m {
+			mon = i
+		}
+	}
+	day, year, hh, mm, ss, zh, zm := num(s[0:2]), num(s[7:11]), num(s[12:14]), num(s[15:17]), num(s[18:20]), num(s[22:24]), num(s[24:26])
+	if mon < 0 || day < 1 || day > 31 || year < 0 || hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60 || zh < 0 || zm < 0 || (s[21] != '+' && s[21] != '-') {
+		return 0, false
+	}
+	off := (zh*60 + zm) * 60
+	if s[21] == '-' {
+		off = -off
+	}
+	t := time.Date(year, time.Month(mon+1), day, hh, mm, ss, 0, time.UTC)
+	return t.UnixNano() - int64(off)*int64(time.Second), true
+}
+
+// caddyLine is what the audit reads of a line of Caddy's JSON access log.
+type caddyLine struct {
+	TS      float64 `json:"ts"`
+	Logger  string  `json:"logger"`
+	Status  int     `json:"status"`
+	Request *struct {
+		RemoteIP string              `json:"remote_ip"`
+		ClientIP string              `json:"client_ip"`
+		Method   string              `json:"method"`
+		Host     string              `json:"host"`
+		URI      string              `json:"uri"`
+		Headers  map[string][]string `json:"headers"`
+		TLS      *struct{}           `json:"tls"`
+	} `json:"request"`
+}
+
+// parseCaddy reads a line of Caddy's JSON access log. The client address
+// is client_ip (trusted_proxies applied), else remote_ip.
+func parseCaddy(line []byte) (Entry, error) {
+	var c caddyLine
+	if err := json.Unmarshal(line, &c); err != nil {
+		return Entry{}, err
+	}
+	if c.Request == nil {
+		return Entry{}, errSkip
+	}
+	r := c.Request
+	e := Entry{At: int64(c.TS * 1e9), ClientIP: r.ClientIP, Method: r.Method, Target: r.URI, Host: r.Host, HTTPS: r.TLS != nil, Status: c.Status}
+	if e.ClientIP == "" {
+		e.ClientIP = r.RemoteIP
+	}
+	if ua := r.Headers["User-Agent"]; len(ua) > 0 {
+		e.UserAgent = ua[0]
+	}
+	if e.Target == "" || e.Method == "" || c.TS <= 0 {
+		return e, errors.New("no ts, method or uri")
+	}
+	return e, nil
+}

@@ -1,0 +1,203 @@
+package audit
+
+import (
+	"sort"
+	"time"
+
+	"github.com/robotsguard/robotsguard/guard"
+)
+
+// Result is what an audit found.
+type Result struct {
+	// Format is the format asked for (FormatAuto: each file's own).
+	Format string `json:"format"`
+	// Files are the logs read, in the order they were judged.
+	Files []FileResult `json:"files"`
+	// From and To are the times of the first and last entry judged.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Versions are the robots.txt files judged by, with the entries
+	// each judged.
+	Versions []VersionUse `json:"versions"`
+	// BeforeHistory counts the entries older than every dated robots.txt:
+	// not judged (no file known to be in force then).
+	BeforeHistory int64 `json:"before_history"`
+	// Warnings say what made the audit weaker than the guard it models
+	// (a feed that did not load).
+	Warnings []string `json:"warnings,omitempty"`
+	// Sites are the sites of the log, the one with the most bot requests
+	// first.
+	Sites []SiteResult `json:"sites"`
+}
+
+// VersionUse is a robots.txt judged by, and how many entries it judged.
+type VersionUse struct {
+	Name     string    `json:"name"`
+	Since    time.Time `json:"since,omitzero"`
+	Requests int64     `json:"requests"`
+}
+
+// FileResult is what one log held.
+type FileResult struct {
+	Name   string `json:"name"`
+	Format string `json:"format"`
+	// Lines counts the lines read; Entries the requests judged (or
+	// counted before history); Skipped the lines that are valid but
+	// no request (another logger's lines in a Caddy log); Malformed the
+	// lines that could not be read, the first few in Examples.
+	Lines     int64       `json:"lines"`
+	Entries   int64       `json:"entries"`
+	Skipped   int64       `json:"skipped,omitempty"`
+	Malformed int64       `json:"malformed"`
+	Examples  []Malformed `json:"malformed_examples,omitempty"`
+	// NoUserAgent counts entries without a User-Agent: a log in the
+	// Common Log Format has none, and every request in it passes as
+	// a browser's would (or as empty_user_agent says).
+	NoUserAgent int64 `json:"no_user_agent"`
+}
+
+// Malformed is a line that could not be read.
+type Malformed struct {
+	Line   int64  `json:"line"`
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
+// SiteResult is one site's part of the audit.
+type SiteResult struct {
+	Site string `json:"site"`
+	// Requests counts every entry of the site; BotRequests those of bots
+	// (and of browsers that a trap or ban would have stopped).
+	Requests    int64 `json:"requests"`
+	BotRequests int64 `json:"bot_requests"`
+	// Offenders are the rows with at least one request the guard would
+	// have stopped, the most stopped first; Compliant the other bots'
+	// rows, the busiest first.
+	Offenders []Row `json:"offenders"`
+	Compliant []Row `json:"compliant"`
+	// Others counts the requests of clients beyond Options.MaxRows.
+	Others int64 `json:"others,omitempty"`
+}
+
+// Row is one client's record: its address prefix, the group its
+// User-Agent chose and its claim, and what the guard would have done with
+// its requests.
+type Row struct {
+	Site         string `json:"site"`
+	Client       string `json:"client"`
+	Group        string `json:"group"`
+	Operator     string `json:"operator,omitempty"`
+	Verification string `json:"verification"`
+	// UserAgent is the first User-Agent seen (cut at 200 bytes).
+	UserAgent string    `json:"user_agent"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	Requests  int64     `json:"requests"`
+	// Disallowed counts the paths robots.txt disallowed (in either view,
+	// or by a Content-Signal); Spoofed the requests refused for a claim
+	// that did not hold; Throttled those faster than the Crawl-delay;
+	// Traps the trap hits; Banned the requests a ban would have refused.
+	Disallowed int64 `json:"disallowed"`
+	Spoofed    int64 `json:"spoofed"`
+	Throttled  int64 `json:"throttled"`
+	Traps      int64 `json:"traps"`
+	Banned     int64 `json:"banned"`
+	// Lines counts the robots.txt lines that disallowed its requests.
+	Lines map[int]int64 `json:"lines,omitempty"`
+	// Examples are the first few requests the guard would have stopped.
+	Examples []Example `json:"examples,omitempty"`
+}
+
+// Stopped is the number of requests the guard would have stopped.
+func (r *Row) Stopped() int64 { return r.Disallowed + r.Spoofed + r.Throttled + r.Traps + r.Banned }
+
+// Example is one request the guard would have stopped.
+type Example struct {
+	At     time.Time `json:"at"`
+	Target string    `json:"target"`
+	Reason string    `json:"reason"`
+	Line   int       `json:"line,omitempty"`
+}
+
+// add counts one decided entry of the row's client.
+func (r *Row) add(en *Entry, v *guard.Verdict) {
+	r.Requests++
+	r.Last = time.Unix(0, en.At).UTC()
+	switch v.Reason {
+	case guard.ReasonDisallowed, guard.ReasonDisallowedDecoded, guard.ReasonContentSignal:
+		r.Disallowed++
+	case guard.ReasonSpoofed:
+		r.Spoofed++
+	case guard.ReasonCrawlDelay:
+		r.Throttled++
+	case guard.ReasonTrap, guard.ReasonTrapUnattributed:
+		r.Traps++
+	case guard.ReasonBanned:
+		r.Banned++
+	default:
+		return
+	}
+	line := 0
+	if v.Rule != nil {
+		line = v.Rule.Line
+		if r.Lines == nil {
+			r.Lines = make(map[int]int64)
+		}
+		r.Lines[line]++
+	}
+	if len(r.Examples) < maxExamples {
+		r.Examples = append(r.Examples, Example{At: r.Last, Target: truncate(en.Target, 200), Reason: v.Reason.String(), Line: line})
+	}
+}
+
+// Result returns what the audit found so far.
+func (a *Auditor) Result() Result {
+	res := a.res
+	res.Versions = append([]VersionUse(nil), a.res.Versions...)
+	res.Files = append([]FileResult(nil), a.res.Files...)
+	res.Sites = nil
+	for _, s := range a.sites {
+		sr := *s
+		sr.Offenders, sr.Compliant = nil, nil
+		res.Sites = append(res.Sites, sr)
+	}
+	sort.Slice(res.Sites, func(i, j int) bool {
+		if res.Sites[i].BotRequests != res.Sites[j].BotRequests {
+			return res.Sites[i].BotRequests > res.Sites[j].BotRequests
+		}
+		return res.Sites[i].Site < res.Sites[j].Site
+	})
+	index := make(map[string]int, len(res.Sites))
+	for i, s := range res.Sites {
+		index[s.Site] = i
+	}
+	for _, r := range a.rows {
+		s := &res.Sites[index[r.Site]]
+		if r.Stopped() > 0 {
+			s.Offenders = append(s.Offenders, *r)
+		} else {
+			s.Compliant = append(s.Compliant, *r)
+		}
+	}
+	for i := range res.Sites {
+		s := &res.Sites[i]
+		sort.Slice(s.Offenders, func(i, j int) bool { return rowBefore(&s.Offenders[i], &s.Offenders[j], true) })
+		sort.Slice(s.Compliant, func(i, j int) bool { return rowBefore(&s.Compliant[i], &s.Compliant[j], false) })
+	}
+	return res
+}
+
+// rowBefore orders rows by requests stopped (offenders) or made, then by
+// client and group, so that the output is the same from run to run.
+func rowBefore(a, b *Row, stopped bool) bool {
+	if stopped && a.Stopped() != b.Stopped() {
+		return a.Stopped() > b.Stopped()
+	}
+	if a.Requests != b.Requests {
+		return a.Requests > b.Requests
+	}
+	if a.Client != b.Client {
+		return a.Client < b.Client
+	}
+	return a.Group < b.Group
+}
