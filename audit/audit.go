@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -105,6 +106,7 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	if !ok || (scheme != "http" && scheme != "https") || host == "" || strings.ContainsAny(host, "/?#") {
 		return nil, fmt.Errorf("robots_guard: audit: site %q: write it as https://host", site)
 	}
+	host = sites.MakeKey(scheme, host, 0).HostPort() // as the engine names it
 	a := &Auditor{src: &datedSource{versions: vs}, scheme: scheme, host: host, maxRows: opts.MaxRows,
 		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult)}
 	if a.maxRows <= 0 {
@@ -118,6 +120,14 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 		a.res.Versions = append(a.res.Versions, VersionUse{Name: v.Name, Since: v.Since})
 	}
 	a.version = -1
+	// The audit models a guard; it must not act as one: no shared store
+	// (its bans and Crawl-delay clocks are the live fleet's, on the
+	// store's own clock), no origin (every host of the log is judged by
+	// the given files), and no bound on first fetches (a log's many
+	// sites are no flood).
+	cfg.Store = nil
+	cfg.RobotsTxt.Origin, cfg.RobotsTxt.Source = "", ""
+	cfg.RobotsTxt.NewSitesPerSecond = math.MaxInt32
 	e, err := guard.New(cfg,
 		guard.WithSource(a.src),
 		guard.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }),

@@ -48,6 +48,9 @@ func TestParseCombined(t *testing.T) {
 		{"bad time", `192.0.2.1 - - [10/Oct/2026 13:55:36] "GET / HTTP/1.1" 200 1`, Entry{}, "bad time"},
 		{"no time", `192.0.2.1 - - "GET / HTTP/1.1" 200 1`, Entry{}, "no [time]"},
 		{"garbage", `hello`, Entry{}, "no client address"},
+		{"host name", `crawler.example - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" 200 1 "-" "Bot"`, Entry{}, "not an IP address"},
+		{"asterisk", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "OPTIONS * HTTP/1.1" 200 0 "-" "Bot"`,
+			Entry{At: at, ClientIP: "192.0.2.1", Method: "OPTIONS", Target: "*", Status: 200, UserAgent: "Bot"}, ""},
 		{"no status", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" abc 1`, Entry{}, "no status"},
 	}
 	for _, c := range cases {
@@ -74,6 +77,10 @@ func TestParseCaddy(t *testing.T) {
 	}
 	if _, err := parseCaddy([]byte(`{"level":"info","ts":1,"logger":"tls","msg":"x"}`)); err != errSkip {
 		t.Errorf("another logger's line: %v", err)
+	}
+	errorLog := `{"level":"error","ts":1795780545.5,"logger":"http.log.error","msg":"x","request":{"client_ip":"192.0.2.1","method":"GET","host":"a","uri":"/"}}`
+	if _, err := parseCaddy([]byte(errorLog)); err != errSkip {
+		t.Errorf("the error log's line of a request (counted twice): %v", err)
 	}
 	if _, err := parseCaddy([]byte(`{"ts":`)); err == nil {
 		t.Error("a cut line read")
@@ -116,6 +123,7 @@ func TestAuditMixture(t *testing.T) {
 		}
 	}
 	log.WriteString("not a log line\n")
+	log.WriteString(strings.Replace(combined("192.0.2.40", t0, "/x", "StarBot/1.0"), "GET /x", "OPTIONS *", 1)) // a bot's target without a path
 	log.WriteString(combined("192.0.2.30", t0.Add(time.Hour), "/robots.txt", "BadBot/1.0"))
 	if err := a.Read(context.Background(), strings.NewReader(log.String()), "access.log"); err != nil {
 		t.Fatal(err)
@@ -124,17 +132,18 @@ func TestAuditMixture(t *testing.T) {
 	if len(res.Files) != 1 || res.Files[0].Malformed != 1 || res.Files[0].Examples[0].Line != 37 || res.Files[0].Format != FormatCombined {
 		t.Errorf("files: %+v", res.Files)
 	}
-	if len(res.Sites) != 1 || res.Sites[0].Site != "https://example.com" || res.Sites[0].Requests != 37 {
+	if len(res.Sites) != 1 || res.Sites[0].Site != "https://example.com" || res.Sites[0].Requests != 38 {
 		t.Fatalf("sites: %+v", res.Sites)
 	}
 	got := map[string]string{}
 	for _, r := range res.Sites[0].Offenders {
-		got[r.UserAgent] = fmt.Sprintf("%s disallowed=%d spoofed=%d throttled=%d requests=%d", r.Client, r.Disallowed, r.Spoofed, r.Throttled, r.Requests)
+		got[r.UserAgent] = fmt.Sprintf("%s disallowed=%d spoofed=%d throttled=%d other=%d requests=%d", r.Client, r.Disallowed, r.Spoofed, r.Throttled, r.Other, r.Requests)
 	}
 	want := map[string]string{
-		"BadBot/1.0":  "192.0.2.30/32 disallowed=2 spoofed=0 throttled=0 requests=2", // /robots.txt is no bot request
-		googleUA:      "11.0.113.9/32 disallowed=0 spoofed=2 throttled=0 requests=2",
-		"FastBot/1.0": "192.0.2.20/32 disallowed=0 spoofed=0 throttled=6 requests=10", // GCRA, tolerance 2.5 delays: 0, 1, 2 and 5 s pass
+		"BadBot/1.0":  "192.0.2.30/32 disallowed=2 spoofed=0 throttled=0 other=0 requests=2", // /robots.txt is no bot request
+		googleUA:      "11.0.113.9/32 disallowed=0 spoofed=2 throttled=0 other=0 requests=2",
+		"FastBot/1.0": "192.0.2.20/32 disallowed=0 spoofed=0 throttled=6 other=0 requests=10", // GCRA, tolerance 2.5 delays: 0, 1, 2 and 5 s pass
+		"StarBot/1.0": "192.0.2.40/32 disallowed=0 spoofed=0 throttled=0 other=1 requests=1",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("offenders:\n got %v\nwant %v", got, want)

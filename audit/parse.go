@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,11 @@ func parseCombined(line string) (Entry, error) {
 		return e, errors.New("no client address")
 	}
 	e.ClientIP = line[:sp]
+	if _, err := netip.ParseAddr(e.ClientIP); err != nil {
+		// A host name (Apache's HostnameLookups) or "-": every such line
+		// would share one client.
+		return e, errors.New("client " + strconv.Quote(e.ClientIP[:min(len(e.ClientIP), 60)]) + " is not an IP address")
+	}
 	open := strings.IndexByte(line, '[')
 	if open < 0 {
 		return e, errors.New("no [time]")
@@ -155,6 +161,12 @@ func unescape(s string) string {
 			b.WriteByte('\n')
 		case 't':
 			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'v':
+			b.WriteByte('\v')
+		case 'b':
+			b.WriteByte('\b')
 		default:
 			b.WriteByte(s[i])
 		}
@@ -236,7 +248,10 @@ func parseCaddy(line []byte) (Entry, error) {
 	if err := json.Unmarshal(line, &c); err != nil {
 		return Entry{}, err
 	}
-	if c.Request == nil {
+	if c.Request == nil || (c.Logger != "" && !strings.HasPrefix(c.Logger, "http.log.access")) {
+		// Another logger's line: the error log and reverse_proxy's
+		// debug lines carry "request" too, and would count a request
+		// twice.
 		return Entry{}, errSkip
 	}
 	r := c.Request

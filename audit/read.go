@@ -30,7 +30,9 @@ func (a *Auditor) ReadFiles(ctx context.Context, paths []string) error {
 	files := make([]file, 0, len(paths))
 	for _, p := range paths {
 		f := file{path: p}
-		if p != "-" {
+		if fi, err := os.Stat(p); p != "-" && err == nil && fi.Mode().IsRegular() {
+			// Only a regular file is read twice: a pipe's bytes would be
+			// gone. Pipes keep their place, at time 0.
 			at, err := a.firstTime(p)
 			if err != nil {
 				return err
@@ -213,6 +215,8 @@ func (a *Auditor) entry(ctx context.Context, fr *FileResult, line []byte) {
 	}
 	if a.res.To.IsZero() || en.At > a.res.To.UnixNano() {
 		a.res.To = time.Unix(0, en.At).UTC()
+	} else if en.At < a.res.To.UnixNano()-int64(time.Minute) {
+		a.res.OutOfOrder++
 	}
 	a.judge(ctx, &en)
 }

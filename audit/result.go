@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -19,6 +20,11 @@ type Result struct {
 	// Versions are the robots.txt files judged by, with the entries
 	// each judged.
 	Versions []VersionUse `json:"versions"`
+	// OutOfOrder counts the entries more than a minute older than one
+	// judged before them (logs of several servers given as separate
+	// files): their clients' Crawl-delay clocks ran backwards, and they
+	// may be counted as throttled.
+	OutOfOrder int64 `json:"out_of_order,omitempty"`
 	// BeforeHistory counts the entries older than every dated robots.txt:
 	// not judged (no file known to be in force then).
 	BeforeHistory int64 `json:"before_history"`
@@ -102,14 +108,21 @@ type Row struct {
 	Throttled  int64 `json:"throttled"`
 	Traps      int64 `json:"traps"`
 	Banned     int64 `json:"banned"`
-	// Lines counts the robots.txt lines that disallowed its requests.
+	// Other counts the requests stopped for another reason: a target
+	// without a path (bad_target), or what the site's state would have
+	// caused.
+	Other int64 `json:"other,omitempty"`
+	// Lines counts the robots.txt lines that disallowed its requests (of
+	// the version in force at each request).
 	Lines map[int]int64 `json:"lines,omitempty"`
 	// Examples are the first few requests the guard would have stopped.
 	Examples []Example `json:"examples,omitempty"`
 }
 
 // Stopped is the number of requests the guard would have stopped.
-func (r *Row) Stopped() int64 { return r.Disallowed + r.Spoofed + r.Throttled + r.Traps + r.Banned }
+func (r *Row) Stopped() int64 {
+	return r.Disallowed + r.Spoofed + r.Throttled + r.Traps + r.Banned + r.Other
+}
 
 // Example is one request the guard would have stopped.
 type Example struct {
@@ -135,7 +148,10 @@ func (r *Row) add(en *Entry, v *guard.Verdict) {
 	case guard.ReasonBanned:
 		r.Banned++
 	default:
-		return
+		if v.Action == guard.Allow {
+			return
+		}
+		r.Other++
 	}
 	line := 0
 	if v.Rule != nil {
@@ -153,6 +169,11 @@ func (r *Row) add(en *Entry, v *guard.Verdict) {
 // Result returns what the audit found so far.
 func (a *Auditor) Result() Result {
 	res := a.res
+	if res.OutOfOrder > 0 {
+		res.Warnings = append(append([]string(nil), res.Warnings...), fmt.Sprintf("%d requests were more than a minute older than one judged before them: "+
+			"logs of several servers must be merged by time first (sort -m -k4 does not do it for the Combined format's dates; "+
+			"merge them in one file per server, oldest first), or their Crawl-delay counts are not to be trusted", res.OutOfOrder))
+	}
 	res.Versions = append([]VersionUse(nil), a.res.Versions...)
 	res.Files = append([]FileResult(nil), a.res.Files...)
 	res.Sites = nil

@@ -26,7 +26,7 @@ type Version struct {
 // datedSource serves, for every site, the Version in force at the
 // audit's current entry: the engine asks it at the first bot request of
 // each site, and again when the Auditor crosses into the next Version
-// (Engine.Revalidate). Its ETag is the Version's index, so a refresh
+// (Engine.Refresh). Its ETag is the Version's index, so a refresh
 // within one Version costs a 304 and no parse.
 type datedSource struct {
 	versions []Version

@@ -173,7 +173,7 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 		fmt.Fprintf(out, "from %s to %s\n", res.From.Format(time.RFC3339), res.To.Format(time.RFC3339))
 	}
 	for _, s := range res.Sites {
-		fmt.Fprintf(out, "\n%s: %d requests, %d of bots; %d bots would have been stopped\n", s.Site, s.Requests, s.BotRequests, len(s.Offenders))
+		fmt.Fprintf(out, "\n%s: %d requests, %d of bots; %d clients would have been stopped\n", s.Site, s.Requests, s.BotRequests, len(s.Offenders))
 		rows := s.Offenders
 		if all {
 			rows = append(rows, s.Compliant...)
@@ -186,7 +186,7 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			rows, hidden = rows[:top], len(rows)-top
 		}
 		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tFIRST\tLAST\tEXAMPLE")
+		fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tOTHER\tFIRST\tLAST\tEXAMPLE")
 		for _, r := range rows {
 			example := ""
 			if len(r.Examples) > 0 {
@@ -201,8 +201,8 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			if r.Operator != "" {
 				verification += " " + r.Operator
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Client, r.Group, verification, r.Requests,
-				r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), example)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Client, r.Group, verification, r.Requests,
+				r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), example)
 		}
 		tw.Flush()
 		if hidden > 0 {

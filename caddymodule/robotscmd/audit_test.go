@@ -47,7 +47,7 @@ func TestAudit(t *testing.T) {
 	if err != nil || code != exitFinding {
 		t.Fatalf("exit %d, %v\n%s", code, err, out.String())
 	}
-	for _, want := range []string{"access.log.1.gz: combined, 2 lines, 2 requests", "192.0.2.1/32", "https://example.com: 4 requests, 4 of bots; 1 bots would have been stopped",
+	for _, want := range []string{"access.log.1.gz: combined, 2 lines, 2 requests", "192.0.2.1/32", "https://example.com: 4 requests, 4 of bots; 1 clients would have been stopped",
 		"/old/a (disallowed, line 2)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
