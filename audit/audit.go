@@ -60,6 +60,11 @@ type Options struct {
 	Versions []Version
 	// MaxRows bounds the per-client rows; 0 means DefaultMaxRows.
 	MaxRows int
+	// History are sites' own robots.txt histories, by site name
+	// ("https://example.com"), as a running guard keeps them
+	// (Engine.History): from the first version's Since on, a site's
+	// requests are judged by them; before, by Versions.
+	History map[string][]Version
 }
 
 // Auditor judges access log entries with one engine. It is not safe for
@@ -76,21 +81,26 @@ type Auditor struct {
 	maxRows int
 	rows    map[rowKey]*Row
 	sites   map[string]*SiteResult
-	res     Result
+	// timelines are the sites' bot requests over time.
+	timelines map[string]*timeline
+	// bytesRead and linesRead are Progress's counts.
+	bytesRead, linesRead atomic.Int64
+	res                  Result
 }
 
 // New returns an Auditor that judges with an engine of cfg (its
 // robots.txt source replaced by opts.Versions; verification as cfg.Verify
 // says: set it off for an audit that asks no feed and no DNS).
 func New(cfg guard.Config, opts Options) (*Auditor, error) {
-	if len(opts.Versions) == 0 {
-		return nil, errors.New("robots_guard: audit: give the robots.txt to judge by (--robots FILE or URL, several with @DATE)")
+	if len(opts.Versions) == 0 && len(opts.History) == 0 {
+		return nil, errors.New("robots_guard: audit: give the robots.txt to judge by (--robots FILE or URL, several with @DATE, or a running guard's history)")
 	}
 	vs := append([]Version(nil), opts.Versions...)
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Since.Before(vs[j].Since) })
-	for i, v := range vs[1:] {
-		if v.Since.IsZero() || v.Since.Equal(vs[i].Since) {
-			return nil, fmt.Errorf("robots_guard: audit: %s and %s: with several robots.txt files, give each a different date (FILE@2026-01-31)", vs[i].Name, v.Name)
+	for i := 1; i < len(vs); i++ {
+		v := vs[i]
+		if v.Since.IsZero() || v.Since.Equal(vs[i-1].Since) {
+			return nil, fmt.Errorf("robots_guard: audit: %s and %s: with several robots.txt files, give each a different date (FILE@2026-01-31)", vs[i-1].Name, v.Name)
 		}
 	}
 	switch opts.Format {
@@ -106,12 +116,21 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	if !ok || (scheme != "http" && scheme != "https") || host == "" || strings.ContainsAny(host, "/?#") {
 		return nil, fmt.Errorf("robots_guard: audit: site %q: write it as https://host", site)
 	}
-	host = sites.MakeKey(scheme, host, 0).HostPort() // as the engine names it
-	a := &Auditor{src: &datedSource{versions: vs}, scheme: scheme, host: host, maxRows: opts.MaxRows,
-		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult)}
+	host = strings.TrimPrefix(siteName(scheme, host), scheme+"://") // as the engine names it
+	src := &datedSource{versions: vs, perSite: make(map[string][]Version), siteCur: make(map[string]int)}
+	for site, h := range opts.History {
+		h = append([]Version(nil), h...)
+		sort.SliceStable(h, func(i, j int) bool { return h[i].Since.Before(h[j].Since) })
+		if len(h) > 0 {
+			src.perSite[site] = h
+		}
+	}
+	a := &Auditor{src: src, scheme: scheme, host: host, maxRows: opts.MaxRows,
+		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult), timelines: make(map[string]*timeline)}
 	if a.maxRows <= 0 {
 		a.maxRows = DefaultMaxRows
 	}
+	a.res.History = make(map[string]int64)
 	a.res.Format = opts.Format
 	if a.res.Format == "" {
 		a.res.Format = FormatAuto
@@ -156,12 +175,51 @@ func (a *Auditor) Close() error { return a.e.Close() }
 // judge decides one entry with the engine at the entry's time and counts
 // it.
 func (a *Auditor) judge(ctx context.Context, en *Entry) {
-	i := a.src.index(en.At)
-	if i < 0 {
+	a.now.Store(en.At)
+	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method}
+	if en.Host != "" {
+		req.Host, req.Scheme = en.Host, a.schemeOf(en)
+	}
+	// The server's port, as the guard had it from the connection: the
+	// Host's, or the scheme's default.
+	if _, req.Port = sites.SplitHost(req.Host); req.Port == 0 {
+		req.Port = 80
+		if req.Scheme == "https" {
+			req.Port = 443
+		}
+	}
+	if !a.useVersion(ctx, siteName(req.Scheme, req.Host), en.At) {
 		a.res.BeforeHistory++
 		return
 	}
-	a.now.Store(en.At)
+	v := a.e.Decide(ctx, req)
+	a.count(en, &v)
+}
+
+// useVersion puts in force, for site, the robots.txt of its time at:
+// the site's own history from its first version on, else the global
+// versions. It reports false when none is known for that time.
+func (a *Auditor) useVersion(ctx context.Context, site string, at int64) bool {
+	if h, ok := a.src.perSite[site]; ok {
+		if i := index(h, at); i >= 0 {
+			if h[i].Unknown {
+				return false
+			}
+			a.src.mu.Lock()
+			cur, seen := a.src.siteCur[site]
+			a.src.siteCur[site] = i
+			a.src.mu.Unlock()
+			if !seen || cur != i {
+				a.e.Refresh(ctx, site, nil)
+			}
+			a.res.History[site]++
+			return true
+		}
+	}
+	i := index(a.src.versions, at)
+	if i < 0 {
+		return false
+	}
 	if i != a.version {
 		// The next robots.txt from here on: every site's copy is fetched
 		// again (from the dated source) before the entry is judged.
@@ -173,15 +231,7 @@ func (a *Auditor) judge(ctx context.Context, en *Entry) {
 		}
 	}
 	a.res.Versions[i].Requests++
-	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method}
-	if en.Host != "" {
-		req.Host, req.Scheme = en.Host, "http"
-		if en.HTTPS {
-			req.Scheme = "https"
-		}
-	}
-	v := a.e.Decide(ctx, req)
-	a.count(en, &v)
+	return true
 }
 
 // count adds a decided entry to its site and, for a bot (or a browser a
@@ -191,7 +241,7 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 	if site == "" { // exempt: /robots.txt, or a browser before any site
 		site = a.scheme + "://" + a.host
 		if en.Host != "" {
-			site = a.schemeOf(en) + "://" + sites.MakeKey(a.schemeOf(en), en.Host, 0).HostPort()
+			site = siteName(a.schemeOf(en), en.Host)
 		}
 	}
 	s := a.sites[site]
@@ -213,6 +263,10 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 		return
 	}
 	s.BotRequests++
+	a.siteTimeline(site).add(en.At, v)
+	if v.Rule != nil && v.Action != guard.Allow {
+		a.countLine(s, v)
+	}
 	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
 	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6).Format(v4, v6),
 		group: v.Group, operator: v.Operator, verification: v.Verification}
@@ -230,6 +284,37 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 		a.rows[k] = r
 	}
 	r.add(en, v)
+}
+
+// siteTimeline returns the timeline of site, made when needed.
+func (a *Auditor) siteTimeline(site string) *timeline {
+	tl := a.timelines[site]
+	if tl == nil {
+		tl = new(timeline)
+		a.timelines[site] = tl
+	}
+	return tl
+}
+
+// countLine counts the robots.txt line that stopped a request of site s
+// (a line of the version in force then: the text tells versions apart).
+func (a *Auditor) countLine(s *SiteResult, v *guard.Verdict) {
+	if s.lines == nil {
+		s.lines = make(map[lineKey]int64)
+	}
+	k := lineKey{v.Rule.Line, v.Rule.String()}
+	if _, ok := s.lines[k]; ok || len(s.lines) < maxLines {
+		s.lines[k]++
+	}
+}
+
+// maxLines bounds the lines a site's result counts.
+const maxLines = 1000
+
+// lineKey is a robots.txt line: its number and text.
+type lineKey struct {
+	line int
+	text string
 }
 
 // schemeOf is the scheme of an entry's own site.

@@ -272,3 +272,26 @@ func TestAuditCaddyLog(t *testing.T) {
 		t.Errorf("offenders: %v", got)
 	}
 }
+
+// TestTimeline: a timeline's slices widen as the log spans more time, so
+// that it holds at most maxSlices; what it shows keeps every request.
+func TestTimeline(t *testing.T) {
+	var tl timeline
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	v := guard.Verdict{Action: guard.Deny, Reason: guard.ReasonDisallowed}
+	const n = 10000
+	for i := range n {
+		tl.add(t0+int64(i)*int64(time.Minute), &v) // a week of minutes
+	}
+	if len(tl.slices) > maxSlices || timelineSteps[tl.step] != 5*time.Minute {
+		t.Errorf("%d slices of %s", len(tl.slices), timelineSteps[tl.step])
+	}
+	ss, w := tl.Slices(96)
+	var total int64
+	for _, s := range ss {
+		total += s.Denied.None
+	}
+	if len(ss) > 96 || total != n || w%(5*time.Minute) != 0 || !ss[0].Start.Equal(time.Unix(0, t0).UTC()) {
+		t.Errorf("%d bars of %s, %d requests", len(ss), w, total)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,6 +62,25 @@ func (a *Auditor) readPath(ctx context.Context, path string) error {
 	}
 	defer f.Close()
 	return a.Read(ctx, f, path)
+}
+
+// Progress returns how many bytes of the logs (as stored: compressed
+// ones compressed) and lines have been read so far; it may be called from
+// another goroutine while the Auditor reads, for a progress display.
+func (a *Auditor) Progress() (bytes, lines int64) {
+	return a.bytesRead.Load(), a.linesRead.Load()
+}
+
+// counting counts the bytes read through it into n.
+type counting struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // firstTime returns the time of the first entry of the file at path, 0
@@ -121,13 +141,16 @@ func (a *Auditor) parse(line []byte, format string) (Entry, error) {
 // in the result. Malformed lines are counted and skipped; only a read
 // error or ctx's end stops it.
 func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
-	r, err := decompress(r)
+	r, err := decompress(counting{r, &a.bytesRead})
 	if err != nil {
 		return fmt.Errorf("robots_guard: audit: %s: %w", name, err)
 	}
 	br := bufio.NewReaderSize(r, 256<<10)
 	fr := FileResult{Name: name}
-	defer func() { a.res.Files = append(a.res.Files, fr) }()
+	defer func() {
+		a.linesRead.Add(fr.Lines & 0xfff) // Progress's count of the last lines
+		a.res.Files = append(a.res.Files, fr)
+	}()
 	for {
 		line, err := readLine(br)
 		if err == errLong {
@@ -151,8 +174,11 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 		if err != nil {
 			return fmt.Errorf("robots_guard: audit: %s line %d: %w", name, fr.Lines+1, err)
 		}
-		if fr.Lines&0xfff == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if fr.Lines&0xfff == 0 {
+			a.linesRead.Add(0x1000)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/report"
 )
 
 // Result is what an audit found.
@@ -20,13 +21,17 @@ type Result struct {
 	// Versions are the robots.txt files judged by, with the entries
 	// each judged.
 	Versions []VersionUse `json:"versions"`
+	// History counts, per site, the entries judged by the site's own
+	// history (Options.History).
+	History map[string]int64 `json:"history,omitempty"`
 	// OutOfOrder counts the entries more than a minute older than one
 	// judged before them (logs of several servers given as separate
 	// files): their clients' Crawl-delay clocks ran backwards, and they
 	// may be counted as throttled.
 	OutOfOrder int64 `json:"out_of_order,omitempty"`
-	// BeforeHistory counts the entries older than every dated robots.txt:
-	// not judged (no file known to be in force then).
+	// BeforeHistory counts the entries for whose time no robots.txt is
+	// known (older than every dated one, or of a version whose text the
+	// history dropped): not judged.
 	BeforeHistory int64 `json:"before_history"`
 	// Warnings say what made the audit weaker than the guard it models
 	// (a feed that did not load).
@@ -83,6 +88,22 @@ type SiteResult struct {
 	Compliant []Row `json:"compliant"`
 	// Others counts the requests of clients beyond Options.MaxRows.
 	Others int64 `json:"others,omitempty"`
+	// Lines are the robots.txt lines that stopped requests, the busiest
+	// first.
+	Lines []LineCount `json:"lines,omitempty"`
+	// Timeline counts the bot requests over the log's time in at most 96
+	// slices of SliceWidth, by what the guard would have done.
+	Timeline   []report.Slice `json:"timeline,omitempty"`
+	SliceWidth time.Duration  `json:"slice_width,omitempty"`
+
+	lines map[lineKey]int64
+}
+
+// LineCount is a robots.txt line and the requests it stopped.
+type LineCount struct {
+	Line  int    `json:"line"`
+	Rule  string `json:"rule"`
+	Count int64  `json:"count"`
 }
 
 // Row is one client's record: its address prefix, the group its
@@ -179,7 +200,19 @@ func (a *Auditor) Result() Result {
 	res.Sites = nil
 	for _, s := range a.sites {
 		sr := *s
-		sr.Offenders, sr.Compliant = nil, nil
+		sr.Offenders, sr.Compliant, sr.lines = nil, nil, nil
+		for k, n := range s.lines {
+			sr.Lines = append(sr.Lines, LineCount{Line: k.line, Rule: k.text, Count: n})
+		}
+		sort.Slice(sr.Lines, func(i, j int) bool {
+			if sr.Lines[i].Count != sr.Lines[j].Count {
+				return sr.Lines[i].Count > sr.Lines[j].Count
+			}
+			return sr.Lines[i].Line < sr.Lines[j].Line
+		})
+		if tl := a.timelines[s.Site]; tl != nil {
+			sr.Timeline, sr.SliceWidth = tl.Slices(96)
+		}
 		res.Sites = append(res.Sites, sr)
 	}
 	sort.Slice(res.Sites, func(i, j int) bool {

@@ -61,6 +61,7 @@ func (a AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/robots_guard/", Handler: dashboardRoute(dashboard.Handler(caddyBackend{}, dashboard.Options{}))},
 		{Pattern: "/robots_guard/sites", Handler: caddy.AdminHandlerFunc(a.handleSites)},
+		{Pattern: "/robots_guard/history", Handler: caddy.AdminHandlerFunc(a.handleHistory)},
 		{Pattern: "/robots_guard/refresh", Handler: caddy.AdminHandlerFunc(a.handleRefresh)},
 		{Pattern: "/robots_guard/explain", Handler: caddy.AdminHandlerFunc(a.handleExplain)},
 		{Pattern: "/robots_guard/feeds", Handler: caddy.AdminHandlerFunc(a.handleFeeds)},

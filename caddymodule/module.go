@@ -224,6 +224,9 @@ func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 		if st := storageOf(ctx); st != nil && len(cfg.Traps.Paths) > 0 {
 			opts = append(opts, guard.WithTrapClocks(storageClocks{st: st, log: g.logger}))
 		}
+		if st := storageOf(ctx); st != nil {
+			opts = append(opts, guard.WithHistory(storageHistory{st: st, log: g.logger}))
+		}
 		e, err := guard.New(cfg, opts...)
 		if err != nil {
 			return nil, err

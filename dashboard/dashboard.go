@@ -71,6 +71,20 @@ type Site struct {
 	Text string
 	// Traps are the site's traps with this copy.
 	Traps []Trap
+	// History lists the versions of the site's robots.txt seen, oldest
+	// first.
+	History []Version
+}
+
+// Version is one robots.txt a site has served.
+type Version struct {
+	// SHA256 is the hex hash of the body, "" for no file (a 4xx).
+	SHA256 string
+	// Outcome is "ok", "html" or "unavailable"; Bytes the body's size.
+	Outcome string
+	Bytes   int
+	// FirstSeen and LastSeen bound when it was seen in force.
+	FirstSeen, LastSeen time.Time
 }
 
 // Trap is a trap's state on a site.

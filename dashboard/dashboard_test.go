@@ -43,7 +43,8 @@ func newFixture(sites, rows, lines int) *fixture {
 		name := fmt.Sprintf("https://site%03d.example", s)
 		f.sites = append(f.sites, Site{Name: name, Outcome: "ok", Status: 200, HasRules: true,
 			Fetched: now.Add(-time.Minute), Checked: now.Add(-time.Minute), NextRefresh: now.Add(14 * time.Minute),
-			ETag: `"abc"`, Text: robots.String(), Traps: []Trap{{Path: "/no-robots/", State: "armed"}}})
+			ETag: `"abc"`, Text: robots.String(), Traps: []Trap{{Path: "/no-robots/", State: "armed"}},
+			History: []Version{{SHA256: "43761ba1ee03b948ea70", Outcome: "ok", Bytes: 1234, FirstSeen: now.Add(-48 * time.Hour), LastSeen: now.Add(-time.Minute)}}})
 		sr := report.SiteReport{Site: name, Traffic: traffic(s)}
 		for r := range rows {
 			row := report.ClientReport{Client: fmt.Sprintf("203.0.%d.%d/32", r/256, r%256), Group: "*", Verification: "none", Denials: int64(rows - r), Throttles: int64(r % 3)}
@@ -179,6 +180,8 @@ func TestSitePage(t *testing.T) {
 		`<li>feed not loaded</li>`,
 		`Bot requests, last hour (5-minute slices)`,
 		`<td>203.0.0.0/32</td><td>*</td>`,
+		`<h3>robots.txt history</h3>`,
+		`<td class=num>1,234</td><td><code>43761ba1ee03</code></td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("site page lacks %q", want)

@@ -337,7 +337,14 @@ var funcs = template.FuncMap{
 	"short": short,
 	"tsum":  func(b report.ByVerification) int64 { return b.Total() },
 	"add":   func(a, b int64) int64 { return a + b },
-	"css":   func() template.CSS { return template.CSS(styleCSS) }, //nolint:gosec // our own embedded file
+	"int64": func(n int) int64 { return int64(n) },
+	"hash": func(h string) string {
+		if h == "" {
+			return "—"
+		}
+		return h[:min(len(h), 12)]
+	},
+	"css": func() template.CSS { return template.CSS(styleCSS) }, //nolint:gosec // our own embedded file
 	"rows": func(title, id string, rows []report.ClientReport) clientTable {
 		return clientTable{Title: title, ID: id, Rows: rows}
 	},

@@ -150,7 +150,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
-	deps := sites.Deps{Source: src, Now: injected, Logger: e.log, Observer: o.observer}
+	deps := sites.Deps{Source: src, Now: injected, Logger: e.log, Observer: o.observer, History: o.history}
 	if e.traps != nil {
 		deps.OnRules, deps.OnConfirm = e.checkTraps, e.confirmTraps
 	}

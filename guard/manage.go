@@ -60,11 +60,18 @@ type SiteStatus struct {
 	Text string `json:"-"`
 	// Traps describes each trap (Config.Traps.Paths) with this copy.
 	Traps []traps.Status `json:"traps,omitempty"`
+	// History lists the versions of the site's robots.txt seen, oldest
+	// first, without their text (Engine.History has it).
+	History []sites.Version `json:"history,omitempty"`
 }
 
 // status describes ent's copy st.
 func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due()}
+	s.History = ent.History()
+	for i := range s.History {
+		s.History[i].Text = ""
+	}
 	if st == nil {
 		return s
 	}
@@ -83,6 +90,22 @@ func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 		s.Age = duration.Duration(e.now().Sub(st.Fetched).Round(time.Millisecond))
 	}
 	return s
+}
+
+// History returns the version history of each cached site whose name
+// site matches (see sites.Match; "" for all), texts included, by site
+// name: what an audit of past requests judges each one by.
+func (e *Engine) History(site string) map[string][]sites.Version {
+	m := sites.Match(site)
+	out := make(map[string][]sites.Version)
+	for _, ent := range e.sites.Sites() {
+		if m == nil || m(ent) {
+			if h := ent.History(); len(h) > 0 {
+				out[ent.Name()] = h
+			}
+		}
+	}
+	return out
 }
 
 // Now returns the time by the Engine's clock (WithClock).

@@ -20,6 +20,7 @@ type options struct {
 	logger     *zap.Logger
 	now        func() time.Time
 	source     sites.Source
+	history    sites.HistoryStore
 	observer   Observer
 	transport  http.RoundTripper
 	limiter    limit.Limiter
@@ -85,6 +86,11 @@ func WithSource(s sites.Source) Option {
 		}
 	}
 }
+
+// WithHistory keeps the robots.txt version histories of the sites that
+// Config.RobotsTxt.SiteNames names in s, across restarts. Default: in
+// memory only.
+func WithHistory(s sites.HistoryStore) Option { return func(o *options) { o.history = s } }
 
 // WithObserver sets the metrics observer. Default: none.
 func WithObserver(obs Observer) Option {

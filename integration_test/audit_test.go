@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,8 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 )
 
 // auditRobots is the site's robots.txt in TestAuditMatchesLive.
@@ -218,4 +225,181 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestAuditByHistory: a robots.txt edited mid-log. The guard keeps each
+// version of the site's robots.txt (the admin API's sites list shows both),
+// and "caddy robots audit --history" judges the requests before the edit by
+// the old version and those after it by the new one, as the guard did live.
+func TestAuditByHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the built Caddy's audit command")
+	}
+	bin := buildCaddy(t)
+	up := newUpstream(t, "User-agent: *\nDisallow: /old/\n")
+	port := freePort(t)
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	tc := load(t, "", fmt.Sprintf("http://127.0.0.1:%d {\n\tlog {\n\t\toutput file %s\n\t\tformat json\n\t}\n\trobots_guard {\n\t\tverify off\n\t}\n\treverse_proxy %s\n}\n",
+		port, filepath.ToSlash(logFile), up.addr()))
+	get(t, tc, port, "/old/a", "FooBot/1.0").check(t, "before the edit, /old/", 403, "line 2")
+	get(t, tc, port, "/new/a", "FooBot/1.0").check(t, "before the edit, /new/", 200, "page /new/a")
+	time.Sleep(20 * time.Millisecond)
+	up.set(200, "User-agent: *\nDisallow: /new/\n")
+	if code, b := adminDo(t, "POST", "/robots_guard/refresh"); code != 200 {
+		t.Fatalf("refresh: %d %s", code, b)
+	}
+	get(t, tc, port, "/old/b", "FooBot/1.0").check(t, "after the edit, /old/", 200, "page /old/b")
+	get(t, tc, port, "/new/b", "FooBot/1.0").check(t, "after the edit, /new/", 403, "line 2")
+	get(t, tc, port, "/robots.txt", "FooBot/1.0").check(t, "robots.txt", 200, "Disallow")
+
+	var sitesList []struct {
+		Site    string
+		History []struct {
+			SHA256    string
+			FirstSeen time.Time `json:"first_seen"`
+		}
+	}
+	adminJSON(t, "GET", "/robots_guard/sites", &sitesList)
+	site := fmt.Sprintf("http://127.0.0.1:%d", port)
+	found := false
+	for _, s := range sitesList {
+		if s.Site == site {
+			found = true
+			if len(s.History) != 2 || s.History[0].SHA256 == s.History[1].SHA256 || !s.History[1].FirstSeen.After(s.History[0].FirstSeen) {
+				t.Errorf("history of %s: %+v, want the two versions", site, s.History)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s not in the sites list", site)
+	}
+	waitFlushed(t, logFile)
+	cmd := exec.Command(bin, "robots", "audit", "--json", "--offline", "--history", fmt.Sprintf("localhost:%d", adminPort), logFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("audit: exit %d (%v)\n%s%s", code, err, out, stderr.String())
+	}
+	var res struct {
+		History map[string]int
+		Sites   []struct {
+			Site      string
+			Offenders []struct {
+				Disallowed int
+				Examples   []struct{ Target string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Six requests judged by the site's history: all but the guard's first
+	// robots.txt fetch, made before the first version was seen.
+	if len(res.Sites) != 1 || len(res.Sites[0].Offenders) != 1 || res.Sites[0].Offenders[0].Disallowed != 2 ||
+		fmt.Sprint(res.Sites[0].Offenders[0].Examples) != "[{/old/a} {/new/b}]" || res.History[site] != 6 {
+		t.Errorf("audit by history: %s", out)
+	}
+}
+
+// TestAuditPageInBrowser: "caddy robots audit --html" writes a page that
+// headless Chromium shows with its offenders, lines and chart, without a
+// request to anywhere but the file itself and without a console error (a
+// style its policy refused would be one); a screenshot for the docs.
+func TestAuditPageInBrowser(t *testing.T) {
+	chrome := chromium(t)
+	bin, dir := buildCaddy(t), t.TempDir()
+	robots := filepath.Join(dir, "robots.txt")
+	os.WriteFile(robots, []byte("User-agent: *\nDisallow: /private/\nDisallow: /search\nCrawl-delay: 30\n\nUser-agent: GPTBot\nDisallow: /\n"), 0o644)
+	var log strings.Builder
+	t0 := time.Date(2026, 11, 20, 6, 0, 0, 0, time.UTC)
+	gptbot := "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+	for i := range 3000 {
+		at := t0.Add(time.Duration(i) * 7 * time.Second)
+		ip, ua, path := fmt.Sprintf("198.51.100.%d", i%40), browserUA, fmt.Sprintf("/blog/%d", i%50)
+		switch {
+		case i%7 == 0:
+			ip, ua, path = "192.0.2.66", gptbot, fmt.Sprintf("/blog/%d", i%50)
+		case i%11 == 0:
+			ip, ua, path = "192.0.2.30", "BadBot/1.0", fmt.Sprintf("/private/%d", i)
+		case i%3 == 0: // every 21 s or so, under a Crawl-delay of 30
+			ip, ua = "192.0.2.20", "FastBot/2.0"
+		case i%13 == 0:
+			ip, ua, path = "192.0.2.10", "GoodBot/1.0", "/about"
+		}
+		fmt.Fprintf(&log, "%s - - [%s] \"GET %s HTTP/1.1\" 200 512 \"-\" %q\n", ip, at.Format("02/Jan/2006:15:04:05 -0700"), path, ua)
+	}
+	logFile, page := filepath.Join(dir, "access.log"), filepath.Join(dir, "audit.html")
+	os.WriteFile(logFile, []byte(log.String()), 0o644)
+	out, err := exec.Command(bin, "robots", "audit", "--offline", "--robots", robots, "--site", "https://example.com", "--html", page, logFile).CombinedOutput()
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("audit: exit %d\n%s", code, out)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	stop := time.AfterFunc(time.Minute, cancel)
+	defer stop.Stop()
+	var mu sync.Mutex
+	var requests, problems []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, ev.Request.URL)
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				problems = append(problems, string(ev.Entry.Source)+": "+ev.Entry.Text)
+			}
+		}
+	}); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	must("start chromium", chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	must("network", err)
+	_, err = chromedp.Call(ctx, cdplog.Enable, cdp.Empty{})
+	must("log", err)
+	url := "file://" + page
+	must("open the page", chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("site-0"))))
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`({
+		offenders: document.querySelectorAll('table.offenders tbody tr').length,
+		lines: document.querySelectorAll('table.lines tbody tr').length,
+		bars: document.querySelectorAll('figure.chart rect:not(.hover)').length,
+		styled: document.styleSheets.length,
+	})`))
+	must("read the page", err)
+	if facts["offenders"] != 3 || facts["lines"] < 2 || facts["bars"] < 10 || facts["styled"] != 1 {
+		t.Errorf("the page shows %v, want 3 offenders (GPTBot, BadBot, FastBot), the lines they broke and a chart", facts)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	must("screenshot", err)
+	shots := os.Getenv("ROBOTSGUARD_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join(os.TempDir(), "robotsguard-screenshots")
+	}
+	os.MkdirAll(shots, 0o755)
+	must("screenshot", os.WriteFile(filepath.Join(shots, "audit.png"), png, 0o644))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range requests {
+		if u != url {
+			t.Errorf("the page made a request to %s", u)
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("console errors or warnings: %q", problems)
+	}
 }

@@ -46,6 +46,9 @@ func (b dashBackend) Sites(context.Context) []dashboard.Site {
 		for _, t := range s.Traps {
 			d.Traps = append(d.Traps, dashboard.Trap{Path: t.Trap, State: t.State, ArmsAt: t.ArmsAt, AllowedFor: t.AllowedFor})
 		}
+		for _, v := range s.History {
+			d.History = append(d.History, dashboard.Version{SHA256: v.SHA256, Outcome: v.Outcome, Bytes: v.Bytes, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen})
+		}
 		out = append(out, d)
 	}
 	return out

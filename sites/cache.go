@@ -116,6 +116,7 @@ type Site struct {
 	charged    *State      // the state whose compiled file this entry is counted for; guarded by Cache.compiledMu
 	timerMu    sync.Mutex
 	timer      *time.Timer // marks the entry stale when a refresh is due (real clock only)
+	hist       siteHistory // the versions of its robots.txt (History)
 }
 
 // maxSpelling is the longest Host header kept as a site's spelling: a DNS
@@ -212,6 +213,7 @@ type Cache struct {
 	newLast   time.Time
 	shares    map[netip.Prefix]*share // per client prefix, guarded by newMu
 	named     names                   // Config.SiteNames: never postponed
+	history   HistoryStore            // Deps.History: named sites' version histories
 	// only, with Config.Origin: the hosts that get a robots.txt; other
 	// hosts share unknown, whose state is unknownState.
 	only         *allowList

@@ -28,6 +28,9 @@ type Deps struct {
 	// before requests see it, by the fetch that got it (fetches of one
 	// site never run at once); nil for none.
 	OnRules func(site *Site, r *policy.Robots)
+	// History keeps the version histories of named sites across
+	// restarts; nil keeps them in memory only.
+	History HistoryStore
 	// OnConfirm is called after every fetch that confirms the copy in
 	// force, a 304 or a new copy (after OnRules), by the fetch; not after
 	// one that failed and kept the last copy. nil for none.
@@ -90,6 +93,7 @@ func New(cfg Config, deps Deps) *Cache {
 		obs:       deps.Observer,
 		onRules:   deps.OnRules,
 		onConfirm: deps.OnConfirm,
+		history:   deps.History,
 
 		allowUnreachable: cfg.OnUnreachable == UnreachableAllow,
 	}

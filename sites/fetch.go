@@ -73,6 +73,7 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 	switch {
 	case err == nil && res.StatusCode == http.StatusNotModified && req.IfNoneMatch+req.IfModifiedSince != "":
 		c.reportState(e, prev) // the source may have failed in between
+		c.touchVersion(e, now)
 		c.observe(e, NotModified)
 		c.setDue(e, now, c.refresh)
 		c.confirm(e, prev)
@@ -113,6 +114,7 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 		return st
 	}
 	c.reportState(e, st)
+	c.recordVersion(e, st, res.Body, now)
 	c.observe(e, st.Outcome)
 	c.setState(e, st)
 	c.setDue(e, now, c.refresh)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,13 +15,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/robotsguard/robotsguard/audit"
+	"github.com/robotsguard/robotsguard/dashboard"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // auditOpts are the flags of "caddy robots audit".
 type auditOpts struct {
 	robots  []string // FILE|URL[@DATE]
+	history string   // a running Caddy's admin address
 	site    string
 	format  string
 	config  string // a robots_guard JSON block
@@ -28,17 +32,19 @@ type auditOpts struct {
 	asJSON  bool
 	all     bool
 	top     int
+	html    string // a file for the page
 }
 
 // auditCommand is "caddy robots audit".
 func auditCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "audit --robots <file|URL>[@DATE]... [--site <URL>] [--config <json>] [--offline] [--json] <log>...",
+		Use:   "audit [--robots <file|URL>[@DATE]]... [--history <admin address>] [--site <URL>] [--config <json>] [--offline] [--json] <log>...",
 		Short: "Finds the bots that ignored robots.txt in access logs",
 		Args:  usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			var o auditOpts
 			o.robots, _ = c.Flags().GetStringArray("robots")
+			o.history, _ = c.Flags().GetString("history")
 			o.site, _ = c.Flags().GetString("site")
 			o.format, _ = c.Flags().GetString("format")
 			o.config, _ = c.Flags().GetString("config")
@@ -46,6 +52,7 @@ func auditCommand() *cobra.Command {
 			o.asJSON, _ = c.Flags().GetBool("json")
 			o.all, _ = c.Flags().GetBool("all")
 			o.top, _ = c.Flags().GetInt("top")
+			o.html, _ = c.Flags().GetString("html")
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			exit(runAudit(ctx, os.Stdout, args, o))
@@ -54,12 +61,14 @@ func auditCommand() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringArray("robots", nil, "robots.txt file or URL to judge by (required); several, each with the date it came into force: --robots old.txt@2026-01-01 --robots robots.txt@2026-03-15T10:00:00Z")
+	f.String("history", "", "admin API address of a running Caddy (localhost:2019): judge each site's requests by the robots.txt versions it has seen, each from when it was first seen (--robots for the times before)")
 	f.String("site", "", "scheme and host of logs whose lines carry none (Common/Combined), e.g. https://example.com (default "+audit.DefaultSite+")")
 	f.String("format", audit.FormatAuto, "log format: "+strings.Join(audit.Formats, ", "))
 	f.String("config", "", "JSON file of a robots_guard block (bots, verify, crawl_delay, clients, traps, bans, ...): judge as that guard would")
 	f.Bool("offline", false, "verify no crawler claim (no IP-range feed, no DNS)")
 	f.Bool("json", false, "print the result as JSON")
 	f.Bool("all", false, "list the compliant bots too")
+	f.String("html", "", "also write the result as one self-contained HTML page, in the dashboard's style, to this file")
 	f.Int("top", 50, "rows shown per site in the table, the most stopped first (0: all; --json has them all)")
 	return c
 }
@@ -80,8 +89,15 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 	if o.offline {
 		cfg.Verify = &identity.VerifyConfig{Off: true}
 	}
-	if len(o.robots) == 0 {
-		return exitError, fmt.Errorf("give the robots.txt to judge by: --robots <file or URL>[@DATE]")
+	if len(o.robots) == 0 && o.history == "" {
+		return exitError, fmt.Errorf("give the robots.txt to judge by: --robots <file or URL>[@DATE], or --history <admin address> of the running Caddy")
+	}
+	var history map[string][]audit.Version
+	if o.history != "" {
+		var err error
+		if history, err = loadHistory(o.history); err != nil {
+			return exitError, err
+		}
 	}
 	var versions []audit.Version
 	for _, spec := range o.robots {
@@ -91,15 +107,23 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		}
 		versions = append(versions, v)
 	}
-	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions})
+	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions, History: history})
 	if err != nil {
 		return exitError, err
 	}
 	defer a.Close()
+	if stop := showProgress(os.Stderr, a, logs); stop != nil {
+		defer stop()
+	}
 	if err := a.ReadFiles(ctx, logs); err != nil {
 		return exitError, err
 	}
 	res := a.Result()
+	if o.html != "" {
+		if err := writeAuditHTML(o.html, res); err != nil {
+			return exitError, err
+		}
+	}
 	if o.asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -115,6 +139,33 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		}
 	}
 	return exitOK, nil
+}
+
+// loadHistory reads the robots.txt histories of a running Caddy's sites
+// from its admin API.
+func loadHistory(addr string) (map[string][]audit.Version, error) {
+	b, err := adminGet(addr, "/robots_guard/history")
+	if err != nil {
+		return nil, fmt.Errorf("--history: %w", err)
+	}
+	var h map[string][]sites.Version
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("--history: %w", err)
+	}
+	out := make(map[string][]audit.Version, len(h))
+	for site, vs := range h {
+		for _, v := range vs {
+			av := audit.Version{Name: site + " (first seen " + v.FirstSeen.UTC().Format(time.RFC3339) + ")", Since: v.FirstSeen, Body: []byte(v.Text)}
+			switch {
+			case v.Outcome == "unavailable":
+				av.Status = max(v.Status, http.StatusNotFound)
+			case v.Text == "" && v.Bytes > 0:
+				av.Unknown = true // the history kept its hash only
+			}
+			out[site] = append(out[site], av)
+		}
+	}
+	return out, nil
 }
 
 // readVersion reads "FILE|URL[@DATE]".
@@ -212,4 +263,102 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			fmt.Fprintf(out, "%d requests of clients beyond the row bound are not listed\n", s.Others)
 		}
 	}
+}
+
+// writeAuditHTML writes res as the audit's page (dashboard.WriteAudit).
+func writeAuditHTML(path string, res audit.Result) error {
+	p := dashboard.AuditPage{Title: "robots.txt audit", Generated: time.Now().UTC(), From: res.From, To: res.To, Notes: res.Warnings}
+	if res.BeforeHistory > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d requests made when no robots.txt is known were not judged", res.BeforeHistory))
+	}
+	for _, f := range res.Files {
+		p.Files = append(p.Files, fmt.Sprintf("%s: %s, %d requests, %d malformed lines", f.Name, f.Format, f.Entries, f.Malformed))
+	}
+	for _, s := range res.Sites {
+		ps := dashboard.AuditSite{Site: s.Site, Requests: s.Requests, BotRequests: s.BotRequests, Compliant: len(s.Compliant), Timeline: s.Timeline}
+		switch {
+		case s.SliceWidth < time.Hour:
+			ps.Layout = "15:04"
+		case s.SliceWidth < 24*time.Hour:
+			ps.Layout = "Jan 2 15h"
+		default:
+			ps.Layout = "Jan 2"
+		}
+		for _, l := range s.Lines {
+			ps.Lines = append(ps.Lines, dashboard.LineCount{Line: l.Line, Rule: l.Rule, Count: l.Count})
+		}
+		for _, r := range s.Offenders {
+			c := dashboard.AuditClient{Client: r.Client, Group: r.Group, Verification: r.Verification, Operator: r.Operator, UserAgent: r.UserAgent,
+				Requests: r.Requests, Disallowed: r.Disallowed + r.Other, Throttled: r.Throttled, Traps: r.Traps, Spoofed: r.Spoofed, Banned: r.Banned,
+				First: r.First, Last: r.Last}
+			for _, x := range r.Examples {
+				e := x.Target + " (" + x.Reason
+				if x.Line > 0 {
+					e += fmt.Sprintf(", line %d", x.Line)
+				}
+				c.Examples = append(c.Examples, e+")")
+			}
+			ps.Offenders = append(ps.Offenders, c)
+		}
+		p.Sites = append(p.Sites, ps)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	if err := dashboard.WriteAudit(f, p); err != nil {
+		f.Close()
+		return fmt.Errorf("--html: %w", err)
+	}
+	return f.Close()
+}
+
+// showProgress draws a progress line on w while a reads logs, when w is a
+// terminal: the bytes read of the logs' total, lines per second and the
+// time left. It returns the function that ends it, nil when w is no
+// terminal.
+func showProgress(w *os.File, a *audit.Auditor, logs []string) func() {
+	if fi, err := w.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	var total int64
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-tick.C:
+				fmt.Fprint(w, "\r\033[K"+progressLine(a, total, time.Since(start)))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// progressLine says how far a is: "37% · 152 of 411 MB · 1.02M lines/s · 4s left".
+func progressLine(a *audit.Auditor, total int64, elapsed time.Duration) string {
+	bytes, lines := a.Progress()
+	secs := max(elapsed.Seconds(), 0.001)
+	line := fmt.Sprintf("%.1f MB · %.2fM lines/s", float64(bytes)/1e6, float64(lines)/secs/1e6)
+	if total > 0 && bytes > 0 {
+		left := time.Duration(float64(elapsed) * float64(total-bytes) / float64(bytes)).Round(time.Second)
+		line = fmt.Sprintf("%3.0f%% · %.1f of %.1f MB · %.2fM lines/s · %s left", 100*float64(bytes)/float64(total),
+			float64(bytes)/1e6, float64(total)/1e6, float64(lines)/secs/1e6, max(left, 0))
+	}
+	return line
 }

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robotsguard/robotsguard/audit"
+	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
 )
 
 // logLine is a Combined Log Format line.
@@ -76,5 +80,38 @@ func TestAudit(t *testing.T) {
 	os.WriteFile(old, []byte("User-agent: *\nDisallow: /nothing-here/\n"), 0o644)
 	if code, err = runAudit(context.Background(), &out, logs, auditOpts{offline: true, robots: []string{old}}); code != exitOK {
 		t.Errorf("no offender: exit %d, %v", code, err)
+	}
+}
+
+// TestProgressLine: what the progress display says.
+func TestProgressLine(t *testing.T) {
+	dir := t.TempDir()
+	robots := filepath.Join(dir, "r.txt")
+	os.WriteFile(robots, []byte("User-agent: *\nDisallow: /x\n"), 0o644)
+	a, err := audit.New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, audit.Options{Versions: []audit.Version{{Name: "r", Body: []byte("")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var log strings.Builder
+	for i := range 10000 {
+		log.WriteString(logLine("192.0.2.1", time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), "/", "FooBot/1.0"))
+	}
+	half := int64(log.Len())
+	if err := a.Read(context.Background(), strings.NewReader(log.String()), "x"); err != nil {
+		t.Fatal(err)
+	}
+	got := progressLine(a, 2*half, 2*time.Second)
+	if !strings.HasPrefix(got, " 50% · ") || !strings.Contains(got, "lines/s · 2s left") {
+		t.Errorf("progress: %q", got)
+	}
+	if got := progressLine(a, 0, time.Second); !strings.Contains(got, "MB · 0.01M lines/s") {
+		t.Errorf("progress without a total: %q", got)
+	}
+	// Not a terminal: no display.
+	f, _ := os.Create(filepath.Join(dir, "out"))
+	defer f.Close()
+	if showProgress(f, a, nil) != nil {
+		t.Error("a progress display on a file")
 	}
 }

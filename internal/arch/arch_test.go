@@ -53,15 +53,15 @@ var arrows = map[string][]string{
 	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites", "traps"},
 	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites", "traps"},
 	"nethttp":                       {"dashboard", "guard", "identity", "report"},
-	"caddymodule/robotscmd":         {"audit", "guard", "identity", "policy", "report", "sites", "traps"},
-	"audit":                         {"guard", "identity", "limit", "policy", "sites"},
+	"caddymodule/robotscmd":         {"audit", "dashboard", "guard", "identity", "policy", "report", "sites", "traps"},
+	"audit":                         {"guard", "identity", "limit", "policy", "report", "sites"},
 	"traps":                         {"duration", "limit", "policy"},
 	"cmd/caddy":                     {"caddymodule"},
 }
 
 // fronts are the packages that serve requests and so may draw the
 // operator's page; no other package imports dashboard.
-var fronts = []string{"nethttp", "caddymodule"}
+var fronts = []string{"nethttp", "caddymodule", "caddymodule/robotscmd"} // the CLI draws the audit's page
 
 // Sizes: no non-test file over maxFileLines, no function over
 // maxFuncLines, but for these, each with its reason.
@@ -84,13 +84,13 @@ var bigFuncs = map[string]string{
 // group). Growing past it is a decision, made here in the same change.
 var budgets = map[string]int{
 	"policy":       34,
-	"sites":        30, // issue 36: OriginSource, the decision service's robots.txt source
+	"sites":        32, // issue 36: OriginSource, the decision service's robots.txt source; issue 37: Version and HistoryStore, each site's robots.txt history
 	"identity":     54,
 	"limit":        33,
 	"report":       13,
-	"audit":        15, // issue 37: the audit of access logs (New, Options, Version, the Result types, the formats)
-	"dashboard":    9,
-	"guard":        37, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question
+	"audit":        16, // issue 37: the audit of access logs (New, Options, Version, the Result types, the formats)
+	"dashboard":    15, // issue 37: Version, a site's robots.txt history on its page; the audit's page (AuditPage, AuditSite, AuditClient, LineCount, WriteAudit)
+	"guard":        38, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question; issue 37: WithHistory
 	"caddymodule":  4,  // issue 36: RobotsGuardCheck, the decision service
 	"nethttp":      15, // issue 36: Check, CheckConfig and WithTrustedProxy, the decision service
 	"traps":        16,

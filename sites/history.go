@@ -1,0 +1,136 @@
+package sites
+
+import (
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// Bounds of a site's history.
+const (
+	// maxVersions is how many versions of a site's robots.txt are kept,
+	// the newest; older ones are dropped.
+	maxVersions = 20
+	// maxHistoryText is how many bytes of text a site's history keeps:
+	// the texts of the oldest versions beyond it are dropped (their
+	// hash, size and dates stay).
+	maxHistoryText = 1 << 20
+	// historyStoreEvery is how often a LastSeen that moved is written to
+	// the HistoryStore (a new version is written at once).
+	historyStoreEvery = 15 * time.Minute
+)
+
+// Version is one robots.txt a site has served, with when it was first
+// and last seen in force: what an audit of past requests judges each one
+// by (the version in force at its time).
+type Version struct {
+	// SHA256 is the hex SHA-256 of the body; empty for no file (a 4xx).
+	SHA256 string `json:"sha256,omitempty"`
+	// Outcome is "ok", "html" or "unavailable" (see Outcome).
+	Outcome string `json:"outcome"`
+	// Status is the HTTP status of the fetch that got it.
+	Status int `json:"status,omitempty"`
+	// Bytes is the body's size.
+	Bytes int `json:"bytes"`
+	// FirstSeen is when a fetch first got it; LastSeen when one last
+	// confirmed it (a 304 or the same body again).
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// Text is the body; empty when the history's byte bound dropped it.
+	Text string `json:"text,omitempty"`
+}
+
+// HistoryStore keeps the version histories of the sites that
+// Config.SiteNames names across restarts (the Caddy module keeps them in
+// Caddy's storage). Calls come from fetches, at most one at a time per
+// site.
+type HistoryStore interface {
+	// LoadHistory returns the stored history of site, oldest first.
+	LoadHistory(site string) ([]Version, bool)
+	// StoreHistory replaces the stored history of site.
+	StoreHistory(site string, h []Version)
+}
+
+// siteHistory is a Site's versions, oldest first.
+type siteHistory struct {
+	mu       sync.Mutex
+	loaded   bool
+	versions []Version
+	stored   time.Time // when the store was last written
+}
+
+// History returns the versions of the site's robots.txt this Cache has
+// seen (and, for a named site, its HistoryStore kept), oldest first.
+func (e *Site) History() []Version {
+	e.hist.mu.Lock()
+	defer e.hist.mu.Unlock()
+	return append([]Version(nil), e.hist.versions...)
+}
+
+// recordVersion adds what a fetch got (st, from body) to e's history: a
+// new version, or the last one seen again.
+func (c *Cache) recordVersion(e *Site, st *State, body []byte, now time.Time) {
+	v := Version{Outcome: st.Outcome.String(), Status: st.Status, Bytes: len(body), FirstSeen: now, LastSeen: now}
+	if st.Outcome != Unavailable {
+		// The compiled copy's own text: sites that serve the same file
+		// share it, as they share the copy.
+		v.SHA256, v.Text = hex.EncodeToString(st.sum[:]), st.Robots.Text()
+	}
+	h := &e.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.loadHistory(e)
+	if n := len(h.versions); n > 0 && h.versions[n-1].SHA256 == v.SHA256 && h.versions[n-1].Outcome == v.Outcome {
+		h.versions[n-1].LastSeen = now
+		c.storeHistory(e, now, false)
+		return
+	}
+	h.versions = append(h.versions, v)
+	if len(h.versions) > maxVersions {
+		h.versions = append(h.versions[:0:0], h.versions[len(h.versions)-maxVersions:]...)
+	}
+	total := 0
+	for i := len(h.versions) - 1; i >= 0; i-- {
+		if total += len(h.versions[i].Text); total > maxHistoryText {
+			h.versions[i].Text = ""
+		}
+	}
+	c.storeHistory(e, now, true)
+}
+
+// touchVersion marks e's last version seen at now (a 304).
+func (c *Cache) touchVersion(e *Site, now time.Time) {
+	h := &e.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.versions); n > 0 {
+		h.versions[n-1].LastSeen = now
+		c.storeHistory(e, now, false)
+	}
+}
+
+// loadHistory reads a named site's stored history, once; e.hist.mu is
+// held.
+func (c *Cache) loadHistory(e *Site) {
+	if e.hist.loaded {
+		return
+	}
+	e.hist.loaded = true
+	if c.history == nil || !e.named {
+		return
+	}
+	if stored, ok := c.history.LoadHistory(e.site); ok {
+		e.hist.versions = append(stored[:len(stored):len(stored)], e.hist.versions...)
+	}
+}
+
+// storeHistory writes a named site's history to the store: at once for
+// a new version, at most every historyStoreEvery otherwise; e.hist.mu is
+// held.
+func (c *Cache) storeHistory(e *Site, now time.Time, changed bool) {
+	if c.history == nil || !e.named || (!changed && now.Sub(e.hist.stored) < historyStoreEvery) {
+		return
+	}
+	e.hist.stored = now
+	c.history.StoreHistory(e.site, append([]Version(nil), e.hist.versions...))
+}
