@@ -295,3 +295,22 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("%d bars of %s, %d requests", len(ss), w, total)
 	}
 }
+
+// TestUnknownFormat: a file none of whose first lines is a request in a
+// format the audit reads is refused, naming the formats; a few bad lines
+// among good ones are skipped.
+func TestUnknownFormat(t *testing.T) {
+	a, err := New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, Options{Versions: []Version{{Name: "r", Body: []byte(robots)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	err = a.Read(context.Background(), strings.NewReader(strings.Repeat("2026-11-01 10:00:00 GET /a 200 FooBot\n", 200)), "w3c.log")
+	if err == nil || !strings.Contains(err.Error(), "none of the formats") || !strings.Contains(err.Error(), "Combined") {
+		t.Errorf("unknown format: %v", err)
+	}
+	good := combined("192.0.2.1", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), "/", "FooBot/1.0")
+	if err := a.Read(context.Background(), strings.NewReader(good+strings.Repeat("junk\n", 300)), "mixed.log"); err != nil {
+		t.Errorf("bad lines after a good one: %v", err)
+	}
+}

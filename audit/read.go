@@ -167,6 +167,11 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 				fr.Format = formatOf(a.res.Format, line)
 			}
 			a.entry(ctx, &fr, line)
+			if fr.Entries == 0 && fr.Malformed >= unknownAfter {
+				return fmt.Errorf("robots_guard: audit: %s: the first %d lines are none of the formats the audit reads "+
+					"(Caddy's JSON access log; the Common or Combined Log Format of nginx and Apache, with nginx's log_format fields after them): %s",
+					name, fr.Malformed, fr.Examples[0].Reason)
+			}
 		}
 		if err == io.EOF {
 			return nil
@@ -182,6 +187,10 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 		}
 	}
 }
+
+// unknownAfter is how many malformed lines, with no line read before
+// them, make a file one of an unknown format.
+const unknownAfter = 100
 
 // errLong is the reason of a line longer than maxLine.
 var errLong = errors.New("line longer than 1 MiB")
