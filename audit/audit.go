@@ -83,6 +83,9 @@ type Auditor struct {
 	sites   map[string]*SiteResult
 	// timelines are the sites' bot requests over time.
 	timelines map[string]*timeline
+	// byHost maps "scheme://hostname" to the one history site of that
+	// name ("" when several ports have one).
+	byHost map[string]string
 	// bytesRead and linesRead are Progress's counts.
 	bytesRead, linesRead atomic.Int64
 	res                  Result
@@ -125,7 +128,15 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 			src.perSite[site] = h
 		}
 	}
-	a := &Auditor{src: src, scheme: scheme, host: host, maxRows: opts.MaxRows,
+	byHost := make(map[string]string)
+	for site := range src.perSite {
+		if _, dup := byHost[hostOnly(site)]; dup {
+			byHost[hostOnly(site)] = "" // two ports: no guess
+		} else {
+			byHost[hostOnly(site)] = site
+		}
+	}
+	a := &Auditor{src: src, byHost: byHost, scheme: scheme, host: host, maxRows: opts.MaxRows,
 		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult), timelines: make(map[string]*timeline)}
 	if a.maxRows <= 0 {
 		a.maxRows = DefaultMaxRows
@@ -200,7 +211,21 @@ func (a *Auditor) judge(ctx context.Context, en *Entry) {
 // the site's own history from its first version on, else the global
 // versions. It reports false when none is known for that time.
 func (a *Auditor) useVersion(ctx context.Context, site string, at int64) bool {
-	if h, ok := a.src.perSite[site]; ok {
+	h, ok := a.src.perSite[site]
+	if !ok {
+		// The guard names a site by its server's port, which a log's
+		// Host may not carry (a port mapping): a history whose site has
+		// the same scheme and host name, and is the only one, is it.
+		if name, found := a.byHost[hostOnly(site)]; found && name != "" {
+			// The engine's copy is keyed by the entry's site; its
+			// versions are the history's.
+			h, ok = a.src.perSite[name], true
+			a.src.mu.Lock()
+			a.src.perSite[site] = h
+			a.src.mu.Unlock()
+		}
+	}
+	if ok {
 		if i := index(h, at); i >= 0 {
 			if h[i].Unknown {
 				return false
@@ -219,6 +244,17 @@ func (a *Auditor) useVersion(ctx context.Context, site string, at int64) bool {
 	i := index(a.src.versions, at)
 	if i < 0 {
 		return false
+	}
+	a.src.mu.Lock()
+	cur, seen := a.src.siteCur[site]
+	if seen && cur >= 0 {
+		// Back before the site's own history (a later file that starts
+		// earlier): its copy is the global version's again.
+		a.src.siteCur[site] = -1
+	}
+	a.src.mu.Unlock()
+	if seen && cur >= 0 {
+		a.e.Refresh(ctx, site, nil)
 	}
 	if i != a.version {
 		// The next robots.txt from here on: every site's copy is fetched
@@ -284,6 +320,13 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 		a.rows[k] = r
 	}
 	r.add(en, v)
+}
+
+// hostOnly is a site name without its port.
+func hostOnly(site string) string {
+	scheme, host, _ := strings.Cut(site, "://")
+	name, _ := sites.SplitHost(host)
+	return scheme + "://" + name
 }
 
 // siteTimeline returns the timeline of site, made when needed.

@@ -190,6 +190,14 @@ func (r *Row) add(en *Entry, v *guard.Verdict) {
 // Result returns what the audit found so far.
 func (a *Auditor) Result() Result {
 	res := a.res
+	for site := range a.src.perSite {
+		if res.History[site] == 0 && a.byHost[hostOnly(site)] == site {
+			if used := a.usedByHost(site); !used {
+				res.Warnings = append(append([]string(nil), res.Warnings...), "the history of "+site+" judged no request: no request of the log names that site "+
+					"(the guard names a site by its server's port; a log's Host may carry another)")
+			}
+		}
+	}
 	if res.OutOfOrder > 0 {
 		res.Warnings = append(append([]string(nil), res.Warnings...), fmt.Sprintf("%d requests were more than a minute older than one judged before them: "+
 			"logs of several servers must be merged by time first (sort -m -k4 does not do it for the Combined format's dates; "+
@@ -254,4 +262,15 @@ func rowBefore(a, b *Row, stopped bool) bool {
 		return a.Client < b.Client
 	}
 	return a.Group < b.Group
+}
+
+// usedByHost reports whether a site of another port judged requests by
+// site's history (Auditor.useVersion's fallback).
+func (a *Auditor) usedByHost(site string) bool {
+	for other, n := range a.res.History {
+		if n > 0 && other != site && hostOnly(other) == hostOnly(site) {
+			return true
+		}
+	}
+	return false
 }

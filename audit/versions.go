@@ -52,11 +52,12 @@ func (s *datedSource) Fetch(_ context.Context, req sites.Request) (sites.Result,
 	name := siteName(req.Site.Scheme, req.Site.Host)
 	s.mu.Lock()
 	i, own := s.siteCur[name]
+	hist := s.perSite[name]
 	s.mu.Unlock()
 	var v Version
 	etag := ""
 	if own && i >= 0 {
-		v, etag = s.perSite[name][i], `"site-`+strconv.Itoa(i)+`"`
+		v, etag = hist[i], `"site-`+strconv.Itoa(i)+`"`
 	} else {
 		if i = int(s.current.Load()); i >= len(s.versions) {
 			return sites.Result{}, errors.New("no robots.txt known for " + name)

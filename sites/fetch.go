@@ -111,13 +111,14 @@ func (c *Cache) fetch(e *Site, origin http.Handler) *State {
 		st = &State{Robots: c.empty, Outcome: Unreachable, Unreachable: true, Status: res.StatusCode, Fetched: now}
 		c.setState(e, st)
 		c.setDue(e, now, c.retry)
+		c.recordVersion(e, st, nil, now) // a time without a file in force: an audit judges none of it
 		return st
 	}
 	c.reportState(e, st)
-	c.recordVersion(e, st, res.Body, now)
 	c.observe(e, st.Outcome)
 	c.setState(e, st)
 	c.setDue(e, now, c.refresh)
+	c.recordVersion(e, st, res.Body, now)
 	c.confirm(e, st)
 	return st
 }

@@ -53,10 +53,16 @@ type HistoryStore interface {
 
 // siteHistory is a Site's versions, oldest first.
 type siteHistory struct {
-	mu       sync.Mutex
-	loaded   bool
+	load     sync.Once  // the stored history is read once, outside mu
+	mu       sync.Mutex // guards the fields below
 	versions []Version
-	stored   time.Time // when the store was last written
+	stored   time.Time // when a write to the store was last started
+	seq      uint64    // the number of the last write started
+	// storeMu orders the writes of the background writers; written is
+	// the number of the last one done (a late writer with an older copy
+	// skips).
+	storeMu sync.Mutex
+	written uint64
 }
 
 // History returns the versions of the site's robots.txt this Cache has
@@ -68,34 +74,47 @@ func (e *Site) History() []Version {
 }
 
 // recordVersion adds what a fetch got (st, from body) to e's history: a
-// new version, or the last one seen again.
+// new version, or the last one seen again. Only a named site's history
+// keeps texts (the configuration bounds their number); other hosts keep
+// hashes and dates, so a flood of Host names serving files of their own
+// costs no text.
 func (c *Cache) recordVersion(e *Site, st *State, body []byte, now time.Time) {
 	v := Version{Outcome: st.Outcome.String(), Status: st.Status, Bytes: len(body), FirstSeen: now, LastSeen: now}
-	if st.Outcome != Unavailable {
-		// The compiled copy's own text: sites that serve the same file
-		// share it, as they share the copy.
-		v.SHA256, v.Text = hex.EncodeToString(st.sum[:]), st.Robots.Text()
+	if st.Outcome != Unavailable && st.Outcome != Unreachable {
+		v.SHA256 = hex.EncodeToString(st.sum[:])
+		if e.named {
+			// The compiled copy's own text: sites that serve the same
+			// file share it, as they share the copy.
+			v.Text = st.Robots.Text()
+		}
 	}
+	c.loadHistory(e)
 	h := &e.hist
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.loadHistory(e)
-	if n := len(h.versions); n > 0 && h.versions[n-1].SHA256 == v.SHA256 && h.versions[n-1].Outcome == v.Outcome {
+	if n := len(h.versions); n > 0 && h.versions[n-1].SHA256 == v.SHA256 && h.versions[n-1].Outcome == v.Outcome && h.versions[n-1].Status == v.Status {
 		h.versions[n-1].LastSeen = now
 		c.storeHistory(e, now, false)
 		return
 	}
 	h.versions = append(h.versions, v)
-	if len(h.versions) > maxVersions {
-		h.versions = append(h.versions[:0:0], h.versions[len(h.versions)-maxVersions:]...)
+	h.versions = bounded(h.versions)
+	c.storeHistory(e, now, true)
+}
+
+// bounded cuts a history to its bounds: the newest maxVersions, and the
+// texts of the oldest dropped beyond maxHistoryText bytes.
+func bounded(vs []Version) []Version {
+	if len(vs) > maxVersions {
+		vs = append(vs[:0:0], vs[len(vs)-maxVersions:]...)
 	}
 	total := 0
-	for i := len(h.versions) - 1; i >= 0; i-- {
-		if total += len(h.versions[i].Text); total > maxHistoryText {
-			h.versions[i].Text = ""
+	for i := len(vs) - 1; i >= 0; i-- {
+		if total += len(vs[i].Text); total > maxHistoryText {
+			vs[i].Text = ""
 		}
 	}
-	c.storeHistory(e, now, true)
+	return vs
 }
 
 // touchVersion marks e's last version seen at now (a 304).
@@ -109,28 +128,42 @@ func (c *Cache) touchVersion(e *Site, now time.Time) {
 	}
 }
 
-// loadHistory reads a named site's stored history, once; e.hist.mu is
-// held.
+// loadHistory reads a named site's stored history, once, before the
+// versions this Cache saw.
 func (c *Cache) loadHistory(e *Site) {
-	if e.hist.loaded {
-		return
-	}
-	e.hist.loaded = true
-	if c.history == nil || !e.named {
-		return
-	}
-	if stored, ok := c.history.LoadHistory(e.site); ok {
-		e.hist.versions = append(stored[:len(stored):len(stored)], e.hist.versions...)
-	}
+	e.hist.load.Do(func() {
+		if c.history == nil || !e.named {
+			return
+		}
+		stored, ok := c.history.LoadHistory(e.site)
+		if !ok {
+			return
+		}
+		e.hist.mu.Lock()
+		defer e.hist.mu.Unlock()
+		e.hist.versions = bounded(append(stored[:len(stored):len(stored)], e.hist.versions...))
+	})
 }
 
-// storeHistory writes a named site's history to the store: at once for
-// a new version, at most every historyStoreEvery otherwise; e.hist.mu is
-// held.
+// storeHistory starts writing a named site's history to the store, in
+// the background (a remote storage may be slow; the fetch does not wait):
+// at once for a new version, at most every historyStoreEvery otherwise.
+// e.hist.mu is held.
 func (c *Cache) storeHistory(e *Site, now time.Time, changed bool) {
-	if c.history == nil || !e.named || (!changed && now.Sub(e.hist.stored) < historyStoreEvery) {
+	h := &e.hist
+	if c.history == nil || !e.named || (!changed && now.Sub(h.stored) < historyStoreEvery) {
 		return
 	}
-	e.hist.stored = now
-	c.history.StoreHistory(e.site, append([]Version(nil), e.hist.versions...))
+	h.stored = now
+	h.seq++
+	seq, vs := h.seq, append([]Version(nil), h.versions...)
+	go func() {
+		h.storeMu.Lock()
+		defer h.storeMu.Unlock()
+		if seq <= h.written {
+			return // a newer copy is written already
+		}
+		h.written = seq
+		c.history.StoreHistory(e.site, vs)
+	}()
 }

@@ -112,10 +112,12 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		return exitError, err
 	}
 	defer a.Close()
-	if stop := showProgress(os.Stderr, a, logs); stop != nil {
-		defer stop()
+	stop := showProgress(os.Stderr, a, logs)
+	err = a.ReadFiles(ctx, logs)
+	if stop != nil {
+		stop() // before anything is printed
 	}
-	if err := a.ReadFiles(ctx, logs); err != nil {
+	if err != nil {
 		return exitError, err
 	}
 	res := a.Result()
@@ -159,8 +161,10 @@ func loadHistory(addr string) (map[string][]audit.Version, error) {
 			switch {
 			case v.Outcome == "unavailable":
 				av.Status = max(v.Status, http.StatusNotFound)
-			case v.Text == "" && v.Bytes > 0:
-				av.Unknown = true // the history kept its hash only
+			case v.Outcome == "unreachable", v.Text == "" && v.Bytes > 0 && v.SHA256 != "":
+				// No file in force then (on_unreachable decided), or one
+				// whose text the history did not keep: not judged.
+				av.Unknown = true
 			}
 			out[site] = append(out[site], av)
 		}
@@ -276,9 +280,11 @@ func writeAuditHTML(path string, res audit.Result) error {
 	}
 	for _, s := range res.Sites {
 		ps := dashboard.AuditSite{Site: s.Site, Requests: s.Requests, BotRequests: s.BotRequests, Compliant: len(s.Compliant), Timeline: s.Timeline}
-		switch {
-		case s.SliceWidth < time.Hour:
+		switch span := res.To.Sub(res.From); {
+		case s.SliceWidth < time.Hour && span < 20*time.Hour:
 			ps.Layout = "15:04"
+		case s.SliceWidth < time.Hour:
+			ps.Layout = "Jan 2 15:04"
 		case s.SliceWidth < 24*time.Hour:
 			ps.Layout = "Jan 2 15h"
 		default:
