@@ -65,6 +65,7 @@ type dnsAnswer struct {
 	detail     string // how it was reached, for Explain
 	expires    int64  // unix nanoseconds
 	zoneFailed bool   // the PTR lookup failed (timeout, server failure): the network's reverse zone
+	noPTR      bool   // the address has no PTR record (NXDOMAIN, or an empty answer)
 }
 
 // newResolver returns the system resolver, or one that asks the DNS server
@@ -217,7 +218,9 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 	names, err := v.resolver.LookupAddr(ctx, addr.String())
 	if err != nil && len(names) == 0 {
 		if isNotFound(err) {
-			return ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
+			a := ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
+			a.noPTR = true
+			return a
 		}
 		a := ans(Unverifiable, ErrorTTL, LookupError, "PTR lookup failed: "+err.Error())
 		a.zoneFailed = fairTry && v.ctx.Err() == nil
@@ -251,6 +254,11 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 	}
 	if sawErr != "" {
 		return ans(Unverifiable, ErrorTTL, LookupError, sawErr)
+	}
+	if len(names) == 0 {
+		a := ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String()+" (an empty answer)")
+		a.noPTR = true
+		return a
 	}
 	detail := "PTR " + strings.Join(names, ", ")
 	switch {

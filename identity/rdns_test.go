@@ -386,3 +386,26 @@ func TestGoodNetworksOutliveFloods(t *testing.T) {
 		t.Fatalf("%d networks tracked, bound %d", tracked, MaxTrackedPrefixes)
 	}
 }
+
+// While a feed of the operator has not loaded, an address without a PTR
+// record (a resolver answering NXDOMAIN) is no proof either way: the claim
+// is unverifiable, not spoofed (issue 33). With the feeds loaded, the same
+// answer makes it spoofed (TestFeedThenRDNS).
+func TestNoPTRWithoutFeedsIsNoProof(t *testing.T) {
+	dns := testdns.Start(t) // knows no PTR record: NXDOMAIN
+	ops := []Operator{{Name: "google", Tokens: []string{"Googlebot"}, IPRanges: []string{"http://127.0.0.1:1/never.json"}, RDNS: []string{"googlebot.com"}}}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.Resolver = dns.Addr })
+	r := verify(v, "Googlebot", "66.249.66.9")
+	if r.Verdict != Unverifiable || !r.DNSFailed {
+		t.Fatalf("no PTR, feed not loaded: %+v, want unverifiable (DNSFailed)", r)
+	}
+	x := v.Explain(context.Background(), v.Claims("Googlebot"), netip.MustParseAddr("66.249.66.9"))
+	if !strings.Contains(strings.Join(x.Steps, "; "), "no reverse name, and not every feed of google has loaded") {
+		t.Errorf("explained as %q", x.Steps)
+	}
+	// A PTR under another domain is a definite answer: spoofed, loaded or not.
+	dns.PTR("11.0.113.5", "host.attacker.example")
+	if r := verify(v, "Googlebot", "11.0.113.5"); r.Verdict != Spoofed {
+		t.Fatalf("a PTR outside googlebot.com: %+v", r)
+	}
+}

@@ -496,6 +496,13 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		switch {
 		case a.verdict == Verified:
 			res.Method = MethodRDNS
+		case a.verdict == Spoofed && a.noPTR && len(op.feeds) > 0 && !allLoaded:
+			// No reverse name at all, which the address's owner (or a
+			// resolver that answers NXDOMAIN for everything) controls,
+			// and the published ranges that would tell are not loaded
+			// yet: nothing is proven either way.
+			say("no reverse name, and not every feed of " + op.Name + " has loaded: unverifiable, not spoofed")
+			res.Verdict, res.DNSFailed = Unverifiable, true
 		case a.verdict == Unverifiable && allLoaded:
 			// The feeds are a published check, loaded, and the address
 			// fails them; a reverse zone that does not answer (which
