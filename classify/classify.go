@@ -8,6 +8,7 @@
 package classify
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
 	"math/rand/v2"
@@ -405,6 +406,11 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool) {
 	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
 		return true, false
 	}
+	// A crawler's own name wins over the HTTP library it runs on
+	// ("python-requests/2.32; RecipeRadar/0.1; +https://...").
+	if crawlerMarker(h) {
+		return true, false
+	}
 	if kinds&kindTool != 0 {
 		// A known tool that the operator did not opt in: mileusna/useragent
 		// must not override that choice. A tool is no browser either.
@@ -421,4 +427,65 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// crawlerMarker reports whether the lower-cased header h says it is a
+// crawler in the ways crawlers name themselves, whatever their name: a
+// contact URL after '+' ("+https://example.com/bot"), a word that ends in
+// "bot", "spider" or "scraper" or holds "crawl" ("RecipeBot", "netspider",
+// "Ex-Crawler"; never "Spiderman"), one that starts with "monitor", "feed"
+// or "headless", or one of toolWords ("scraping" and "scrape" among them). Measured on labelled lists
+// (classify.TestThirdPartyLists): no browser or app header of them has
+// one, where phone brands and models ("Cubot", "XBot Junior", "Spider 8")
+// are the reason for the bounds below.
+func crawlerMarker(h []byte) bool {
+	if bytes.Contains(h, []byte("+http://")) || bytes.Contains(h, []byte("+https://")) {
+		return true
+	}
+	// An Android header's platform part names the phone model ("XBot
+	// Junior", "Spider 8"): the words are read after it.
+	i := 0
+	if bytes.HasPrefix(h, []byte("mozilla/5.0 (linux;")) {
+		if end := bytes.IndexByte(h, ')'); end > 0 {
+			i = end
+		}
+	}
+	for i < len(h) {
+		if !isAlnum(h[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(h) && isAlnum(h[j]) {
+			j++
+		}
+		w := h[i:j]
+		i = j
+		switch {
+		case len(w) > 3 && bytes.HasSuffix(w, []byte("bot")) && !notBotWord(w),
+			bytes.Contains(w, []byte("crawl")), bytes.HasSuffix(w, []byte("spider")), bytes.HasSuffix(w, []byte("scraper")),
+			bytes.HasPrefix(w, []byte("monitor")), bytes.HasPrefix(w, []byte("feed")), bytes.HasPrefix(w, []byte("headless")),
+			toolWords[string(w)]:
+			return true
+		}
+	}
+	return false
+}
+
+// toolWords are words that only automated clients put in their headers:
+// checkers, scanners and monitors, feed readers, browser automation.
+var toolWords = map[string]bool{
+	"probe": true, "checker": true, "scanner": true, "validator": true, "analyzer": true, "fetcher": true,
+	"rss": true, "uptime": true, "phantomjs": true, "selenium": true, "puppeteer": true, "playwright": true,
+	"scrape": true, "scraping": true,
+}
+
+// notBotWord reports the words ending in "bot" that browser and app
+// headers carry: phone brands and models.
+func notBotWord(w []byte) bool {
+	switch string(w) {
+	case "cubot", "robot":
+		return true
+	}
+	return false
 }

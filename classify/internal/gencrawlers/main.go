@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -34,9 +35,48 @@ var toolTokens = []string{
 	"aiohttp", "apache-httpclient", "axios", "curl", "go-http-client",
 	"guzzlehttp", "httpie", "java", "libwww-perl", "lwp-trivial", "mechanize",
 	"node-fetch", "okhttp", "php-curl-class", "pycurl", "python-httpx",
-	"python-requests", "python-urllib", "scrapy", "sindresorhus/got",
+	"python-requests", "python-urllib", "sindresorhus/got",
 	"undici", "wget", "winhttp", "http_request2", "faraday", "httpunit",
-	"libcurl", "ruby", "powershell", "colly", "httpclient",
+	"libcurl", "ruby", "powershell", "httpclient",
+}
+
+// Scrapy and Colly are crawling frameworks, not HTTP clients: their
+// default headers ("Scrapy/2.11 (+https://scrapy.org)", "colly -
+// https://github.com/gocolly/colly") are crawlers', whatever http_tools
+// says.
+var frameworkTokens = []string{"scrapy", "colly"}
+
+// notCrawlers are tokens of the upstream lists that are not a crawler's
+// name: device names, build ids, browsers and apps that real people use
+// (classify.TestNoTokenMatchesABrowser checks every token of the list
+// against the labelled browser and app lists of
+// testdata/useragents/thirdparty, and fails on any other). Each is dropped
+// with its reason, written into the list's header. Agents that fetch a page
+// because a person asked (link previews, page testers, IDE fetchers) are
+// among them: a site's "*" group is not about them, and a group that names
+// them still applies.
+var notCrawlers = map[string]string{
+	"ap3a.240617.008":  "an Android 15 build id: every phone on that build (OPPO, realme, OnePlus, Infinix)",
+	"silk/":            "Amazon's Silk browser (Kindle Fire, Fire TV)",
+	"sonic":            "the Slack desktop app's engine, and phone models",
+	"butterfly":        "a phone model (HTC Butterfly)",
+	"fever":            "a phone model",
+	"speedy":           "a phone model",
+	"expanse":          "a phone model",
+	"fluid":            "Fluid, a macOS site-specific browser",
+	"spider":           "a phone model; crawlers named spider are caught by their full names or the generic markers",
+	"code":             "Visual Studio Code's embedded browser (Code/1.x)",
+	"code/1.":          "Visual Studio Code's embedded browser",
+	"metaiab facebook": "Facebook's in-app browser",
+	"whatsapp":         "the WhatsApp app (its link previews are a person's, not a crawl)",
+	"viber":            "the Viber app (its link previews are a person's, not a crawl)",
+	"trae":             "Trae, an IDE (an Electron app)",
+	"trae/":            "Trae, an IDE (an Electron app)",
+	"tsm-turingos":     "a browser build (isbot: misidentified browsers)",
+	"ylt chrome":       "a browser build (isbot: misidentified browsers)",
+	"gtmetrix":         "GTmetrix, a page test a person starts for their own page",
+	"amzn-user":        "Amazon's user-triggered fetcher (it fetches because a person asked)",
+	"miniature.io/":    "a screenshot service a person asks for (isbot: a QtWebEngine browser)",
 }
 
 // extraTokens are added by hand where a pattern's literal does not end on a
@@ -66,14 +106,21 @@ func run(in, out string) error {
 	if err := readJSON(filepath.Join(in, "ai-robots.json"), &ai); err != nil {
 		return err
 	}
-	tools := map[string]bool{}
+	tools, notSeen := map[string]bool{}, map[string]bool{}
 	for _, t := range toolTokens {
 		tools[t] = true
+	}
+	for t := range notCrawlers {
+		notSeen[t] = true
 	}
 	kinds := map[string]string{} // token -> "crawler" | "tool"
 	add := func(tok string) {
 		tok = strings.ToLower(strings.TrimSpace(tok))
 		if len(tok) < 3 {
+			return
+		}
+		if _, no := notCrawlers[strings.TrimPrefix(tok, "^")]; no {
+			delete(notSeen, strings.TrimPrefix(tok, "^"))
 			return
 		}
 		kind := "crawler"
@@ -99,7 +146,7 @@ func run(in, out string) error {
 	for _, t := range toolTokens {
 		add(t)
 	}
-	for _, t := range extraTokens {
+	for _, t := range append(extraTokens, frameworkTokens...) {
 		add(t)
 	}
 	f, err := os.Create(out)
@@ -132,6 +179,9 @@ func run(in, out string) error {
 		}
 		fmt.Fprintf(w, "#   %s -> %s\n", d, kept)
 	}
+	if err := writeNotCrawlers(w, notSeen); err != nil {
+		return err
+	}
 	toks := make([]string, 0, len(kinds))
 	for t := range kinds {
 		toks = append(toks, t)
@@ -144,6 +194,25 @@ func run(in, out string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeNotCrawlers lists the tokens left out, with their reasons, in the
+// header; notSeen are those that no upstream pattern yielded, an error
+// (the list would keep a stale entry).
+func writeNotCrawlers(w io.Writer, notSeen map[string]bool) error {
+	if len(notSeen) > 0 {
+		return fmt.Errorf("notCrawlers lists tokens that no upstream pattern yields any more: %v", notSeen)
+	}
+	names := make([]string, 0, len(notCrawlers))
+	for t := range notCrawlers {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "#\n# %d tokens of the upstream lists are not a crawler's name and are left out:\n", len(names))
+	for _, t := range names {
+		fmt.Fprintf(w, "#   %s: %s\n", t, notCrawlers[t])
+	}
+	return nil
 }
 
 func readJSON(path string, v any) error {
