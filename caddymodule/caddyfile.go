@@ -48,6 +48,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        empty_user_agent [on|off]
 //	        http_tools [on|off]
 //	        cache_size <n>
+//	        person_agents own|star
 //	    }]
 //	    verify off | verify [{
 //	        on_spoofed deny|star
@@ -349,8 +350,12 @@ func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 			return v.flag(&c.HTTPTools)
 		case "cache_size":
 			return v.num(&c.CacheSize)
+		case "person_agents":
+			var err error
+			c.PersonAgents, err = v.one()
+			return err
 		}
-		return v.unknown("tokens, empty_user_agent, http_tools or cache_size")
+		return v.unknown("tokens, empty_user_agent, http_tools, cache_size or person_agents")
 	})
 }
 

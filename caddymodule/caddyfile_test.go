@@ -236,6 +236,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 			empty_user_agent
 			http_tools
 			cache_size 9
+			person_agents star
 		}
 		verify {
 			fetch_feeds at_start

@@ -28,6 +28,12 @@ import (
 // DefaultCacheSize is Config.CacheSize's default.
 const DefaultCacheSize = 10000
 
+// Values of Config.PersonAgents.
+const (
+	PersonAgentsOwn  = "own"
+	PersonAgentsStar = "star"
+)
+
 // Config is the bots block of robots_guard: which clients are bots
 // besides those the built-in crawler list and the User-Agent parser
 // recognise.
@@ -45,6 +51,15 @@ type Config struct {
 	// python-requests, Go-http-client, Scrapy, okhttp, ...) as bots.
 	// Default false: scripts and monitoring often use them legitimately.
 	HTTPTools bool `json:"http_tools,omitempty"`
+
+	// PersonAgents says how a verified agent that fetches for a person
+	// (a link preview, a user-triggered fetch: ChatGPT-User,
+	// Google-Read-Aloud, Slackbot-LinkExpanding, ...) is judged: "own"
+	// (the default) by a group that names it only, so that "*" (which is
+	// about crawls) does not refuse a person's own fetch; "star" by "*"
+	// as every crawler. An unverified claim of one is always judged by
+	// "*" too.
+	PersonAgents string `json:"person_agents,omitempty"`
 
 	// CacheSize bounds the LRU cache of User-Agent classifications (and
 	// the lock-free copy of it that requests read, as many again at most).
@@ -65,6 +80,13 @@ func (c Config) WithDefaults() (Config, error) {
 		toks = append(toks, t)
 	}
 	c.Tokens = toks
+	switch c.PersonAgents {
+	case "":
+		c.PersonAgents = PersonAgentsOwn
+	case PersonAgentsOwn, PersonAgentsStar:
+	default:
+		return c, fmt.Errorf("robots_guard: bots: person_agents: must be %q or %q, got %q", PersonAgentsOwn, PersonAgentsStar, c.PersonAgents)
+	}
 	switch {
 	case c.CacheSize == 0:
 		c.CacheSize = DefaultCacheSize
@@ -231,7 +253,12 @@ type Info struct {
 	// Crawler: the registry's entry of the crawler the header names, for
 	// Content-Signal (nil: none, or content_signals off).
 	Crawler *identity.CrawlerPurpose
-	spec    atomic.Pointer[specMemo]
+	// Class is Unfurler or Fetcher for an agent that fetches for a person
+	// (a link preview, a user-triggered fetch), "" for any other client.
+	// A verified claim of one is judged only by a group that names it,
+	// unless Config.PersonAgents is PersonAgentsStar.
+	Class string
+	spec  atomic.Pointer[specMemo]
 }
 
 // specMemo holds the group choice weakly: a header cached for long does
@@ -344,6 +371,9 @@ func (c *Classifier) rebuild() {
 func (c *Classifier) info(ua string) *Info {
 	bot, browser := c.compute(ua)
 	v := &Info{Bot: bot, Browser: browser}
+	if bot && len(ua) <= maxCachedUA {
+		v.Class = personClass([]byte(strings.ToLower(ua)))
+	}
 	if c.purposes != nil {
 		v.Crawler = c.purposes.Of(ua)
 	}

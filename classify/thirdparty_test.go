@@ -166,3 +166,23 @@ func TestPeopleAndCrawlers(t *testing.T) {
 		}
 	}
 }
+
+// TestPersonClasses: the registry of agents that fetch for a person names
+// their class; other bots and browsers have none; the setting is checked.
+func TestPersonClasses(t *testing.T) {
+	c := mustClassifier(t, Config{})
+	for ua, want := range map[string]string{
+		"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)":                                                      Unfurler,
+		"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)":                                       Unfurler,
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot":       Fetcher,
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)":                                        "",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36": "",
+	} {
+		if got := c.Lookup(ua).Class; got != want {
+			t.Errorf("%s: class %q, want %q", ua, got, want)
+		}
+	}
+	if _, err := (Config{PersonAgents: "never"}).WithDefaults(); err == nil || !strings.Contains(err.Error(), "person_agents") {
+		t.Errorf("a bad person_agents: %v", err)
+	}
+}

@@ -123,8 +123,9 @@ type Verdict struct {
 	// Status the HTTP status the request would get (0 when it passes).
 	Action, Reason string
 	Status         int
-	// Group is the robots.txt group the header chose.
-	Group string
+	// Group is the robots.txt group the header chose; Class "unfurler"
+	// or "fetcher" for an agent that fetches for a person.
+	Group, Class string
 	// RuleLine and RuleText are the deciding robots.txt line (0 for none).
 	RuleLine int
 	RuleText string

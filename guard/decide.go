@@ -141,26 +141,20 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, bot) {
 		return v
 	}
+	if info.Class != "" && ver.Verdict == identity.Verified && !agent.Specific() && e.personOwn {
+		// A verified agent that fetches for a person (a link preview, a
+		// user-triggered fetch): "*" is about crawls; only a group that
+		// names it could refuse it.
+		v.Bot, v.Class, v.Reason = true, info.Class, ReasonPersonAgent
+		return v
+	}
 	if !bot && !agent.Specific() {
 		return v
 	}
-	v.Bot = true
+	v.Bot, v.Class = true, info.Class
 	v.Group = agent.Group()
 	v.Crawler = info.Crawler
-	if st.Postponed {
-		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
-		return v
-	}
-	if st.Unknown {
-		v.Action, v.Reason = Deny, ReasonUnknownSite
-		return v
-	}
-	if st.Unreachable && !e.allowUnrch {
-		v.Action, v.Reason = Deny, ReasonUnreachable
-		return v
-	}
-	if !targetOK {
-		v.Action, v.Reason = Deny, ReasonBadTarget
+	if e.siteStops(&v, st, targetOK) {
 		return v
 	}
 	var also *policy.Robots // the file whose "*" applies too
@@ -169,6 +163,26 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	e.judge(ctx, req, tr, &v, agent, also, target, ver)
 	return v
+}
+
+// siteStops stops (in v) a bot's request that the site's state decides
+// before any rule: a first fetch postponed, an unknown site, an
+// unreachable robots.txt (unless on_unreachable allows), or a target with
+// no path; it reports whether it did.
+func (e *Engine) siteStops(v *Verdict, st *sites.State, targetOK bool) bool {
+	switch {
+	case st.Postponed:
+		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonNewSiteRate, time.Second
+	case st.Unknown:
+		v.Action, v.Reason = Deny, ReasonUnknownSite
+	case st.Unreachable && !e.allowUnrch:
+		v.Action, v.Reason = Deny, ReasonUnreachable
+	case !targetOK:
+		v.Action, v.Reason = Deny, ReasonBadTarget
+	default:
+		return false
+	}
+	return true
 }
 
 // proxyProvesNothing makes a spoofed verdict unverifiable: the address

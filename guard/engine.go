@@ -56,6 +56,7 @@ type Engine struct {
 	ownVerify     bool      // New built verifier; Close closes it
 	ownLimits     io.Closer // the store limiter New built; Close closes it
 	denySpoof     bool
+	personOwn     bool // classify.Config.PersonAgents own: verified agents of people answer to their own groups only
 	starOnDNS     bool
 	acceptSig     bool                 // verify.web_bot_auth.accept_signature
 	warnedNG      atomic.Bool          // warnNotGlobal has logged
@@ -93,6 +94,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		cfg:        cfg,
 		now:        o.now,
 		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == identity.SpoofedDeny,
+		personOwn:  cfg.Bots.PersonAgents == classify.PersonAgentsOwn,
 		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == identity.DNSErrorStar,
 		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,

@@ -229,6 +229,9 @@ type Explanation struct {
 	Status int    `json:"status,omitempty"`
 	// Group is the robots.txt group that applies ("*" for the global one).
 	Group string `json:"group,omitempty"`
+	// Class is "unfurler" or "fetcher" for an agent that fetches for a
+	// person (judged only by a group that names it once verified).
+	Class string `json:"class,omitempty"`
 	// Rule is the rule that decided the path, if any matched.
 	Rule *ExplainRule `json:"rule,omitempty"`
 	// CrawlDelay is the group's Crawl-delay; RetryAfter the wait a
@@ -318,7 +321,7 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 	v := e.decide(ctx, &req, &tr)
 	x := Explanation{
 		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
-		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group,
+		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group, Class: v.Class,
 		CrawlDelay: duration.Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
 	}
 	if v.Enforced() {

@@ -149,6 +149,10 @@ const (
 	// decision service protects (robots_txt.origin with site_names), so no
 	// robots.txt applies and bots are refused.
 	ReasonUnknownSite
+	// ReasonPersonAgent: a verified agent that fetches for a person (a
+	// link preview, a user-triggered fetch: Verdict.Class), judged only
+	// by a group that names it, and the site's robots.txt has none.
+	ReasonPersonAgent
 )
 
 var reasonNames = [...]string{
@@ -168,6 +172,7 @@ var reasonNames = [...]string{
 	ReasonTrapUnattributed:  "trap_unattributed",
 	ReasonContentSignal:     "content_signal",
 	ReasonUnknownSite:       "unknown_site",
+	ReasonPersonAgent:       "person_agent",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -223,6 +228,9 @@ type Verdict struct {
 	// BanUntil is when the client's ban ends (Unix ns), for ReasonTrap and
 	// ReasonBanned verdicts.
 	BanUntil int64
+	// Class is "unfurler" or "fetcher" when the User-Agent names an agent
+	// that fetches for a person (classify.Info.Class), "" otherwise.
+	Class string
 	// Crawler is the registry's entry of the crawler the User-Agent
 	// names (its documented purpose), nil for none or with content_signals
 	// off. Signal is the Content-Signal or Content-Usage line that denied

@@ -129,7 +129,7 @@ func DashboardRequest(q dashboard.Query) (guard.Request, error) {
 
 // DashboardVerdict returns an Explanation as the dashboard shows it.
 func DashboardVerdict(x guard.Explanation) dashboard.Verdict {
-	v := dashboard.Verdict{Bot: x.Bot, Action: x.Action, Reason: x.Reason, Status: x.Status, Group: x.Group,
+	v := dashboard.Verdict{Bot: x.Bot, Action: x.Action, Reason: x.Reason, Status: x.Status, Group: x.Group, Class: x.Class,
 		CrawlDelay: time.Duration(x.CrawlDelay), CrawlDelayLine: x.CrawlDelayLine, RetryAfter: time.Duration(x.RetryAfter)}
 	if x.Rule != nil {
 		v.RuleLine, v.RuleText = x.Rule.Line, x.Rule.Text
