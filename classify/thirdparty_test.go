@@ -74,7 +74,7 @@ func pct(a, n int) string { return fmt.Sprintf("%.1f %%", 100*float64(a)/float64
 var listedBots = map[string]string{
 	"amazon-kendra-customer-id-<AccountID>":  "isbot: an insignificant bot",
 	"Mozilla/5.0 (compatible; Yahoo! Slurp)": "isbot: an insignificant bot (Yahoo's crawler)",
-	"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amzn-User/0.1) Chrome/119.0.6045.214 Safari/537.36":                                                                                                   "Amazon's user-triggered fetcher; mileusna/useragent reads it as a bot (issue 33 part 4 gives such agents a class of their own)",
+	"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amzn-User/0.1) Chrome/119.0.6045.214 Safari/537.36":                                                                                                   "Amazon's user-triggered fetcher, a token of the built-in operator registry: a claim, judged as a bot unless verified (isbot files it as a browser)",
 	"fuboTV/4.75.0 (Linux;Android 9; AFTDCT31 Build/PS7664.3772N) FuboPlayer/v1.34.0":                                                                                                                                     "mileusna/useragent reads it as a bot (a TV app)",
 	"Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 5.1; i-NavFourF; TuneUp HTML Client Embedded Web Browser from: http://bsalsa.com/; .NET CLR 1.1.4322; .NET CLR 2.0.50727; .NET CLR 3.0.4506.2152; .NET CLR 3.5.30729)": "mileusna/useragent reads it as a bot (an embedded control of 2008)",
 }
