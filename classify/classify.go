@@ -369,11 +369,8 @@ func (c *Classifier) rebuild() {
 
 // info classifies ua without the cache.
 func (c *Classifier) info(ua string) *Info {
-	bot, browser := c.compute(ua)
-	v := &Info{Bot: bot, Browser: browser}
-	if bot && len(ua) <= maxCachedUA {
-		v.Class = personClass([]byte(strings.ToLower(ua)))
-	}
+	bot, browser, class := c.compute(ua)
+	v := &Info{Bot: bot, Browser: browser, Class: class}
 	if c.purposes != nil {
 		v.Crawler = c.purposes.Of(ua)
 	}
@@ -403,23 +400,25 @@ func (info *Info) Agent(r *policy.Robots, ua string, v *identity.Verifier) (poli
 	return a, gc
 }
 
-// compute classifies ua without the cache: is it a bot, is it a browser.
-func (c *Classifier) compute(ua string) (bot, browser bool) {
+// compute classifies ua without the cache: is it a bot, is it a browser,
+// and the class of an agent that fetches for a person.
+func (c *Classifier) compute(ua string) (bot, browser bool, class string) {
 	if strings.TrimSpace(ua) == "" {
-		return c.emptyBot, false
+		return c.emptyBot, false, ""
 	}
 	return c.classifyFull(ua)
 }
 
 // classify does the work of isBot without the cache.
 func (c *Classifier) classify(ua string) bool {
-	bot, _ := c.classifyFull(ua)
+	bot, _, _ := c.classifyFull(ua)
 	return bot
 }
 
 // classifyFull says whether ua is a bot and whether it is a browser, with
-// at most one parse by mileusna/useragent.
-func (c *Classifier) classifyFull(ua string) (bot, browser bool) {
+// at most one parse by mileusna/useragent, and for a bot the class of an
+// agent that fetches for a person, read from the same lower-cased header.
+func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 	var buf [256]byte
 	h := buf[:0]
 	if len(ua) > len(buf) {
@@ -433,30 +432,27 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool) {
 		h = append(h, ch)
 	}
 	kinds := c.tokens.match(h)
-	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
-		return true, false
-	}
 	// A crawler's own name wins over the HTTP library it runs on
 	// ("python-requests/2.32; RecipeRadar/0.1; +https://...").
-	if crawlerMarker(h) {
-		return true, false
+	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 || crawlerMarker(h) {
+		return true, false, personClass(h)
 	}
 	if kinds&kindTool != 0 {
 		// A known tool that the operator did not opt in: mileusna/useragent
 		// must not override that choice. A tool is no browser either.
-		return false, false
+		return false, false, ""
 	}
 	p := useragent.Parse(ua)
 	if p.Bot {
-		return true, false
+		return true, false, personClass(h)
 	}
 	switch p.Name {
 	case useragent.Chrome, useragent.Firefox, useragent.Safari, useragent.MobileSafari, useragent.Edge,
 		useragent.Opera, useragent.OperaMini, useragent.OperaTouch, useragent.Vivaldi,
 		useragent.SamsungBrowser, useragent.InternetExplorer:
-		return false, true
+		return false, true, ""
 	}
-	return false, false
+	return false, false, ""
 }
 
 // crawlerMarker reports whether the lower-cased header h says it is a

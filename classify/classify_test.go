@@ -173,7 +173,7 @@ func TestClassifierCopy(t *testing.T) {
 	missed := c.misses.Load()
 	for _, ua := range uas {
 		got := c.Lookup(ua)
-		bot, browser := c.compute(ua)
+		bot, browser, _ := c.compute(ua)
 		if got.Bot != bot || got.Browser != browser {
 			t.Errorf("%q: copy says bot %v browser %v, classification %v %v", ua, got.Bot, got.Browser, bot, browser)
 		}

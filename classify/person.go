@@ -40,13 +40,21 @@ var personAgents = []personAgent{
 	{"LinkedInBot", Unfurler, "linkedin", "link previews; no published addresses (unverifiable today)", "https://www.linkedin.com/help/linkedin/answer/a521928"},
 }
 
+// personTokens are the registry's tokens, lower-cased once, in its order.
+var personTokens = func() []knownToken {
+	t := make([]knownToken, len(personAgents))
+	for i, a := range personAgents {
+		t[i] = knownToken{tok: strings.ToLower(a.token), kind: 1}
+	}
+	return t
+}()
+
 // personClass returns the class of the agent of the registry that the
 // lower-cased header h names (as a whole word), "" for none.
 func personClass(h []byte) string {
-	for _, a := range personAgents {
-		tok := strings.ToLower(a.token)
-		if (knownToken{tok: tok, kind: 1}).in(h) {
-			return a.class
+	for i, t := range personTokens {
+		if t.in(h) {
+			return personAgents[i].class
 		}
 	}
 	return ""
