@@ -314,3 +314,27 @@ func TestUnknownFormat(t *testing.T) {
 		t.Errorf("bad lines after a good one: %v", err)
 	}
 }
+
+// TestLongLine: a line longer than 1 MiB (a client's 2 MiB User-Agent, as
+// a log may hold) is counted malformed and skipped whole; the lines
+// around it are judged, and memory stays bounded by maxLine.
+func TestLongLine(t *testing.T) {
+	a, err := New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, Options{Versions: []Version{{Name: "r", Body: []byte(robots)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	huge := combined("192.0.2.2", t0, "/private/x", strings.Repeat("A", 2<<20))
+	log := combined("192.0.2.1", t0, "/private/a", "FooBot/1.0") + huge + combined("192.0.2.1", t0.Add(time.Minute), "/private/b", "FooBot/1.0")
+	if err := a.Read(context.Background(), strings.NewReader(log), "long.log"); err != nil {
+		t.Fatal(err)
+	}
+	res := a.Result()
+	if f := res.Files[0]; f.Lines != 3 || f.Entries != 2 || f.Malformed != 1 || f.Examples[0].Reason != errLong.Error() {
+		t.Errorf("file: %+v", f)
+	}
+	if r := res.Sites[0].Offenders; len(r) != 1 || r[0].Disallowed != 2 {
+		t.Errorf("offenders: %+v", r)
+	}
+}

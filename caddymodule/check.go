@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -69,8 +68,8 @@ func (c *RobotsGuardCheck) Provision(ctx caddy.Context) error {
 	if err := c.RobotsGuard.Provision(ctx); err != nil {
 		return err
 	}
-	if p := c.Check.PathPrefix; p != "" && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/")) {
-		return errors.New("robots_guard_check: check: path_prefix: must start with / and not end with one, as Envoy's path_prefix, got " + p)
+	if err := c.Check.Validate(); err != nil {
+		return err
 	}
 	c.warned = new(atomic.Int64)
 	c.handler = nethttp.Check(c.state.enforcer, c.Check,
@@ -142,6 +141,9 @@ func (c *RobotsGuardCheck) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	if err := c.Config.Validate(); err != nil {
+		return d.Err(err.Error())
+	}
+	if err := c.Check.Validate(); err != nil {
 		return d.Err(err.Error())
 	}
 	return nil

@@ -31,6 +31,7 @@ func TestCheckCaddyfile(t *testing.T) {
 		{"robots_guard_check /x", "takes no arguments"},
 		{"robots_guard_check {\n robots_txt {\n origin http://a/robots.txt\n site_names a.test\n }\n}", "robots_txt: origin"},
 		{"robots_guard_check {\n robots_txt {\n origin http://a\n }\n}", "needs site_names"},
+		{"robots_guard_check {\n path_prefix check/\n}", "path_prefix: must start with /"},
 	} {
 		err := new(RobotsGuardCheck).UnmarshalCaddyfile(caddyfile.NewTestDispenser(bad.in))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,13 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -336,42 +331,14 @@ func TestAuditPageInBrowser(t *testing.T) {
 		t.Fatalf("audit: exit %d\n%s", code, out)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	stop := time.AfterFunc(time.Minute, cancel)
-	defer stop.Stop()
-	var mu sync.Mutex
-	var requests, problems []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, ev.Request.URL)
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
-				problems = append(problems, string(ev.Entry.Source)+": "+ev.Entry.Text)
-			}
-		}
-	}); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	must("start chromium", chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	must("network", err)
-	_, err = chromedp.Call(ctx, cdplog.Enable, cdp.Empty{})
-	must("log", err)
+	browser := openPage(t, chrome, 1280, 900, time.Minute)
+	ctx := browser.ctx
 	url := "file://" + page
 	must("open the page", chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("site-0"))))
 	facts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`({
@@ -392,8 +359,7 @@ func TestAuditPageInBrowser(t *testing.T) {
 	}
 	os.MkdirAll(shots, 0o755)
 	must("screenshot", os.WriteFile(filepath.Join(shots, "audit.png"), png, 0o644))
-	mu.Lock()
-	defer mu.Unlock()
+	requests, problems := browser.seen()
 	for _, u := range requests {
 		if u != url {
 			t.Errorf("the page made a request to %s", u)

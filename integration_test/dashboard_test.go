@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -10,14 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -95,40 +90,8 @@ http://127.0.0.1:%d {
 		t.Fatal(err)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	// The whole test's bound; chromedp asks that the first call's context
-	// have none, so it is a timer that cancels the browser.
-	stop := time.AfterFunc(2*time.Minute, cancel)
-	defer stop.Stop()
-	var mu sync.Mutex
-	var requests, problems []string
-	listen := func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, ev.Request.URL)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
-				problems = append(problems, string(ev.Entry.Source)+": "+ev.Entry.Text)
-			}
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console."+string(ev.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
-		}
-	}
-	if err := chromedp.Listen(ctx, listen); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	page := openPage(t, chrome, 1280, 1000, 2*time.Minute)
+	ctx := page.ctx
 	dash := fmt.Sprintf("http://127.0.0.1:%d/", dashPort)
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:s3cret"))
 	must := func(what string, err error) {
@@ -145,11 +108,6 @@ http://127.0.0.1:%d {
 		must("screenshot "+name, os.WriteFile(p, png, 0o644))
 		t.Logf("screenshot: %s", p)
 	}
-	must("start chromium", chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	must("network", err)
-	_, err = chromedp.Call(ctx, log.Enable, cdp.Empty{})
-	must("log", err)
 	_, err = chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}})
 	must("headers", err)
 
@@ -247,8 +205,7 @@ http://127.0.0.1:%d {
 	}
 	get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...).check(t, "after Unban", 200, "page")
 
-	mu.Lock()
-	defer mu.Unlock()
+	requests, problems := page.seen()
 	for _, u := range requests {
 		if !strings.HasPrefix(u, dash) {
 			t.Errorf("the page made a request to %s", u)

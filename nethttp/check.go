@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -21,6 +22,15 @@ type CheckConfig struct {
 	// X-Original-URI is about the rest of its path. Empty (the default)
 	// means no Envoy question is expected.
 	PathPrefix string `json:"path_prefix,omitempty"`
+}
+
+// Validate checks c, naming the field: PathPrefix starts with '/' and
+// does not end with one, as Envoy's path_prefix.
+func (c CheckConfig) Validate() error {
+	if p := c.PathPrefix; p != "" && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/")) {
+		return fmt.Errorf("robots_guard_check: check: path_prefix: must start with / and not end with one, as Envoy's path_prefix, got %q", p)
+	}
+	return nil
 }
 
 // Headers of the proxies' contracts (canonical keys), and the service's
@@ -99,7 +109,7 @@ func WithTrustedProxy(trusted func(*http.Request) bool) Option {
 //
 // e's robots.txt source must not be the default (the site itself, which
 // the service does not serve): set robots_txt origin (with site_names),
-// a URL or a file.
+// a URL or a file. cfg must pass Validate.
 func Check(e *guard.Engine, cfg CheckConfig, opts ...Option) http.Handler {
 	o := collect(e, opts)
 	if !o.clientIPSet {
