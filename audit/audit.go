@@ -305,7 +305,7 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 	}
 	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
 	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6).Format(v4, v6),
-		group: v.Group, operator: v.Operator, verification: v.Verification}
+		group: v.Group, operator: v.Operator, verification: v.Verification, class: v.Class}
 	if !v.Bot {
 		k.group = "(browser)"
 	}
@@ -315,7 +315,7 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 			s.Others++
 			return
 		}
-		r = &Row{Site: site, Client: k.client, Group: k.group, Operator: v.Operator, Verification: v.Verification.String(),
+		r = &Row{Site: site, Client: k.client, Group: k.group, Operator: v.Operator, Verification: v.Verification.String(), Class: v.Class,
 			UserAgent: truncate(en.UserAgent, 200), First: time.Unix(0, en.At).UTC()}
 		a.rows[k] = r
 	}
@@ -378,6 +378,6 @@ func truncate(s string, n int) string {
 // rowKey is what makes one row: the site, the client prefix, the group
 // its header chose and its claim.
 type rowKey struct {
-	site, client, group, operator string
-	verification                  identity.Verdict
+	site, client, group, operator, class string
+	verification                         identity.Verdict
 }

@@ -115,6 +115,9 @@ type Row struct {
 	Group        string `json:"group"`
 	Operator     string `json:"operator,omitempty"`
 	Verification string `json:"verification"`
+	// Class is "unfurler" or "fetcher" for an agent that fetches for a
+	// person (a link preview, a user-triggered fetch).
+	Class string `json:"class,omitempty"`
 	// UserAgent is the first User-Agent seen (cut at 200 bytes).
 	UserAgent string    `json:"user_agent"`
 	First     time.Time `json:"first"`

@@ -1,14 +1,16 @@
 // Package classify decides who a client is from its User-Agent header: a
 // bot (a known crawler token, a configured one, an HTTP tool where tools
-// count as bots, a header that claims a registered crawler operator, or
-// what mileusna/useragent calls a bot), a browser (a header that
-// mileusna/useragent names as one of the major browsers), or neither. It
+// count as bots, a header that claims a registered crawler operator, one
+// that says it is automated in the ways crawlers do, one with no
+// platform or browser engine named, or what mileusna/useragent calls a
+// bot), a browser (a header that mileusna/useragent names as one of the
+// major browsers), or neither (an app, an HTTP tool where tools are not
+// bots). It
 // keeps a bounded cache of its answers, read without locks. It knows
 // nothing of sites or robots.txt beyond the group choice it memoises.
 package classify
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
 	"math/rand/v2"
@@ -42,6 +44,15 @@ type Config struct {
 	// they occur as a whole word in its User-Agent header
 	// (case-insensitive), at least 2 characters each.
 	Tokens []string `json:"tokens,omitempty"`
+
+	// Apps lists product tokens of apps that people use (a site's own
+	// mobile app, a desktop client) whose headers the generic markers or
+	// the shape rule would judge a bot ("MyShopApp/3.1", with no
+	// platform named): a header with one (whole word, case-insensitive,
+	// at least 2 characters) is not judged a bot unless it also holds a
+	// known crawler's token, a token of Tokens or a claim of a crawler
+	// operator.
+	Apps []string `json:"apps,omitempty"`
 
 	// EmptyUserAgent binds clients that send no User-Agent header (or an
 	// empty one) as bots, judged by the "*" group. Default false.
@@ -80,6 +91,15 @@ func (c Config) WithDefaults() (Config, error) {
 		toks = append(toks, t)
 	}
 	c.Tokens = toks
+	apps := make([]string, 0, len(c.Apps))
+	for i, b := range c.Apps {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return c, fmt.Errorf("robots_guard: bots: apps[%d]: token must have at least 2 characters, got %q", i, b)
+		}
+		apps = append(apps, t)
+	}
+	c.Apps = apps
 	switch c.PersonAgents {
 	case "":
 		c.PersonAgents = PersonAgentsOwn
@@ -112,6 +132,7 @@ const maxCachedUA = 1024
 const (
 	kindCrawler uint8 = 1 << iota
 	kindTool
+	kindApp // Config.Apps: a person's app
 )
 
 // tokenSet matches known tokens case-insensitively on word boundaries. In a
@@ -287,6 +308,9 @@ func New(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *Classif
 	for _, b := range cfg.Tokens {
 		s.add(b, kindCrawler)
 	}
+	for _, b := range cfg.Apps {
+		s.add(b, kindApp)
+	}
 	cache, _ := lru.New[string, *Info](max(cfg.CacheSize, 1))
 	return &Classifier{tokens: s, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes}
 }
@@ -432,9 +456,15 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 		h = append(h, ch)
 	}
 	kinds := c.tokens.match(h)
+	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
+		return true, false, personClass(h)
+	}
+	if kinds&kindApp != 0 {
+		return false, false, "" // the operator's word: a person's app
+	}
 	// A crawler's own name wins over the HTTP library it runs on
 	// ("python-requests/2.32; RecipeRadar/0.1; +https://...").
-	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 || crawlerMarker(h) {
+	if crawlerMarker(h) {
 		return true, false, personClass(h)
 	}
 	if kinds&kindTool != 0 {
@@ -442,8 +472,10 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 		// must not override that choice. A tool is no browser either.
 		return false, false, ""
 	}
+	// A header with no platform or engine named is no person's software
+	// ("ApacheBench/2.3", "Mozilla/5.0 (compatible; Trance/1.0)").
 	p := useragent.Parse(ua)
-	if p.Bot {
+	if p.Bot || !personShaped(h) {
 		return true, false, personClass(h)
 	}
 	switch p.Name {
@@ -453,65 +485,4 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 		return false, true, ""
 	}
 	return false, false, ""
-}
-
-// crawlerMarker reports whether the lower-cased header h says it is a
-// crawler in the ways crawlers name themselves, whatever their name: a
-// contact URL after '+' ("+https://example.com/bot"), a word that ends in
-// "bot", "spider" or "scraper" or holds "crawl" ("RecipeBot", "netspider",
-// "Ex-Crawler"; never "Spiderman"), one that starts with "monitor", "feed"
-// or "headless", or one of toolWords ("scraping" and "scrape" among them). Measured on labelled lists
-// (classify.TestThirdPartyLists): no browser or app header of them has
-// one, where phone brands and models ("Cubot", "XBot Junior", "Spider 8")
-// are the reason for the bounds below.
-func crawlerMarker(h []byte) bool {
-	if bytes.Contains(h, []byte("+http://")) || bytes.Contains(h, []byte("+https://")) {
-		return true
-	}
-	// An Android header's platform part names the phone model ("XBot
-	// Junior", "Spider 8"): the words are read after it.
-	i := 0
-	if bytes.HasPrefix(h, []byte("mozilla/5.0 (linux;")) {
-		if end := bytes.IndexByte(h, ')'); end > 0 {
-			i = end
-		}
-	}
-	for i < len(h) {
-		if !isAlnum(h[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(h) && isAlnum(h[j]) {
-			j++
-		}
-		w := h[i:j]
-		i = j
-		switch {
-		case len(w) > 3 && bytes.HasSuffix(w, []byte("bot")) && !notBotWord(w),
-			bytes.Contains(w, []byte("crawl")), bytes.HasSuffix(w, []byte("spider")), bytes.HasSuffix(w, []byte("scraper")),
-			bytes.HasPrefix(w, []byte("monitor")), bytes.HasPrefix(w, []byte("feed")), bytes.HasPrefix(w, []byte("headless")),
-			toolWords[string(w)]:
-			return true
-		}
-	}
-	return false
-}
-
-// toolWords are words that only automated clients put in their headers:
-// checkers, scanners and monitors, feed readers, browser automation.
-var toolWords = map[string]bool{
-	"probe": true, "checker": true, "scanner": true, "validator": true, "analyzer": true, "fetcher": true,
-	"rss": true, "uptime": true, "phantomjs": true, "selenium": true, "puppeteer": true, "playwright": true,
-	"scrape": true, "scraping": true,
-}
-
-// notBotWord reports the words ending in "bot" that browser and app
-// headers carry: phone brands and models.
-func notBotWord(w []byte) bool {
-	switch string(w) {
-	case "cubot", "robot":
-		return true
-	}
-	return false
 }

@@ -100,9 +100,9 @@ func TestTokenBoundaries(t *testing.T) {
 		bot bool
 	}{
 		{"LCC (+http://corpora.uni-leipzig.de/crawler_faq.html)", true},
-		{"Mozilla/5.0 XLCCX", false},
+		{"Mozilla/5.0 (X11; Linux x86_64) XLCCX", false},
 		{"Mozilla/5.0 (compatible; SPIDER/1.0)", true},
-		{"Mozilla/5.0 Spiderman/2.0", false},
+		{"Mozilla/5.0 (X11; Linux x86_64) Spiderman/2.0", false},
 		{"Mozilla/5.0 (Linux; Android 9; KFONWI) Silk/136.4.1 like Chrome/136.0 Safari/537.36", false},
 		{"Silk/1.0 crawler", true},
 		{"www.deadlinkchecker.com XMLHTTP/1.0", true},

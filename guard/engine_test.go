@@ -33,6 +33,7 @@ const (
 	uaAhrefs  = "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"
 	uaCurl    = "curl/8.5.0"
 	uaFooBot  = "FooAgent/1.0"
+	uaFooApp  = "FooApp/1.0 (iPhone; iOS 17.4; Scale/3.00)"
 	robotsTxt = `User-agent: *
 Disallow: /private/
 
@@ -73,8 +74,12 @@ func TestDecisions(t *testing.T) {
 		{"unreserved escape RFC view", Config{}, uaGPTBot, "/%70ublic/x", 200, "ok"},
 		{"encoded private for *", Config{}, uaAhrefs, "/%70rivate/", 403, "Disallowed"},
 		{"dry run passes", Config{DryRun: true}, uaGPTBot, "/anything", 200, "ok"},
-		{"extra bot token", Config{Bots: classify.Config{Tokens: []string{"fooagent"}}}, uaFooBot, "/private/", 403, "for *"},
-		{"unknown token not a bot", Config{}, uaFooBot, "/private/", 200, "ok"},
+		{"extra bot token", Config{Bots: classify.Config{Tokens: []string{"fooapp"}}}, uaFooApp, "/private/", 403, "for *"},
+		{"an app's header not a bot", Config{}, uaFooApp, "/private/", 200, "ok"},
+		{"a header with no platform a bot", Config{}, "FooThing/1.0", "/private/", 403, "for *"},
+		{"an app the operator names not a bot", Config{Bots: classify.Config{Apps: []string{"foothing"}}}, "FooThing/1.0", "/private/", 200, "ok"},
+		{"an app the operator names wins over the markers", Config{Bots: classify.Config{Apps: []string{"foothing"}}}, "FooThing/1.0 FooCrawler", "/private/", 200, "ok"},
+		{"a known crawler wins over apps", Config{Bots: classify.Config{Apps: []string{"foothing"}}}, "FooThing/1.0 AhrefsBot/7.0", "/private/", 403, "Disallowed"},
 		{"tool passes by default", Config{}, uaCurl, "/private/", 200, "ok"},
 		{"tool bound when opted in", Config{Bots: classify.Config{HTTPTools: true}}, uaCurl, "/private/", 403, "for *"},
 		{"empty UA passes by default", Config{}, "", "/private/", 200, "ok"},

@@ -29,4 +29,8 @@ func TestPersonAgents(t *testing.T) {
 	if v := decideAt(star, readAloud, "/private/x", googleIP); v.Action != Deny || v.Reason != ReasonDisallowed || v.Class != classify.Fetcher {
 		t.Errorf("person_agents star: %+v", v)
 	}
+	// The violations report names the class of the row.
+	if r := star.Report(); len(r.Sites) != 1 || len(r.Sites[0].LastHour) != 1 || r.Sites[0].LastHour[0].Class != classify.Fetcher {
+		t.Errorf("the report's row of a fetcher: %+v", r.Sites)
+	}
 }

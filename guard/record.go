@@ -32,7 +32,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	default:
 		return report.Record{}, false
 	}
-	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, At: at, Kind: kind}
+	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, Class: v.Class, At: at, Kind: kind}
 	if !v.Bot {
 		// A browser's header (a trap or a ban stopped it): its group, "*",
 		// would say nothing.

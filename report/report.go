@@ -46,6 +46,7 @@ type reportKey struct {
 	client       limit.Client
 	group        string
 	verification identity.Verdict
+	class        string // "unfurler", "fetcher" or ""
 }
 
 // reportCounts are the counts of one client in a bucket.
@@ -253,6 +254,9 @@ type Record struct {
 	Group string
 	// Verification is the verdict on its claim to be a known crawler.
 	Verification identity.Verdict
+	// Class is "unfurler" or "fetcher" for an agent that fetches for a
+	// person (a link preview, a user-triggered fetch), "" for others.
+	Class string
 	// Rule is the robots.txt line that denied it, counted in the site's
 	// lines; nil for none.
 	Rule *policy.Rule
@@ -333,7 +337,7 @@ func (r *Recorder) Record(rec Record) {
 	ref := r.pool.Get().(*reportBatchRef)
 	r.add(ref.b, reportRecord{
 		site: rec.Site,
-		key:  reportKey{client: rec.Client, group: rec.Group, verification: rec.Verification},
+		key:  reportKey{client: rec.Client, group: rec.Group, verification: rec.Verification, class: rec.Class},
 		rule: rec.Rule, at: rec.At, kind: rec.Kind,
 	})
 	r.pool.Put(ref)

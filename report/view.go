@@ -148,10 +148,13 @@ type ClientReport struct {
 	Client       string `json:"client"`
 	Group        string `json:"group"`
 	Verification string `json:"verification"`
-	Denials      int64  `json:"denials"`
-	Throttles    int64  `json:"throttles"`
-	Traps        int64  `json:"traps"`
-	Banned       int64  `json:"banned"`
+	// Class is "unfurler" or "fetcher" for an agent that fetches for a
+	// person (a link preview, a user-triggered fetch).
+	Class     string `json:"class,omitempty"`
+	Denials   int64  `json:"denials"`
+	Throttles int64  `json:"throttles"`
+	Traps     int64  `json:"traps"`
+	Banned    int64  `json:"banned"`
 	// UnattributedTraps counts requests under a trap path without the
 	// client's own link token (trap_links client): refused, not banned.
 	UnattributedTraps int64 `json:"unattributed_traps,omitempty"`
@@ -263,7 +266,7 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	rows := make([]ClientReport, 0, len(sum))
 	for k, c := range sum {
 		rows = append(rows, ClientReport{
-			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(),
+			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(), Class: k.class,
 			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned,
 			UnattributedTraps: c.unattributed, Error: c.err,
 		})
@@ -274,7 +277,7 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 		ta := a.Denials + a.Throttles + a.Traps + a.Banned + a.UnattributedTraps
 		tb := b.Denials + b.Throttles + b.Traps + b.Banned + b.UnattributedTraps
 		return cmp.Or(cmp.Compare(tb, ta), strings.Compare(a.Client, b.Client),
-			strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification))
+			strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification), strings.Compare(a.Class, b.Class))
 	})
 	if len(rows) > reportTop {
 		rows = rows[:reportTop]

@@ -256,7 +256,7 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			if r.Operator != "" {
 				verification += " " + r.Operator
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Client, r.Group, verification, r.Requests,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Client, groupOf(r), verification, r.Requests,
 				r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), example)
 		}
 		tw.Flush()
@@ -267,6 +267,15 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			fmt.Fprintf(out, "%d requests of clients beyond the row bound are not listed\n", s.Others)
 		}
 	}
+}
+
+// groupOf is a row's group, with the class of an agent that fetches for
+// a person ("* (unfurler)").
+func groupOf(r audit.Row) string {
+	if r.Class != "" {
+		return r.Group + " (" + r.Class + ")"
+	}
+	return r.Group
 }
 
 // writeAuditHTML writes res as the audit's page (dashboard.WriteAudit).
@@ -294,7 +303,7 @@ func writeAuditHTML(path string, res audit.Result) error {
 			ps.Lines = append(ps.Lines, dashboard.LineCount{Line: l.Line, Rule: l.Rule, Count: l.Count})
 		}
 		for _, r := range s.Offenders {
-			c := dashboard.AuditClient{Client: r.Client, Group: r.Group, Verification: r.Verification, Operator: r.Operator, UserAgent: r.UserAgent,
+			c := dashboard.AuditClient{Client: r.Client, Group: groupOf(r), Verification: r.Verification, Operator: r.Operator, UserAgent: r.UserAgent,
 				Requests: r.Requests, Disallowed: r.Disallowed + r.Other, Throttled: r.Throttled, Traps: r.Traps, Spoofed: r.Spoofed, Banned: r.Banned,
 				First: r.First, Last: r.Last}
 			for _, x := range r.Examples {

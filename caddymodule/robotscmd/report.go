@@ -99,6 +99,9 @@ func printReport(out io.Writer, rep report.Report) {
 				if group == "" {
 					group = "(browser)"
 				}
+				if c.Class != "" {
+					group += " (" + c.Class + ")"
+				}
 				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned, c.UnattributedTraps)
 			}
 			tw.Flush()

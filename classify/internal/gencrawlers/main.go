@@ -22,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -84,6 +86,18 @@ var notCrawlers = map[string]string{
 // pattern "[pP]ingdom").
 var extraTokens = []string{"pingdomtms"}
 
+// serviceAgents are the fetchers of services whose header never carries
+// a person's browsing, each with the reason. They are missing from the
+// upstream lists and have no generic marker: their headers are shaped
+// like an app's.
+var serviceAgents = map[string]string{
+	"googleweblight": "Google Web Light, Google's transcoding proxy, which fetches and rewrites pages",
+	"^swcd":          "Apple's associated-domains daemon, which fetches /.well-known/apple-app-site-association for installed apps",
+	"^duckduckgo/":   "the DuckDuckGo apps' own fetches (favicons); the DuckDuckGo browser writes \"Mozilla/5.0 ... DuckDuckGo/5\"",
+	"^ddg_android/":  "the DuckDuckGo Android app's own fetches",
+	"^ddg-android-":  "the DuckDuckGo Android app's own fetches",
+}
+
 func main() {
 	in := flag.String("in", "../testdata/useragents", "directory holding crawlers.json and ai-robots.json")
 	out := flag.String("out", "crawlers.txt", "output file")
@@ -143,10 +157,7 @@ func run(in, out string) error {
 	for k := range ai {
 		add(k)
 	}
-	for _, t := range toolTokens {
-		add(t)
-	}
-	for _, t := range append(extraTokens, frameworkTokens...) {
+	for _, t := range slices.Concat(toolTokens, extraTokens, frameworkTokens, slices.Collect(maps.Keys(serviceAgents))) {
 		add(t)
 	}
 	f, err := os.Create(out)
@@ -211,6 +222,15 @@ func writeNotCrawlers(w io.Writer, notSeen map[string]bool) error {
 	fmt.Fprintf(w, "#\n# %d tokens of the upstream lists are not a crawler's name and are left out:\n", len(names))
 	for _, t := range names {
 		fmt.Fprintf(w, "#   %s: %s\n", t, notCrawlers[t])
+	}
+	names = names[:0]
+	for t := range serviceAgents {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "#\n# %d tokens are added: fetchers of services that no upstream list names:\n", len(names))
+	for _, t := range names {
+		fmt.Fprintf(w, "#   %s: %s\n", t, serviceAgents[t])
 	}
 	return nil
 }
