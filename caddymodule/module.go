@@ -485,7 +485,7 @@ func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark 
 	}
 	if g.trapLinks {
 		// Made only when a template or header reads it.
-		repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, clientIP})
+		repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, v.Site, clientIP})
 	}
 }
 

@@ -119,12 +119,12 @@ func (g *RobotsGuard) provisionBans(cfg guard.Config) (limit.Bans, error) {
 // when the placeholder is read (a template, a header), since its HMAC
 // costs more than the rest of the decision.
 type trapLinkValue struct {
-	e        *guard.Engine
-	clientIP string
+	e              *guard.Engine
+	site, clientIP string
 }
 
 // String returns the link's path.
-func (t *trapLinkValue) String() string { return t.e.TrapLinkFor(t.clientIP) }
+func (t *trapLinkValue) String() string { return t.e.TrapLinkFor(t.site, t.clientIP) }
 
 // trapSecretKey is where the key of per-client trap links is kept in
 // Caddy's storage.

@@ -222,7 +222,7 @@ func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict
 	switch {
 	case e.trapLink == "" && !navigation(req):
 		return false // trap_links static: a browser made to load it
-	case e.trapLink != "" && !e.ownLink(req, target):
+	case e.trapLink != "" && !e.ownLink(req, ent.Name(), target):
 		// Not this client's own link: maybe one someone else put in
 		// front of it. Refused, nobody banned.
 		v.Bot, v.Group = bot || agent.Specific(), agent.Group()
@@ -231,7 +231,7 @@ func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict
 	}
 	v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 	v.Action, v.Reason = Deny, ReasonTrap
-	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.Patterns()[i])
+	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.Patterns()[i]+" on "+ent.Name())
 	return true
 }
 

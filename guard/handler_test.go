@@ -37,7 +37,7 @@ func TestAnswersShareNoHeaderValues(t *testing.T) {
 func TestRobotsTxtAlwaysServed(t *testing.T) {
 	clk := testclock.New()
 	e, _ := trapEngine(t, trapRobots, clk, nil)
-	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1") // banned
+	at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.7:1"), "198.51.100.7:1") // banned
 	for _, target := range []string{"/robots.txt", "/robots.txt?x", "/%72obots.txt", "/robots%2Etxt", "http://example.com/robots.txt"} {
 		if v := at(e, uaChrome, target, "198.51.100.7:1"); v.Action != Allow || v.Reason != ReasonRobotsTxt {
 			t.Errorf("%s for a banned client: %v %v", target, v.Action, v.Reason)

@@ -106,3 +106,7 @@ func serve(e *Engine, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// exampleSite is the name of the site of the tests' requests (Host
+// example.com, plain http).
+const exampleSite = "http://example.com"

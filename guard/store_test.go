@@ -177,7 +177,7 @@ func TestStoreBanOutlivesClient(t *testing.T) {
 	a.Decide(context.Background(), warm)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	trap := Request{Host: "example.com", Target: a.TrapLinkFor("203.0.113.9:4"), UserAgent: uaChrome, ClientIP: "203.0.113.9:4", Method: "GET"}
+	trap := Request{Host: "example.com", Target: a.TrapLinkFor(exampleSite, "203.0.113.9:4"), UserAgent: uaChrome, ClientIP: "203.0.113.9:4", Method: "GET"}
 	if v := a.Decide(gone, trap); v.Reason != ReasonTrap {
 		t.Fatalf("trap request of a client that hung up: %v %v", v.Action, v.Reason)
 	}

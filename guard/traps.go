@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -305,13 +306,17 @@ func (e *Engine) Unban(ctx context.Context, client string) (bool, error) {
 }
 
 // TrapLinkFor returns the trap link of the client at clientIP ("ip" or
-// "ip:port", as the front resolved it, like Caddy's client_ip): the first
-// trap that is a plain path followed by a token that only that client can
-// present, changing daily; "" without per-client links (Traps.Links
+// "ip:port", as the front resolved it, like Caddy's client_ip) on site (a
+// Verdict's Site, or SiteOf's name of the request): the first trap that is
+// a plain path followed by a token that only that client can present on
+// that site, changing daily; "" without per-client links (Traps.Links
 // static, or no plain trap). Put it in the pages that client is shown, where
 // no human follows it (in Caddy, the placeholder
-// {http.robots_guard.trap_link}; with net/http, nethttp.TrapLink).
-func (e *Engine) TrapLinkFor(clientIP string) string {
+// {http.robots_guard.trap_link}; with net/http, nethttp.TrapLink). The
+// link bans only on the site that showed it (with crawl_delay_scope block,
+// on any site of the block): another site that shows it to the client, or
+// makes the client's browser load it, bans nobody.
+func (e *Engine) TrapLinkFor(site, clientIP string) string {
 	if e.trapLink == "" {
 		return ""
 	}
@@ -319,13 +324,33 @@ func (e *Engine) TrapLinkFor(clientIP string) string {
 	if c.IsZero() {
 		return e.trapLink
 	}
-	return e.trapLink + traps.Token(e.trapKey, c, e.now().Unix()/86400)
+	return e.trapLink + traps.Token(e.trapKey, c, e.now().Unix()/86400, e.trapScope(site))
+}
+
+// SiteOf returns the name of the site that r asks for, as a Verdict's
+// Site names it ("https://example.com", "http://127.0.0.1:8080"): for
+// TrapLinkFor where no verdict is at hand.
+func (e *Engine) SiteOf(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + sites.MakeKey(scheme, r.Host, localPort(r)).HostPort()
+}
+
+// trapScope is what a trap link's token names: the site, or the block
+// with crawl_delay_scope block (one server whatever the Host).
+func (e *Engine) trapScope(site string) string {
+	if e.blockScope != "" {
+		return e.blockScope
+	}
+	return site
 }
 
 // ownLink reports whether target ends in the token of the requesting
-// client's trap link of today or yesterday (a page rendered before
+// client's trap link on site of today or yesterday (a page rendered before
 // midnight, followed after it).
-func (e *Engine) ownLink(req *Request, target string) bool {
+func (e *Engine) ownLink(req *Request, site, target string) bool {
 	client := e.clientKey(req)
 	if client.IsZero() {
 		return false
@@ -337,7 +362,7 @@ func (e *Engine) ownLink(req *Request, target string) bool {
 	}
 	day := e.clock(req) / int64(24*time.Hour)
 	for _, d := range [...]int64{day, day - 1} {
-		if hmac.Equal([]byte(tok), []byte(traps.Token(e.trapKey, client, d))) {
+		if hmac.Equal([]byte(tok), []byte(traps.Token(e.trapKey, client, d, e.trapScope(site)))) {
 			return true
 		}
 	}

@@ -64,7 +64,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	if v := at(e, uaChrome, "/page", ip); v.Action != Allow {
 		t.Fatalf("before: %v", v.Action)
 	}
-	v := at(e, uaChrome, e.TrapLinkFor(ip), ip)
+	v := at(e, uaChrome, e.TrapLinkFor(exampleSite, ip), ip)
 	if v.Action != Deny || v.Reason != ReasonTrap || !strings.Contains(v.Message(), "banned until 2026-01-01T01:00:00Z for ignoring this site's robots.txt") {
 		t.Fatalf("trap: %v %v %q", v.Action, v.Reason, v.Message())
 	}
@@ -89,7 +89,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	}
 	// Again: 2 h (doubled), then 2 h (the cap).
 	for _, want := range []time.Duration{2 * time.Hour, 2 * time.Hour} {
-		v := at(e, uaChrome, e.TrapLinkFor(ip), ip)
+		v := at(e, uaChrome, e.TrapLinkFor(exampleSite, ip), ip)
 		if got := time.Duration(v.BanUntil - clk.Now().UnixNano()); v.Reason != ReasonTrap || got != want {
 			t.Fatalf("repeat: %v for %v, want %v", v.Reason, got, want)
 		}
@@ -97,7 +97,7 @@ func TestTrapBansBrowserHeader(t *testing.T) {
 	}
 	// The HTTP answer: 403, Retry-After, the reason in the body.
 	h := serve(e, site(trapRobots))
-	rec := doIP(h, uaChrome, e.TrapLinkFor("198.51.100.9:1"), "198.51.100.9:1")
+	rec := doIP(h, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.9:1"), "198.51.100.9:1")
 	if rec.Code != 403 || rec.Header().Get("Retry-After") != "3600" || !strings.Contains(rec.Body.String(), "banned until") {
 		t.Fatalf("%d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
@@ -160,14 +160,14 @@ func TestTrapSparesVerified(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	v := at(e, uaGoogle, e.TrapLinkFor(googleIP), googleIP)
+	v := at(e, uaGoogle, e.TrapLinkFor(exampleSite, googleIP), googleIP)
 	if v.Action != Deny || v.Reason != ReasonDisallowed || v.Verification != identity.Verified {
 		t.Fatalf("verified: %v %v %v", v.Action, v.Reason, v.Verification)
 	}
 	if v := at(e, uaGoogle, "/page", googleIP); v.Reason == ReasonBanned {
 		t.Fatal("a verified crawler was banned")
 	}
-	if v := at(e, uaGoogle, e.TrapLinkFor(spoofIP), spoofIP); v.Reason != ReasonTrap {
+	if v := at(e, uaGoogle, e.TrapLinkFor(exampleSite, spoofIP), spoofIP); v.Reason != ReasonTrap {
 		t.Fatalf("spoofer: %v", v.Reason)
 	}
 }
@@ -221,7 +221,7 @@ func TestBanAfter(t *testing.T) {
 func TestTrapDryRun(t *testing.T) {
 	clk := testclock.New()
 	e, logs := trapEngine(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
-	v := at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
+	v := at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.7:1"), "198.51.100.7:1")
 	if v.Reason != ReasonTrap || v.Enforced() {
 		t.Fatalf("dry run trap: %v %v", v.Reason, v.Enforced())
 	}
@@ -241,7 +241,7 @@ func TestReportCounts(t *testing.T) {
 	for range 3 {
 		at(e, bot, "/private/x", "203.0.113.1:1") // line 3, group *
 	}
-	at(e, uaGoogle, e.TrapLinkFor("203.0.113.2:1"), "203.0.113.2:1") // a trap: banned (no verification: none)
+	at(e, uaGoogle, e.TrapLinkFor(exampleSite, "203.0.113.2:1"), "203.0.113.2:1") // a trap: banned (no verification: none)
 	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
 	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
 	for range burst {
@@ -354,7 +354,7 @@ func BenchmarkTrapsBrowser(b *testing.B) {
 func BenchmarkBannedRequest(b *testing.B) {
 	clk := testclock.New()
 	e, _ := trapEngine(b, trapRobots, clk, nil, WithLogger(zap.NewNop()))
-	at(e, uaChrome, e.TrapLinkFor("192.0.2.1:1234"), "192.0.2.1:1234")
+	at(e, uaChrome, e.TrapLinkFor(exampleSite, "192.0.2.1:1234"), "192.0.2.1:1234")
 	r := benchRequest(uaChrome, "/public/page?id=42")
 	r.RemoteAddr = "192.0.2.1:1234"
 	runBench(b, serve(e, okHandler), r, 403)
@@ -383,11 +383,11 @@ func TestBanDroppedWhenFull(t *testing.T) {
 	obs := &banCounter{}
 	e, logs := trapEngine(t, trapRobots, clk, func(c *Config) { c.Bans.MaxEntries = 2 }, WithObserver(obs))
 	for _, ip := range []string{"198.51.100.1:1", "198.51.100.2:1"} {
-		if v := at(e, uaChrome, e.TrapLinkFor(ip), ip); v.BanUntil == 0 {
+		if v := at(e, uaChrome, e.TrapLinkFor(exampleSite, ip), ip); v.BanUntil == 0 {
 			t.Fatalf("%s: not banned", ip)
 		}
 	}
-	v := at(e, uaChrome, e.TrapLinkFor("198.51.100.3:1"), "198.51.100.3:1")
+	v := at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.3:1"), "198.51.100.3:1")
 	if v.Action != Deny || v.Reason != ReasonTrap || v.BanUntil != 0 {
 		t.Fatalf("a trap hit with the list full: %v %v until %d", v.Action, v.Reason, v.BanUntil)
 	}
@@ -409,7 +409,7 @@ func TestBanDroppedWhenFull(t *testing.T) {
 // "(browser)", not as the "*" group its header falls to.
 func TestReportNamesBrowsers(t *testing.T) {
 	e, _ := trapEngine(t, trapRobots, testclock.New(), nil)
-	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1")
+	at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.7:1"), "198.51.100.7:1")
 	at(e, uaChrome, "/page", "198.51.100.7:1")
 	rows := e.Report().Sites[0].LastHour
 	if len(rows) != 1 || rows[0].Group != browserGroup || rows[0].Traps != 1 || rows[0].Banned != 1 {
@@ -426,9 +426,9 @@ func TestTrapLinksPerClient(t *testing.T) {
 	clk := testclock.New()
 	e, _ := trapEngine(t, trapRobots, clk, nil)
 	const scraper, visitor = "198.51.100.20:1", "198.51.100.21:1"
-	link := e.TrapLinkFor(scraper)
-	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+traps.TokenLen || link == e.TrapLinkFor(visitor) {
-		t.Fatalf("links %q and %q", link, e.TrapLinkFor(visitor))
+	link := e.TrapLinkFor(exampleSite, scraper)
+	if !strings.HasPrefix(link, "/no-robots/") || len(link) != len("/no-robots/")+traps.TokenLen || link == e.TrapLinkFor(exampleSite, visitor) {
+		t.Fatalf("links %q and %q", link, e.TrapLinkFor(exampleSite, visitor))
 	}
 	try := func(target, ip string, meta ...string) Verdict {
 		req := Request{Host: "example.com", Target: target, UserAgent: uaChrome, ClientIP: ip, Method: "GET"}
@@ -446,6 +446,7 @@ func TestTrapLinksPerClient(t *testing.T) {
 		{"another client's link, embedded cross-site", link, visitor, []string{"cross-site", "image"}},
 		{"a made-up token", "/no-robots/AAAAAAAAAAAAAAAA", visitor, nil},
 		{"a token of the wrong length", link + "x", scraper, nil},
+		{"the scraper's own link of another site", e.TrapLinkFor("https://other.example", scraper), scraper, nil},
 	} {
 		if v := try(c.target, c.ip, c.meta...); v.Action != Deny || v.Reason != ReasonTrapUnattributed || v.BanUntil != 0 {
 			t.Errorf("%s: %v %v until %d, want 403 trap_unattributed and no ban", c.name, v.Action, v.Reason, v.BanUntil)
@@ -459,8 +460,8 @@ func TestTrapLinksPerClient(t *testing.T) {
 	for _, r := range rows {
 		unattributed += r.UnattributedTraps
 	}
-	if unattributed != 5 {
-		t.Fatalf("%d unattributed trap requests in the report, want 5: %+v", unattributed, rows)
+	if unattributed != 6 {
+		t.Fatalf("%d unattributed trap requests in the report, want 6: %+v", unattributed, rows)
 	}
 	// The scraper's own link, fetched with a browser's cross-site image
 	// metadata: banned all the same.
@@ -469,7 +470,7 @@ func TestTrapLinksPerClient(t *testing.T) {
 	}
 	// Yesterday's link still bans (a page rendered before midnight);
 	// one of two days ago does not.
-	old := e.TrapLinkFor(visitor)
+	old := e.TrapLinkFor(exampleSite, visitor)
 	clk.Add(24 * time.Hour)
 	if v := try(old, visitor); v.Reason != ReasonTrap {
 		t.Fatalf("yesterday's link: %v", v.Reason)
@@ -488,10 +489,10 @@ func TestTrapSecret(t *testing.T) {
 		return mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots"}, Secret: secret}}, WithSource(sites.BytesSource([]byte(trapRobots))))
 	}
 	a, b, c := mk("0123456789abcdef0123"), mk("0123456789abcdef0123"), mk("another secret of enough bytes")
-	if la := a.TrapLinkFor("192.0.2.1"); la != b.TrapLinkFor("192.0.2.1") || la == c.TrapLinkFor("192.0.2.1") || !strings.HasPrefix(la, "/no-robots/") {
-		t.Fatalf("links %q %q %q", la, b.TrapLinkFor("192.0.2.1"), c.TrapLinkFor("192.0.2.1"))
+	if la := a.TrapLinkFor(exampleSite, "192.0.2.1"); la != b.TrapLinkFor(exampleSite, "192.0.2.1") || la == c.TrapLinkFor(exampleSite, "192.0.2.1") || !strings.HasPrefix(la, "/no-robots/") {
+		t.Fatalf("links %q %q %q", la, b.TrapLinkFor(exampleSite, "192.0.2.1"), c.TrapLinkFor(exampleSite, "192.0.2.1"))
 	}
-	if l := mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Links: traps.LinksStatic}}).TrapLinkFor("192.0.2.1"); l != "" {
+	if l := mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Links: traps.LinksStatic}}).TrapLinkFor(exampleSite, "192.0.2.1"); l != "" {
 		t.Fatalf("static mode link %q", l)
 	}
 	for cfg, want := range map[*Config]string{
@@ -586,7 +587,7 @@ func TestTrapGraceVisibleAndKept(t *testing.T) {
 	if st := state(e5); st.State != "armed" {
 		t.Fatalf("a start 30 min after the last confirmation, %v after the clock started: %+v", clk.Now().Sub(restarted), st)
 	}
-	if v := at(e5, uaChrome, e5.TrapLinkFor("198.51.100.70:1"), "198.51.100.70:1"); v.Reason != ReasonTrap || v.BanUntil == 0 {
+	if v := at(e5, uaChrome, e5.TrapLinkFor(exampleSite, "198.51.100.70:1"), "198.51.100.70:1"); v.Reason != ReasonTrap || v.BanUntil == 0 {
 		t.Fatalf("the armed trap: %v %v", v.Action, v.Reason)
 	}
 	// A copy that stops disallowing it: not armed, and the kept clock goes.

@@ -149,7 +149,7 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !v.Enforced():
 		h[hdrStatus] = statusOK
-		if link := c.e.TrapLinkFor(clientIP); link != "" {
+		if link := c.e.TrapLinkFor(v.Site, clientIP); link != "" {
 			h[hdrTrapLink] = []string{link}
 		}
 		w.WriteHeader(http.StatusOK)

@@ -32,7 +32,7 @@ func TestDashboardHandler(t *testing.T) {
 	for range 3 {
 		at(e, "Mozilla/5.0 (compatible; AhrefsBot/7.0)", "/private/x", "203.0.113.1:1") // line 3
 	}
-	at(e, uaChrome, e.TrapLinkFor("198.51.100.7:1"), "198.51.100.7:1") // trapped: banned
+	at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.7:1"), "198.51.100.7:1") // trapped: banned
 	at(e, uaChrome, "/page", "198.51.100.7:1")                         // banned
 	h := DashboardHandler(e)
 

@@ -62,3 +62,7 @@ func do(h http.Handler, ua, path string) *httptest.ResponseRecorder {
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+// exampleSite is the name of the site of the tests' requests (Host
+// example.com, plain http).
+const exampleSite = "http://example.com"

@@ -99,8 +99,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TrapLink returns the trap link of r's client (Engine.TrapLinkFor), its
-// address read as Handler reads it with the same options.
+// TrapLink returns the trap link of r's client on r's site
+// (Engine.TrapLinkFor), its address read as Handler reads it with the same
+// options.
 func TrapLink(e *guard.Engine, r *http.Request, opts ...Option) string {
-	return e.TrapLinkFor(collect(e, opts).clientIP(r))
+	return e.TrapLinkFor(e.SiteOf(r), collect(e, opts).clientIP(r))
 }

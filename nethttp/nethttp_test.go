@@ -106,7 +106,7 @@ func TestClientIP(t *testing.T) {
 	traps := trapEngine(t, trapRobots, clk)
 	r, _ := http.NewRequest(http.MethodGet, "http://example.com/", nil)
 	r.Header.Set("X-Client", "203.0.113.9")
-	if l := TrapLink(traps, r, fromHeader); l == "" || l != traps.TrapLinkFor("203.0.113.9") || l == traps.TrapLinkFor("192.0.2.1") {
+	if l := TrapLink(traps, r, fromHeader); l == "" || l != traps.TrapLinkFor(exampleSite, "203.0.113.9") || l == traps.TrapLinkFor(exampleSite, "192.0.2.1") {
 		t.Fatalf("the trap link of the client the option names: %q", l)
 	}
 }

@@ -247,15 +247,18 @@ func LinkPath(patterns []string) string {
 // HMAC-SHA256, base64url.
 const TokenLen = 16
 
-// Token is the token of client's trap link on day (days since the Unix
-// epoch, UTC): an HMAC of both under key, which no one without the key can
-// make for another client.
-func Token(key []byte, client limit.Client, day int64) string {
+// Token is the token of client's trap link on site on day (days since the
+// Unix epoch, UTC): an HMAC of the three under key, which no one without
+// the key can make for another client or another site. site names the
+// site that shows the link ("https://example.com"), or the block of a
+// catch-all server: a link shown on one site bans nobody on another.
+func Token(key []byte, client limit.Client, day int64, site string) string {
 	var msg [24]byte
 	copy(msg[:16], client[:])
 	binary.BigEndian.PutUint64(msg[16:], uint64(day))
 	mac := hmac.New(sha256.New, key)
 	mac.Write(msg[:])
+	mac.Write([]byte(site))
 	var sum [sha256.Size]byte
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(sum[:0])[:12])
 }

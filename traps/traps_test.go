@@ -64,18 +64,19 @@ func TestSetHit(t *testing.T) {
 	}
 }
 
-// TestToken: a client's token is the same for one key and day and
-// differs for another client, day or key.
+// TestToken: a client's token is the same for one key, day and site and
+// differs for another client, day, key or site.
 func TestToken(t *testing.T) {
 	k1, k2 := []byte("0123456789abcdef0123"), []byte("another key of enough bytes")
 	a, b := limit.ClientOf("192.0.2.1", 32, 64), limit.ClientOf("192.0.2.2", 32, 64)
-	tok := Token(k1, a, 100)
-	if len(tok) != TokenLen || tok != Token(k1, a, 100) {
+	const site = "https://a.example"
+	tok := Token(k1, a, 100, site)
+	if len(tok) != TokenLen || tok != Token(k1, a, 100, site) {
 		t.Fatalf("token %q", tok)
 	}
-	for _, other := range []string{Token(k1, b, 100), Token(k1, a, 101), Token(k2, a, 100)} {
+	for _, other := range []string{Token(k1, b, 100, site), Token(k1, a, 101, site), Token(k2, a, 100, site), Token(k1, a, 100, "https://b.example")} {
 		if other == tok {
-			t.Errorf("a token that another client, day or key shares: %q", tok)
+			t.Errorf("a token that another client, day, key or site shares: %q", tok)
 		}
 	}
 	if LinkPath([]string{"/*.pdf", "/no-robots"}) != "/no-robots/" || LinkPath([]string{"/*.pdf"}) != "" {

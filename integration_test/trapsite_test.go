@@ -1,0 +1,107 @@
+package integration_test
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestTrapLinkBoundToSite: a trap link names the site that showed it. One
+// Caddy serves site A and site B, both guarded, with one ban list. A link
+// that A showed a client, presented on B (by curl, and by real Chromium
+// loading it as an <img> of B's page), bans nobody; presented on A by its
+// own client, it bans, and the ban names A.
+func TestTrapLinkBoundToSite(t *testing.T) {
+	portA, portB := freePort(t), freePort(t)
+	siteB := fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard {
+		traps /no-robots/ {
+			grace 0
+		}
+	}
+	handle /robots.txt {
+		respond "User-agent: *
+Disallow: /no-robots/
+"
+	}
+	handle {
+		templates
+		header Content-Type text/html
+		respond <<HTML
+			<p>site b</p><img src="{{.Req.URL.Query.Get "l"}}" alt="">
+			HTML 200
+	}
+}
+`, portB)
+	tc := load(t, proxies, trapLinkSite(portA, "")+siteB)
+	get(t, tc, portA, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	get(t, tc, portB, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+
+	// curl: a scraper's own link of A, presented on B.
+	scraper := []string{"X-Forwarded-For", "198.51.100.80"}
+	link := linkIn(t, get(t, tc, portA, "/page", browserUA, scraper...).body)
+	get(t, tc, portB, link, browserUA, scraper...).check(t, "A's link on B", 403, "disallows this path for every bot")
+	get(t, tc, portB, "/page", browserUA, scraper...).check(t, "B afterwards", 200, "site b")
+	get(t, tc, portA, "/page", browserUA, scraper...).check(t, "A afterwards", 200, "page")
+
+	// Chromium (client 127.0.0.1): the link A shows it, loaded by B's page.
+	mine := linkIn(t, get(t, tc, portA, "/page", browserUA).body)
+	p := openPage(t, chromium(t), 800, 600, 60*time.Second)
+	pageB := fmt.Sprintf("http://127.0.0.1:%d/page?l=%s", portB, url.QueryEscape(mine))
+	if err := chromedp.Do(p.ctx, chromedp.Navigate(pageB)); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	waitFor(t, func() bool {
+		reqs, _ := p.seen()
+		for _, r := range reqs {
+			if strings.Contains(r, mine) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := chromedp.Do(p.ctx, chromedp.Navigate(fmt.Sprintf("http://127.0.0.1:%d/page", portA))); err != nil {
+		t.Fatalf("chromium on A: %v", err)
+	}
+	body, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if err != nil || !strings.Contains(body, "page") {
+		t.Errorf("Chromium refused on A after B's page loaded A's link: %q %v", body, err)
+	}
+	// Other tests of this process may have banned other clients.
+	ours := func() []string {
+		var bans []struct{ Client, Reason string }
+		adminJSON(t, "GET", "/robots_guard/bans", &bans)
+		var out []string
+		for _, b := range bans {
+			if strings.HasPrefix(b.Client, "198.51.100.80/") || strings.HasPrefix(b.Client, "127.0.0.1/") {
+				out = append(out, b.Reason)
+			}
+		}
+		return out
+	}
+	if bans := ours(); len(bans) != 0 {
+		t.Fatalf("bans after links presented on the wrong site: %q", bans)
+	}
+
+	// The scraper's own link on A bans it, and the ban names A.
+	get(t, tc, portA, link, browserUA, scraper...).check(t, "own link on A", 403, "banned until")
+	get(t, tc, portB, "/page", browserUA, scraper...).check(t, "banned on B too", 403, "banned until")
+	if bans := ours(); len(bans) != 1 || !strings.Contains(bans[0], fmt.Sprintf("on http://127.0.0.1:%d", portA)) {
+		t.Errorf("the ban: %q", bans)
+	}
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
+}
