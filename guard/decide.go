@@ -153,7 +153,15 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	v.Bot, v.Class = true, info.Class
 	v.Group = agent.Group()
+	// The purpose Content-Signal judges: the strictest of the crawlers the
+	// header names (info.Crawler) and the one whose group was chosen, so
+	// that a second token earns no looser reading.
 	v.Crawler = info.Crawler
+	if agent.Specific() && e.purposes != nil {
+		if cp := e.purposes.Group(agent.Group()); cp != nil && (v.Crawler == nil || cp.Purpose > v.Crawler.Purpose) {
+			v.Crawler = cp
+		}
+	}
 	if e.siteStops(&v, st, targetOK) {
 		return v
 	}

@@ -123,3 +123,22 @@ func BenchmarkBotAllowedWithSignal(b *testing.B) {
 	e := mustNew(b, Config{}, WithSource(sites.BytesSource([]byte(robots))))
 	runBench(b, serve(e, okHandler), benchRequest(uaGPTBot, "/public/page?id=42"), 200)
 }
+
+// TestSignalPurposeOfTwoTokens: a header that names GPTBot and a second
+// known crawler gets GPTBot's group and GPTBot's purpose, not the second
+// crawler's: 403 under ai-train=no, whether the site has a group for
+// GPTBot or only "*"; a group chosen for the looser crawler does not
+// loosen the strictest purpose the header names either.
+func TestSignalPurposeOfTwoTokens(t *testing.T) {
+	const two = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot) Googlebot/2.1"
+	for _, robots := range []string{
+		"User-agent: GPTBot\nContent-Signal: ai-train=no\nAllow: /\n\nUser-agent: *\nAllow: /\n",
+		"User-agent: *\nContent-Signal: search=yes, ai-train=no\nAllow: /\n",
+		"User-agent: Googlebot\nContent-Signal: search=yes, ai-train=no\nAllow: /\n",
+	} {
+		h := serve(mustNew(t, Config{ContentSignals: SignalsEnforce}), site(robots))
+		if rec := do(h, two, "/page"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "GPTBot, a training crawler") {
+			t.Errorf("%q: %d %q, want GPTBot's 403", robots, rec.Code, rec.Body)
+		}
+	}
+}

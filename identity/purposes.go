@@ -84,11 +84,11 @@ func builtinPurposes() []CrawlerPurpose {
 	}
 }
 
-// Purposes is a registry of crawler purposes that finds the crawler a
+// Purposes is a registry of crawler purposes that finds the crawlers a
 // User-Agent header names. It is safe for concurrent use.
 type Purposes struct {
 	list    []CrawlerPurpose
-	matcher *policy.Robots // one group per token: the group choice finds the most specific token
+	lower   []string // the tokens, lower-cased, in list's order
 	byToken map[string]int
 }
 
@@ -98,30 +98,59 @@ func NewPurposes() *Purposes {
 }
 
 func newPurposes(list []CrawlerPurpose) *Purposes {
-	var b strings.Builder
-	x := &Purposes{list: list, byToken: make(map[string]int, len(list))}
+	x := &Purposes{list: list, lower: make([]string, len(list)), byToken: make(map[string]int, len(list))}
 	for i, c := range list {
-		b.WriteString("User-agent: " + c.Token + "\nDisallow: /\n\n")
-		x.byToken[strings.ToLower(c.Token)] = i
+		x.lower[i] = strings.ToLower(c.Token)
+		x.byToken[x.lower[i]] = i
 	}
-	x.matcher = policy.Parse([]byte(b.String()))
 	return x
 }
 
 // List returns every entry, in the registry's order.
 func (x *Purposes) List() []CrawlerPurpose { return append([]CrawlerPurpose(nil), x.list...) }
 
-// Of returns the crawler a User-Agent header names, found as robots.txt's
-// group choice finds a group (the most specific product token, without
-// case), or nil. The entry is the registry's own: do not modify it.
+// Of returns the entry of the crawler that ua names (as a whole product
+// token, case-insensitive), nil for none. A header that names several
+// ("GPTBot/1.2 Googlebot/2.1") gets the strictest of their purposes
+// (training over answer-time input over search), so that naming a second
+// crawler earns no looser reading of a site's Content-Signal; Group says
+// which one a chosen robots.txt group stands for.
 func (x *Purposes) Of(ua string) *CrawlerPurpose {
-	a := x.matcher.Agent(ua)
-	if !a.Specific() {
-		return nil
+	h := strings.ToLower(ua)
+	var best *CrawlerPurpose
+	for i, tok := range x.lower {
+		if (best == nil || x.list[i].Purpose > best.Purpose) && hasToken(h, tok) {
+			best = &x.list[i]
+		}
 	}
-	i, ok := x.byToken[strings.ToLower(a.Group())]
-	if !ok {
-		return nil
+	return best
+}
+
+// Group returns the entry of the crawler whose token names a robots.txt
+// group ("GPTBot"), nil when the registry has none.
+func (x *Purposes) Group(group string) *CrawlerPurpose {
+	if i, ok := x.byToken[strings.ToLower(group)]; ok {
+		return &x.list[i]
 	}
-	return &x.list[i]
+	return nil
+}
+
+// hasToken reports whether the lower-cased header h holds tok as a product
+// token: not inside a longer name (letters, digits, '-' and '_' around it).
+func hasToken(h, tok string) bool {
+	for i := 0; ; {
+		j := strings.Index(h[i:], tok)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(tok)
+		if (start == 0 || !tokenByte(h[start-1])) && (end == len(h) || !tokenByte(h[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func tokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
