@@ -229,8 +229,12 @@ func (AdminAPI) handleFeedsRefresh(w http.ResponseWriter, r *http.Request) error
 	return writeJSON(w, map[string]any{"feeds": out})
 }
 
+// apiError is an admin API error whose message starts with
+// "robots_guard: " once, whether or not the error it wraps (the Engine's)
+// says so already.
 func apiError(status int, format string, args ...any) error {
-	err := fmt.Errorf("robots_guard: "+format, args...)
+	msg := fmt.Sprintf(format, args...)
+	err := errors.New("robots_guard: " + strings.TrimPrefix(msg, "robots_guard: "))
 	return caddy.APIError{HTTPStatus: status, Err: err, Message: err.Error()}
 }
 

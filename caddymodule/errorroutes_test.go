@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,13 +21,29 @@ import (
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The kernel may give a port it gave a moment ago, which a test
+		// has not bound yet: never hand out the same one twice.
+		if !handed[port] {
+			handed[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+// handed are the ports freePort gave out in this process.
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
 
 // TestErrorRoutesThroughCaddy pins the behaviour of Caddy that
 // errorRouteTakes depends on, through a Caddy server run in the test

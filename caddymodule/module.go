@@ -457,7 +457,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	}
 	v := g.state.enforcer.DecideHTTP(r, orig, clientIP, origin)
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		g.placeholders(repl, &v, mark, clientIP)
+		g.placeholders(repl, &v, mark, clientIP, w.Header())
 		mark |= markPlaceholders
 	}
 	if !v.Enforced() && v.Reason == guard.ReasonAllowed && v.CrawlDelay > 0 {
@@ -476,7 +476,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 // group, rule or operator) through a provider made once when this is the
 // request's first guard, set one by one otherwise (set values come before
 // providers, so the last guard wins).
-func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark requestMark, clientIP string) {
+func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark requestMark, clientIP string, h http.Header) {
 	verify := g.state.enforcer.Verifier() != nil
 	if p := fixedProvider(v, verify); p != nil && mark&markPlaceholders == 0 {
 		repl.Map(p)
@@ -485,7 +485,7 @@ func (g *RobotsGuard) placeholders(repl *caddy.Replacer, v *guard.Verdict, mark 
 	}
 	if g.trapLinks {
 		// Made only when a template or header reads it.
-		repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, v.Site, clientIP})
+		repl.Set(phTrapLink, &trapLinkValue{g.state.enforcer, v.Site, clientIP, h})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"strings"
 	"time"
 
@@ -121,10 +122,21 @@ func (g *RobotsGuard) provisionBans(cfg guard.Config) (limit.Bans, error) {
 type trapLinkValue struct {
 	e              *guard.Engine
 	site, clientIP string
+	header         http.Header // the response's: a page that shows the link is the client's own
 }
 
-// String returns the link's path.
-func (t *trapLinkValue) String() string { return t.e.TrapLinkFor(t.site, t.clientIP) }
+// String returns the link's path. The response that reads it is marked
+// Cache-Control: private unless the route set a Cache-Control of its
+// own: a shared cache that kept the page would show one client's link to
+// others (who would be refused, not banned, but the trap would catch
+// nobody).
+func (t *trapLinkValue) String() string {
+	link := t.e.TrapLinkFor(t.site, t.clientIP)
+	if link != "" && t.header != nil && t.header.Get("Cache-Control") == "" {
+		t.header.Set("Cache-Control", "private")
+	}
+	return link
+}
 
 // trapSecretKey is where the key of per-client trap links is kept in
 // Caddy's storage.

@@ -164,6 +164,30 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	}
 }
 
+// TestNoTextFromTheURL: the outcome of an unban comes back as a code and
+// an address; words in the URL never reach the page.
+func TestNoTextFromTheURL(t *testing.T) {
+	h := Handler(newFixture(1, 1, 4), Options{Now: func() time.Time { return now }})
+	for target, want := range map[string]string{
+		"?error=Your+session+expired%2C+call+555-0100":      "",
+		"?unban=lifted&client=Your+account+is+closed":       "",
+		"?unban=not_banned&client=2001:db8::/64":            "2001:db8::/64 is not banned.",
+		"?unban=lifted&client=198.51.100.7":                 "Lifted the ban of 198.51.100.7.",
+		"?unban=Call+us&client=198.51.100.7":                "",
+		"?unbanned=Your+account+is+closed%2C+call+555-0100": "",
+	} {
+		body := serve(h, http.MethodGet, target, "").Body.String()
+		for _, words := range []string{"session", "555-0100", "account", "Call us"} {
+			if strings.Contains(body, words) {
+				t.Errorf("%s: the page shows %q from the URL", target, words)
+			}
+		}
+		if want != "" && !strings.Contains(body, want) {
+			t.Errorf("%s: no %q", target, want)
+		}
+	}
+}
+
 // TestSitePage: a site's page shows its copy, charts, rows, the file with
 // each line's denials, and a tester answer that highlights its line.
 func TestSitePage(t *testing.T) {
@@ -225,14 +249,14 @@ func TestUnban(t *testing.T) {
 		t.Fatalf("refused requests unbanned %v", f.unbanned)
 	}
 	rec := serve(h, http.MethodPost, "", form, "Sec-Fetch-Site", "same-origin", "Origin", "http://ops.example")
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "?unbanned=198.51.100.7" {
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "?client=198.51.100.7&unban=lifted" {
 		t.Fatalf("unban: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 	rec = serve(h, http.MethodPost, "", form, "Sec-Fetch-Site", "same-origin")
-	if loc := rec.Header().Get("Location"); !strings.Contains(loc, "error=") {
+	if loc := rec.Header().Get("Location"); loc != "?client=198.51.100.7&unban=not_banned" {
 		t.Errorf("unban of a client not banned: %q", loc)
 	}
-	body := serve(h, http.MethodGet, "?unbanned=198.51.100.7", "").Body.String()
+	body := serve(h, http.MethodGet, "?client=198.51.100.7&unban=lifted", "").Body.String()
 	if !strings.Contains(body, "Lifted the ban of 198.51.100.7.") || !strings.Contains(body, "No client is banned.") {
 		t.Error("the page after an unban")
 	}

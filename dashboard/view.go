@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -114,14 +115,23 @@ func (d *dash) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "robots_guard dashboard: want op=unban and a client", http.StatusBadRequest)
 		return
 	}
+	// The outcome goes back as a code and the address as parsed: the page
+	// shows no text that a URL carries (a link to the dashboard could
+	// otherwise put words on the operator's page).
 	q := url.Values{}
-	switch found, err := d.b.Unban(r.Context(), client); {
-	case err != nil:
-		q.Set("error", "unban "+client+": "+err.Error())
-	case !found:
-		q.Set("error", client+" is not banned")
-	default:
-		q.Set("unbanned", client)
+	addr, ok := canonicalClient(client)
+	if !ok {
+		q.Set("unban", "bad_address")
+	} else {
+		q.Set("client", addr)
+		switch found, err := d.b.Unban(r.Context(), client); {
+		case err != nil:
+			q.Set("unban", "failed")
+		case !found:
+			q.Set("unban", "not_banned")
+		default:
+			q.Set("unban", "lifted")
+		}
 	}
 	// A relative Location: the page may sit under a stripped prefix.
 	w.Header().Set("Location", "?"+q.Encode())
@@ -152,10 +162,8 @@ func render(w io.Writer, v *view) {
 // build gathers the page's facts, from one Report, so that its numbers
 // are those of /robots_guard/report at one moment.
 func (d *dash) build(ctx context.Context, q url.Values) *view {
-	v := &view{Title: d.o.Title, Now: d.o.Now().UTC(), ReadOnly: d.o.ReadOnly, Error: q.Get("error")}
-	if u := q.Get("unbanned"); u != "" {
-		v.Flash = "Lifted the ban of " + u + "."
-	}
+	v := &view{Title: d.o.Title, Now: d.o.Now().UTC(), ReadOnly: d.o.ReadOnly}
+	v.Flash, v.Error = unbanOutcome(q)
 	rep := d.b.Report()
 	v.Since = rep.Since
 	bySite := make(map[string]*report.SiteReport, len(rep.Sites))
@@ -380,4 +388,38 @@ func group3(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// canonicalClient returns an address or prefix as the dashboard shows it
+// ("198.51.100.7", "2001:db8::/64"), and whether s is one.
+func canonicalClient(s string) (string, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.String(), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String(), true
+	}
+	return "", false
+}
+
+// unbanOutcome is the message of an unban's outcome, from the codes that
+// post puts in the query: fixed sentences, and the address only when it
+// parses as one.
+func unbanOutcome(q url.Values) (flash, errMsg string) {
+	client, ok := canonicalClient(q.Get("client"))
+	switch q.Get("unban") {
+	case "lifted":
+		if ok {
+			return "Lifted the ban of " + client + ".", ""
+		}
+	case "not_banned":
+		if ok {
+			return "", client + " is not banned."
+		}
+	case "failed":
+		return "", "The unban failed (see the server's log)."
+	case "bad_address":
+		return "", "That is not an address or prefix such as 203.0.113.7 or 2001:db8::/64."
+	}
+	return "", ""
 }

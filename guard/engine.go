@@ -202,12 +202,14 @@ func (e *Engine) buildLimits(o options) error {
 // Config returns the configuration in force, defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Close releases idle connections of the robots.txt HTTP client, stops the
+// Close waits for the background writes of robots.txt histories,
+// releases idle connections of the robots.txt HTTP client, stops the
 // background refresh of the crawler verifier that New built, and closes
 // the store and shared ban list that New built (not those given with
 // WithVerifier, WithLimiter or WithBans). Call it when the Engine is no
 // longer used: afterwards its store calls fail (and decide locally).
 func (e *Engine) Close() error {
+	e.sites.Wait()
 	if e.client != nil {
 		e.client.CloseIdleConnections()
 	}

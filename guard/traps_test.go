@@ -242,8 +242,8 @@ func TestReportCounts(t *testing.T) {
 		at(e, bot, "/private/x", "203.0.113.1:1") // line 3, group *
 	}
 	at(e, uaGoogle, e.TrapLinkFor(exampleSite, "203.0.113.2:1"), "203.0.113.2:1") // a trap: banned (no verification: none)
-	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
-	at(e, uaGoogle, "/page", "203.0.113.2:1")                        // banned
+	at(e, uaGoogle, "/page", "203.0.113.2:1")                                     // banned
+	at(e, uaGoogle, "/page", "203.0.113.2:1")                                     // banned
 	for range burst {
 		at(e, uaGoogle, "/page", "203.0.113.3:1") // allowed (the burst of the tolerance)
 	}

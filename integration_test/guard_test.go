@@ -72,13 +72,29 @@ func (u *upstream) addr() string { return strings.TrimPrefix(u.URL, "http://") }
 // uses new ports, so that no robots.txt cached by an earlier test applies.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The kernel may give a port it gave a moment ago, which a test
+		// has not bound yet: never hand out the same one twice.
+		if !handed[port] {
+			handed[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+// handed are the ports freePort gave out in this process.
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
 
 // load starts (or reconfigures) the in-process Caddy with the given site
 // blocks and extra global options.

@@ -72,6 +72,9 @@ func TestTrapsThroughCaddy(t *testing.T) {
 	if code, _ := adminDo(t, "DELETE", "/robots_guard/bans/198.51.100.7"); code != 404 {
 		t.Fatalf("unban of a client not banned: %d", code)
 	}
+	if code, b := adminDo(t, "DELETE", "/robots_guard/bans/garbage"); code != 400 || strings.Count(string(b), "robots_guard:") != 1 {
+		t.Fatalf("unban of garbage: %d %s, want 400 saying robots_guard: once", code, b)
+	}
 
 	// Not armed where FooBot may fetch it: nobody is banned, and Caddy's
 	// log says why.
@@ -233,6 +236,9 @@ func TestTrapLinksThroughCaddy(t *testing.T) {
 	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	a := get(t, tc, port, "/page", browserUA, scraper...)
 	a.check(t, "the page", 200, "page")
+	if cc := a.header.Get("Cache-Control"); cc != "private" {
+		t.Errorf("the page that shows a client's own link: Cache-Control %q, want private", cc)
+	}
 	link := linkIn(t, a.body)
 	if otherLink := linkIn(t, get(t, tc, port, "/page", browserUA, other...).body); otherLink == link {
 		t.Fatal("two clients got the same trap link")

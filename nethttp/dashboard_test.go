@@ -33,7 +33,7 @@ func TestDashboardHandler(t *testing.T) {
 		at(e, "Mozilla/5.0 (compatible; AhrefsBot/7.0)", "/private/x", "203.0.113.1:1") // line 3
 	}
 	at(e, uaChrome, e.TrapLinkFor(exampleSite, "198.51.100.7:1"), "198.51.100.7:1") // trapped: banned
-	at(e, uaChrome, "/page", "198.51.100.7:1")                         // banned
+	at(e, uaChrome, "/page", "198.51.100.7:1")                                      // banned
 	h := DashboardHandler(e)
 
 	code, body, hdr := dashGet(t, h, "")
@@ -90,13 +90,13 @@ func TestDashboardHandler(t *testing.T) {
 		t.Fatal("a refused POST lifted the ban")
 	}
 	rec := post(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://ops.example"})
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "?unbanned=198.51.100.7" {
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "?client=198.51.100.7&unban=lifted" {
 		t.Fatalf("same-origin POST: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 	if n := len(e.Bans(t.Context())); n != 0 {
 		t.Fatalf("%d bans after Unban", n)
 	}
-	_, body, _ = dashGet(t, h, "?unbanned=198.51.100.7")
+	_, body, _ = dashGet(t, h, "?client=198.51.100.7&unban=lifted")
 	if !strings.Contains(body, "Lifted the ban of 198.51.100.7.") || !strings.Contains(body, "No client is banned.") {
 		t.Error("after Unban: no flash, or the ban still listed")
 	}

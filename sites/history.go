@@ -145,6 +145,11 @@ func (c *Cache) loadHistory(e *Site) {
 	})
 }
 
+// Wait waits for the history writes under way to end: the Engine's Close
+// calls it, so that nothing writes to a store after its owner is done
+// with it.
+func (c *Cache) Wait() { c.writes.Wait() }
+
 // storeHistory starts writing a named site's history to the store, in
 // the background (a remote storage may be slow; the fetch does not wait):
 // at once for a new version, at most every historyStoreEvery otherwise.
@@ -157,7 +162,9 @@ func (c *Cache) storeHistory(e *Site, now time.Time, changed bool) {
 	h.stored = now
 	h.seq++
 	seq, vs := h.seq, append([]Version(nil), h.versions...)
+	c.writes.Add(1)
 	go func() {
+		defer c.writes.Done()
 		h.storeMu.Lock()
 		defer h.storeMu.Unlock()
 		if seq <= h.written {
