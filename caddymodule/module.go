@@ -81,6 +81,9 @@ type RobotsGuard struct {
 	addressKeyed bool
 	proxyChecked *atomic.Bool
 	trapLinks    bool // per-client trap links: the trap_link placeholder is set
+	// dashboards: the ways into the server's robots_guard_dashboard
+	// handlers, read once per server (toDashboard).
+	dashboards *atomic.Pointer[dashboardRoutes]
 	verifierKey  string
 	logger       *zap.Logger
 	// checkService: this is robots_guard_check's engine, which serves no
@@ -166,6 +169,7 @@ func (s *sharedLimiter) Destruct() error {
 // long as crawl_delay.max_keys and crawl_delay.tolerance do not change.
 func (g *RobotsGuard) Provision(ctx caddy.Context) error {
 	g.logger = ctx.Logger()
+	g.dashboards = new(atomic.Pointer[dashboardRoutes])
 	cfg, err := g.Config.WithDefaults()
 	if err != nil {
 		return err
@@ -466,7 +470,9 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if vars != nil {
 		vars[varMark] = mark // as caddyhttp.SetVar does
 	}
-	if !v.Enforced() {
+	if !v.Enforced() || toDashboard(g.dashboards, srv, r) {
+		// The operator's way in: the dashboard is never refused (a ban of
+		// the operator's own address would lock them out of lifting it).
 		return next.ServeHTTP(w, r)
 	}
 	return g.stop(w, r, srv, &v)

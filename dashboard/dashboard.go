@@ -60,6 +60,9 @@ type Site struct {
 	// Unreachable reports that no good copy is known and the last fetch
 	// failed.
 	Unreachable bool
+	// DryRun reports that the site's guard only logs: its counts are of
+	// what would have been stopped (denied, throttled, trapped, banned).
+	DryRun bool
 	// Fetched is when the copy was fetched, Checked when the last fetch
 	// ended, NextRefresh when the next one is due.
 	Fetched, Checked, NextRefresh time.Time

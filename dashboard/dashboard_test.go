@@ -164,6 +164,17 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	}
 }
 
+// TestDryRunSaysSo: a dry-run site's counts are marked as what would have
+// been stopped.
+func TestDryRunSaysSo(t *testing.T) {
+	f := newFixture(2, 1, 4)
+	f.sites[1].DryRun = true
+	body := serve(Handler(f, Options{Now: func() time.Time { return now }}), http.MethodGet, "", "").Body.String()
+	if n := strings.Count(body, "dry run: would be"); n != 1 {
+		t.Errorf("%d dry-run marks for one dry-run site", n)
+	}
+}
+
 // TestNoTextFromTheURL: the outcome of an unban comes back as a code and
 // an address; words in the URL never reach the page.
 func TestNoTextFromTheURL(t *testing.T) {

@@ -209,7 +209,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // WithVerifier, WithLimiter or WithBans). Call it when the Engine is no
 // longer used: afterwards its store calls fail (and decide locally).
 func (e *Engine) Close() error {
-	e.sites.Wait()
+	if e.sites != nil {
+		e.sites.Wait()
+	}
 	if e.client != nil {
 		e.client.CloseIdleConnections()
 	}

@@ -518,3 +518,32 @@ func TestSelfFetchPassesTheGuard(t *testing.T) {
 		t.Fatalf("a client from the fetch's address: %d (internal %q), want 403", code, internal)
 	}
 }
+
+// TestReportCountsEvery403: the refusals of a site's state (here a
+// robots.txt that answers 503) are counted in the report as denials, as
+// the robots.txt denials are: the dashboard counts every 403 it served.
+func TestReportCountsEvery403(t *testing.T) {
+	e := mustNew(t, Config{})
+	h := serve(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.WriteHeader(503)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	if rec := do(h, uaGPTBot, "/x"); rec.Code != 403 {
+		t.Fatalf("unreachable robots.txt: %d", rec.Code)
+	}
+	r := e.Report()
+	if len(r.Sites) != 1 || len(r.Sites[0].LastHour) != 1 || r.Sites[0].LastHour[0].Denials != 1 {
+		t.Fatalf("the report after a 403 for an unreachable robots.txt: %+v", r.Sites)
+	}
+	if st := e.Sites(); len(st) != 1 || st[0].DryRun {
+		t.Errorf("sites: %+v", st)
+	}
+	dry := mustNew(t, Config{DryRun: true})
+	do(serve(dry, site("User-agent: *\nDisallow: /\n")), uaGPTBot, "/x")
+	if st := dry.Sites(); len(st) != 1 || !st[0].DryRun {
+		t.Errorf("a dry run's sites say so: %+v", st)
+	}
+}

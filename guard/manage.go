@@ -37,6 +37,9 @@ type SiteStatus struct {
 	// Unreachable reports that no good copy is known and the last fetch
 	// failed, so Config.RobotsTxt.OnUnreachable decides.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// DryRun reports that the guard of the site only logs (Config.DryRun):
+	// its report counts what would have been stopped.
+	DryRun bool `json:"dry_run,omitempty"`
 	// Fetched is when the copy was fetched; Age is how long ago.
 	Fetched time.Time         `json:"fetched,omitzero"`
 	Age     duration.Duration `json:"age"`
@@ -67,7 +70,7 @@ type SiteStatus struct {
 
 // status describes ent's copy st.
 func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
-	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due()}
+	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due(), DryRun: e.cfg.DryRun}
 	s.History = ent.History()
 	for i := range s.History {
 		s.History[i].Text = ""

@@ -12,10 +12,12 @@ import (
 const browserGroup = "(browser)"
 
 // recordOf is the violations report's record of a stopped request, and
-// whether the report counts it: robots.txt denials (in either view) and
-// spoofed claims, Crawl-delay throttles, trap hits and banned requests.
-// Other stops (a postponed or unreachable robots.txt, a bad target) are
-// the site's state, not the client's doing.
+// whether the report counts it: every 403 (robots.txt denials in either
+// view, spoofed claims, content signals, and the refusals of a site's
+// state: an unreachable robots.txt, an unknown site, a target with no
+// path), Crawl-delay throttles, trap hits and banned requests. Only a
+// first fetch postponed (429, retry soon) is not counted. A dry run's are
+// counted where they would have been stopped (SiteStatus.DryRun says so).
 func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	var kind report.Kind
 	switch {
@@ -27,7 +29,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 		kind = report.Banned
 	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
 		kind = report.Throttle
-	case v.Action == Deny && (v.Reason == ReasonDisallowed || v.Reason == ReasonDisallowedDecoded || v.Reason == ReasonSpoofed || v.Reason == ReasonContentSignal):
+	case v.Action == Deny:
 		kind = report.Denial
 	default:
 		return report.Record{}, false

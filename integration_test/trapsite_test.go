@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -104,4 +105,50 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("timed out")
+}
+
+// TestOperatorReachesDashboardWhenBanned: the dashboard mounted on a path
+// of a guarded site (as docs/dashboard.md shows) is never refused by a
+// ban: an operator whose address a trap banned still gets the page, and
+// lifts the ban from it; the site's other paths stay refused meanwhile.
+func TestOperatorReachesDashboardWhenBanned(t *testing.T) {
+	port := freePort(t)
+	tc := load(t, proxies, fmt.Sprintf(`http://127.0.0.1:%d {
+	robots_guard {
+		traps /no-robots/ {
+			links static
+			grace 0
+		}
+	}
+	handle_path /ops/* {
+		robots_guard_dashboard
+	}
+	handle /robots.txt {
+		respond "User-agent: *
+Disallow: /no-robots/
+"
+	}
+	handle {
+		respond "page"
+	}
+}
+`, port))
+	operator := []string{"X-Forwarded-For", "198.51.100.90"}
+	get(t, tc, port, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
+	get(t, tc, port, "/no-robots/x", browserUA, operator...).check(t, "the operator's trap hit", 403, "banned until")
+	get(t, tc, port, "/page", browserUA, operator...).check(t, "the site", 403, "banned until")
+	get(t, tc, port, "/ops/", browserUA, operator...).check(t, "the dashboard", 200, "198.51.100.90")
+	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/ops/", port), strings.NewReader("op=unban&client=198.51.100.90"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-For", "198.51.100.90")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("unban from the dashboard: %d", resp.StatusCode)
+	}
+	get(t, tc, port, "/page", browserUA, operator...).check(t, "the site after the unban", 200, "page")
 }
