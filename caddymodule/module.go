@@ -83,9 +83,9 @@ type RobotsGuard struct {
 	trapLinks    bool // per-client trap links: the trap_link placeholder is set
 	// dashboards: the ways into the server's robots_guard_dashboard
 	// handlers, read once per server (toDashboard).
-	dashboards *atomic.Pointer[dashboardRoutes]
-	verifierKey  string
-	logger       *zap.Logger
+	dashboards  *atomic.Pointer[dashboardRoutes]
+	verifierKey string
+	logger      *zap.Logger
 	// checkService: this is robots_guard_check's engine, which serves no
 	// site: the server's host names are the service's own, not sites.
 	checkService bool
