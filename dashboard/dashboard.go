@@ -63,6 +63,9 @@ type Site struct {
 	// DryRun reports that the site's guard only logs: its counts are of
 	// what would have been stopped (denied, throttled, trapped, banned).
 	DryRun bool
+	// UntrustedProxies lists the peers that sent forwarding headers for
+	// the site without being trusted proxies.
+	UntrustedProxies []string
 	// Fetched is when the copy was fetched, Checked when the last fetch
 	// ended, NextRefresh when the next one is due.
 	Fetched, Checked, NextRefresh time.Time

@@ -193,6 +193,10 @@ func (d *dash) build(ctx context.Context, q url.Values) *view {
 		if row.Problem != "" {
 			v.Problems = append(v.Problems, s.Name+": "+row.Problem)
 		}
+		for _, p := range s.UntrustedProxies {
+			v.Problems = append(v.Problems, s.Name+": requests from "+p+" carry forwarding headers, but it is not a trusted proxy: "+
+				"its visitors share its address for bans, traps and Crawl-delay (list it in trusted_proxies)")
+		}
 		v.Sites = append(v.Sites, row)
 		if s.Name == want || want != "" && v.Site == nil && sameSite(s.Name, want) {
 			v.Site = d.sitePage(ctx, row, sr, q)

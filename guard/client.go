@@ -43,22 +43,31 @@ func (e *Engine) ban(ctx context.Context, client limit.Client, tr *trace, reason
 		e.log.Warn(msg, zap.String("client", client.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)),
 			zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
 	}
-	if bo, ok := e.obs.(BanObserver); ok {
-		bo.ObserveBan(reason[:strings.IndexByte(reason+" ", ' ')], outcome, e.cfg.DryRun)
-	}
+	e.observeBan(reason[:strings.IndexByte(reason+" ", ' ')], outcome)
 	return b.Until
+}
+
+// observeBan tells the observer of a ban's outcome, if it counts bans.
+func (e *Engine) observeBan(trigger, outcome string) {
+	if bo, ok := e.obs.(BanObserver); ok {
+		bo.ObserveBan(trigger, outcome, e.cfg.DryRun)
+	}
 }
 
 // countDenial counts a robots.txt denial (in the RFC 9309 view only: the
 // decoded view can refuse what an RFC crawler may fetch) for ban_after, and
 // bans the client when it reaches the count (a verified crawler never).
-func (e *Engine) countDenial(ctx context.Context, req *Request, ver identity.Result, tr *trace) {
+func (e *Engine) countDenial(ctx context.Context, req *Request, site string, ver identity.Result, tr *trace) {
 	if e.banAfter == nil || tr != nil || vouched(ver) {
 		return
 	}
 	client := e.clientKey(req)
 	if client.IsZero() {
 		return
+	}
+	if e.proxied(req, site) {
+		e.observeBan("ban_after", BanProxy)
+		return // a proxy that is not trusted: its visitors' denials are not one client's
 	}
 	if e.banAfter.Add(client, e.clock(req)) {
 		e.ban(ctx, client, tr, "ban_after "+strconv.Itoa(e.cfg.Bans.After.Denials)+" denials")

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/robotsguard/robotsguard/identity"
@@ -105,10 +106,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
-	v := Verdict{Site: ent.Name(), SiteLabel: sites.OtherSites, DryRun: e.cfg.DryRun}
-	if ent.Named() {
-		v.SiteLabel = v.Site
-	}
+	v := e.siteVerdict(req, tr, ent)
 	agent, groupClaims := info.Agent(st.Robots, ua, e.verifier)
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
@@ -170,6 +168,24 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 		also = st.Robots
 	}
 	e.judge(ctx, req, tr, &v, agent, also, target, ver)
+	if v.Action == Throttle && tr == nil && !e.byGroup {
+		e.proxied(req, v.Site) // said once per peer: its visitors share one budget
+	}
+	return v
+}
+
+// siteVerdict is the verdict that decide starts from for a request of
+// ent's site. Now and then, whoever the client, it looks at the request's
+// forwarding headers (proxied), so that a proxy that is not trusted is
+// known by the clients it forwards for before its first trap hit.
+func (e *Engine) siteVerdict(req *Request, tr *trace, ent *sites.Site) Verdict {
+	v := Verdict{Site: ent.Name(), SiteLabel: sites.OtherSites, DryRun: e.cfg.DryRun}
+	if ent.Named() {
+		v.SiteLabel = v.Site
+	}
+	if tr == nil && rand.Uint32()%proxySample == 0 {
+		e.proxied(req, v.Site)
+	}
 	return v
 }
 
@@ -238,6 +254,13 @@ func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict
 		return true
 	}
 	v.Bot, v.Group = bot || agent.Specific(), agent.Group()
+	if tr == nil && e.proxied(req, ent.Name()) {
+		// A proxy that is not trusted, forwarding for many: banning its
+		// address would refuse every visitor behind it.
+		v.Action, v.Reason = Deny, ReasonTrapUnattributed
+		e.observeBan("trap", BanProxy)
+		return true
+	}
 	v.Action, v.Reason = Deny, ReasonTrap
 	v.BanUntil = e.ban(ctx, e.clientKey(req), tr, "trap "+e.traps.Patterns()[i]+" on "+ent.Name())
 	return true
@@ -274,7 +297,7 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 			// A crawler whose claim could not be verified (feeds not
 			// loaded, DNS busy) is refused what "*" disallows, but its
 			// own rules allow it: no ban_after strike for that.
-			e.countDenial(ctx, req, ver, tr)
+			e.countDenial(ctx, req, v.Site, ver, tr)
 		}
 		return
 	}

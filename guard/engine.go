@@ -72,6 +72,7 @@ type Engine struct {
 	bansActive    func() bool          // whether any ban may be held
 	ownBans       io.Closer            // the shared ban list New built; Close closes it
 	banAfter      *traps.DenialCounter // nil: off
+	untrusted     *untrustedPeers      // peers that forward without being trusted (proxied)
 	report        *report.Recorder
 
 	bufs sync.Pool // *respBuf for response bodies and decoded views
@@ -106,6 +107,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		trapClocks: o.trapClocks,
 		realClock:  injected == nil,
 		report:     report.New(cfg.Clients.IPv4Prefix, cfg.Clients.IPv6Prefix, o.now),
+		untrusted:  newUntrustedPeers(),
 	}
 	if cfg.Traps.Links == traps.LinksClient {
 		e.trapLink = traps.LinkPath(cfg.Traps.Paths)

@@ -40,6 +40,10 @@ type SiteStatus struct {
 	// DryRun reports that the guard of the site only logs (Config.DryRun):
 	// its report counts what would have been stopped.
 	DryRun bool `json:"dry_run,omitempty"`
+	// UntrustedProxies lists the peers first seen for the site that sent
+	// forwarding headers without being trusted proxies (at a trap hit, a
+	// counted denial or a throttle): their visitors share one address.
+	UntrustedProxies []string `json:"untrusted_proxies,omitempty"`
 	// Fetched is when the copy was fetched; Age is how long ago.
 	Fetched time.Time         `json:"fetched,omitzero"`
 	Age     duration.Duration `json:"age"`
@@ -70,7 +74,8 @@ type SiteStatus struct {
 
 // status describes ent's copy st.
 func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
-	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due(), DryRun: e.cfg.DryRun}
+	s := SiteStatus{Site: ent.Name(), Outcome: "pending", Checked: ent.Checked(), NextRefresh: ent.Due(), DryRun: e.cfg.DryRun,
+		UntrustedProxies: e.untrustedFor(ent.Name())}
 	s.History = ent.History()
 	for i := range s.History {
 		s.History[i].Text = ""

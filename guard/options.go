@@ -179,6 +179,9 @@ type BanObserver interface {
 const (
 	BanBanned  = "banned"
 	BanDropped = "dropped"
+	// BanProxy: the client address is a peer that forwards for several
+	// clients without being a trusted proxy: refused, not banned.
+	BanProxy = "proxy"
 )
 
 // WithKeyDirectoryTLS sets the TLS configuration of Web Bot Auth key

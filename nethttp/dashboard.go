@@ -41,7 +41,7 @@ type dashBackend struct {
 func (b dashBackend) Sites(context.Context) []dashboard.Site {
 	var out []dashboard.Site
 	for _, s := range b.e.Sites() {
-		d := dashboard.Site{Name: s.Site, Outcome: s.Outcome, Status: s.Status, HasRules: s.Rules, Unreachable: s.Unreachable, DryRun: s.DryRun,
+		d := dashboard.Site{Name: s.Site, Outcome: s.Outcome, Status: s.Status, HasRules: s.Rules, Unreachable: s.Unreachable, DryRun: s.DryRun, UntrustedProxies: s.UntrustedProxies,
 			Fetched: s.Fetched, Checked: s.Checked, NextRefresh: s.NextRefresh, ETag: s.ETag, Error: s.FetchError, Text: s.Text}
 		for _, t := range s.Traps {
 			d.Traps = append(d.Traps, dashboard.Trap{Path: t.Trap, State: t.State, ArmsAt: t.ArmsAt, AllowedFor: t.AllowedFor})

@@ -1,0 +1,127 @@
+package guard
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+)
+
+// A proxy that is not trusted (its address is the request's client
+// address, yet the request carries a forwarding header) puts all its
+// visitors behind one address: one trap hit or ban_after would ban them
+// all. The Engine notices such a peer at the requests where that matters
+// (a trap hit, a counted denial, a throttle, and one request in
+// proxySample of any kind), says so once per peer (a WARN
+// line, SiteStatus.UntrustedProxies, the dashboard), and bans no peer that
+// has forwarded for proxyClients distinct clients: its trap hits are
+// refused (403 trap_unattributed) and counted, nobody banned (metric
+// outcome BanProxy).
+//
+// A scraper can write forwarding headers itself to look like such a
+// proxy: it then escapes bans (not the refusals of robots.txt, of the
+// trap path, or of Crawl-delay), which is what a ban of a real proxy
+// would cost every visitor behind it.
+const (
+	// proxyClients is how many distinct forwarded client addresses make
+	// a peer a proxy.
+	proxyClients = 3
+	// maxPeers bounds the peers kept (least recently seen out first).
+	maxPeers = 1024
+	// proxySample: one request in proxySample is looked at (besides every
+	// trap hit, counted denial and throttle), for the clients a peer
+	// forwards for.
+	proxySample = 16
+)
+
+// untrustedPeers keeps the peers seen forwarding without being trusted.
+type untrustedPeers struct {
+	mu    sync.Mutex
+	peers *lru.Cache[netip.Addr, *peerSeen]
+	seed  maphash.Seed
+}
+
+// peerSeen is one untrusted peer: the site it was first seen for, and
+// the hashes of the distinct client values it forwarded (up to
+// proxyClients).
+type peerSeen struct {
+	site    string
+	clients [proxyClients]uint64
+	n       int
+}
+
+func newUntrustedPeers() *untrustedPeers {
+	c, _ := lru.New[netip.Addr, *peerSeen](maxPeers)
+	return &untrustedPeers{peers: c, seed: maphash.MakeSeed()}
+}
+
+// proxied reports whether req comes from a peer that forwards for many
+// clients without being a trusted proxy (see proxyClients). It notes the
+// peer, and logs it the first time it is seen.
+func (e *Engine) proxied(req *Request, site string) bool {
+	if !viaUntrustedProxy(req) {
+		return false
+	}
+	peer := clientAddr(req)
+	fwd := forwardedValue(req)
+	h := maphash.String(e.untrusted.seed, fwd)
+	e.untrusted.mu.Lock()
+	p, ok := e.untrusted.peers.Get(peer)
+	if !ok {
+		p = &peerSeen{site: site}
+		e.untrusted.peers.Add(peer, p)
+	}
+	known := false
+	for _, c := range p.clients[:p.n] {
+		known = known || c == h
+	}
+	if !known && p.n < proxyClients {
+		p.clients[p.n] = h
+		p.n++
+	}
+	proxy := p.n >= proxyClients
+	e.untrusted.mu.Unlock()
+	if !ok {
+		e.log.Warn("robots_guard: requests carry forwarding headers (X-Forwarded-For, Forwarded, ...) from a peer that is not a trusted proxy: "+
+			"its visitors share its address for bans, traps and Crawl-delay. List its addresses in the server's trusted_proxies (Caddy, with trusted_proxies_strict), "+
+			"or drop the headers at the edge if no proxy stands in front. A peer that forwards for several clients is never banned",
+			zap.String("peer", peer.String()), zap.String("site", site), zap.String("forwarded", truncate(fwd, 100)))
+	}
+	return proxy
+}
+
+// forwardedValue is the first forwarding header's value that req carries.
+func forwardedValue(req *Request) string {
+	for _, name := range forwardingHeaders {
+		if v := req.header[name]; len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// untrustedFor returns the untrusted peers first seen for site.
+func (e *Engine) untrustedFor(site string) []string {
+	e.untrusted.mu.Lock()
+	defer e.untrusted.mu.Unlock()
+	if e.untrusted.peers.Len() == 0 {
+		return nil
+	}
+	var out []string
+	for _, peer := range e.untrusted.peers.Keys() {
+		if p, ok := e.untrusted.peers.Peek(peer); ok && p.site == site {
+			out = append(out, peer.String())
+		}
+	}
+	return out
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
