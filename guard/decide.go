@@ -102,7 +102,8 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin, bot || !info.Browser || tr != nil, req.ClientIP)
+	wait := bot || !info.Browser || tr != nil || e.trapTarget(target, targetOK)
+	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin, wait, req.ClientIP)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}

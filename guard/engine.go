@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/traps"
 
@@ -58,21 +59,22 @@ type Engine struct {
 	denySpoof     bool
 	personOwn     bool // classify.Config.PersonAgents own: verified agents of people answer to their own groups only
 	starOnDNS     bool
-	acceptSig     bool                 // verify.web_bot_auth.accept_signature
-	warnedNG      atomic.Bool          // warnNotGlobal has logged
-	warnedProxy   atomic.Bool          // warnUntrustedProxy has logged
-	traps         *traps.Set           // nil: none
-	trapLink      string               // the path per-client trap links extend; "" with trap_links static
-	trapKey       []byte               // the key of trap link tokens
-	trapClocks    traps.ClockStore     // nil: the clocks live in memory only
-	realClock     bool                 // the clock is time.Now: timers may announce traps
-	keptClocks    atomic.Int64         // trap clocks stored in trapClocks (maxKeptClocks)
-	armTimers     atomic.Int64         // pending timers of announceTrap (maxArmTimers)
-	bans          limit.Bans           // nil when neither traps nor ban_after is set
-	bansActive    func() bool          // whether any ban may be held
-	ownBans       io.Closer            // the shared ban list New built; Close closes it
-	banAfter      *traps.DenialCounter // nil: off
-	untrusted     *untrustedPeers      // peers that forward without being trusted (proxied)
+	acceptSig     bool                             // verify.web_bot_auth.accept_signature
+	warnedNG      atomic.Bool                      // warnNotGlobal has logged
+	warnedProxy   atomic.Bool                      // warnUntrustedProxy has logged
+	traps         *traps.Set                       // nil: none
+	trapLink      string                           // the path per-client trap links extend; "" with trap_links static
+	trapKey       []byte                           // the key of trap link tokens
+	trapClocks    traps.ClockStore                 // nil: the clocks live in memory only
+	realClock     bool                             // the clock is time.Now: timers may announce traps
+	keptClocks    atomic.Int64                     // trap clocks stored in trapClocks (maxKeptClocks)
+	armTimers     atomic.Int64                     // pending timers of announceTrap (maxArmTimers)
+	bans          limit.Bans                       // nil when neither traps nor ban_after is set
+	bansActive    func() bool                      // whether any ban may be held
+	ownBans       io.Closer                        // the shared ban list New built; Close closes it
+	banAfter      *traps.DenialCounter             // nil: off
+	untrusted     *untrustedPeers                  // peers that forward without being trusted (proxied)
+	rulesClocks   *lru.Cache[rulesClockKey, int64] // since when each set of rules has armed each trap
 	report        *report.Recorder
 
 	bufs sync.Pool // *respBuf for response bodies and decoded views
@@ -109,6 +111,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		report:     report.New(cfg.Clients.IPv4Prefix, cfg.Clients.IPv6Prefix, o.now),
 		untrusted:  newUntrustedPeers(),
 	}
+	e.rulesClocks, _ = lru.New[rulesClockKey, int64](maxRulesClocks)
 	if cfg.Traps.Links == traps.LinksClient {
 		e.trapLink = traps.LinkPath(cfg.Traps.Paths)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,6 +33,9 @@ type trapClocks struct {
 	// was last told that they still hold (Unix ns), see confirmTraps.
 	kept atomic.Bool
 	told atomic.Int64
+	// rules: the rules key of the copy checkTraps saw last (written by
+	// checkTraps only, which a site's fetches run one at a time).
+	rules [32]byte
 }
 
 // trapClocksOf returns the trap clocks attached to ent, nil when none.
@@ -51,11 +55,16 @@ func (e *Engine) checkTraps(ent *sites.Site, r *policy.Robots) {
 		ent.Attach(since)
 	}
 	now := e.now().UnixNano()
+	rk := rulesKey(r)
 	for i, p := range e.traps.Patterns() {
 		ok, by := traps.Armed(r, p)
 		switch {
 		case !ok:
 			since.since[i].Store(0)
+			// Rules that armed the trap here and no longer do: their
+			// clock starts again if they come back (a crawler may have
+			// read this copy meanwhile), under every name.
+			e.rulesClocks.Remove(rulesClockKey{since.rules, i})
 			if e.trapClocks != nil {
 				e.trapClocks.DeleteTrapClock(ent.Name(), p)
 			}
@@ -81,10 +90,14 @@ func (e *Engine) checkTraps(ent *sites.Site, r *policy.Robots) {
 						zap.Int("bound", maxKeptClocks))
 				}
 			}
+			t = e.rulesClock(rk, i, t)
 			since.since[i].Store(t)
 			e.announceTrap(ent, i, t)
+		default:
+			e.rulesClock(rk, i, since.since[i].Load()) // armed here without a break: so are these rules
 		}
 	}
+	since.rules = rk
 }
 
 // announceTrap logs that trap i of ent arms now, or when it will (one INFO
@@ -367,4 +380,67 @@ func (e *Engine) ownLink(req *Request, site, target string) bool {
 		}
 	}
 	return false
+}
+
+// A trap's grace clock belongs to the robots.txt in force, not to the name
+// it was fetched under: a catch-all server reached under a fresh Host name
+// per request serves one file (or one set of rules) under every name, and
+// a new name must not start the grace again. Besides each site's clock,
+// the Engine keeps since when each set of rules (the file without its
+// comments and its Sitemap and Host lines, which name the host) has
+// armed each trap, and a site whose copy has those rules starts from
+// that. At most maxRulesClocks sets are kept, least recently used out
+// first; they live in memory (each site's own clock is what a restart
+// carries over, see checkTraps).
+const maxRulesClocks = 4096
+
+// rulesClockKey names a set of rules and a trap.
+type rulesClockKey struct {
+	rules [32]byte
+	trap  int
+}
+
+// rulesKey is the SHA-256 of r's rules: its text without comments, blank
+// lines, and Sitemap and Host lines.
+func rulesKey(r *policy.Robots) [32]byte {
+	h := sha256.New()
+	for line := range strings.Lines(r.Text()) {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		key, _, _ := strings.Cut(line, ":")
+		if line == "" || strings.EqualFold(strings.TrimSpace(key), "sitemap") || strings.EqualFold(strings.TrimSpace(key), "host") {
+			continue
+		}
+		h.Write([]byte(line))
+		h.Write([]byte{'\n'})
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// rulesClock returns since when the rules rk have armed trap i, given
+// that a site's copy with them arms it since t: the earlier of t and what
+// an earlier copy with the same rules (under any name) recorded, which
+// it records.
+func (e *Engine) rulesClock(rk [32]byte, i int, t int64) int64 {
+	k := rulesClockKey{rk, i}
+	if prev, ok := e.rulesClocks.Get(k); ok && prev <= t {
+		return prev
+	}
+	e.rulesClocks.Add(k, t)
+	return t
+}
+
+// trapTarget reports whether target is under a trap: such a request waits
+// for its site's robots.txt whoever sends it, so that the first request
+// under a new name is judged, never waved through.
+func (e *Engine) trapTarget(target string, targetOK bool) bool {
+	if e.traps == nil || !targetOK {
+		return false
+	}
+	_, ok := e.traps.Hit(target)
+	return ok
 }

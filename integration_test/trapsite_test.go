@@ -152,3 +152,48 @@ Disallow: /no-robots/
 	}
 	get(t, tc, port, "/page", browserUA, operator...).check(t, "the site after the unban", 200, "page")
 }
+
+// TestCatchAllTrapUnderFreshNames: a catch-all block with a trap (grace
+// 3 s) whose app answers every Host with one set of rules (its Sitemap
+// line names the host). Once the rules' clock has run under one name, a
+// scraper that takes a fresh Host name per request and fetches its own
+// link under it is banned on its first request, 20 names of 20.
+func TestCatchAllTrapUnderFreshNames(t *testing.T) {
+	port := freePort(t)
+	load(t, proxies, fmt.Sprintf(`http://:%d {
+	robots_guard {
+		traps /no-robots/ {
+			grace 3s
+		}
+	}
+	handle /robots.txt {
+		respond "User-agent: *
+Disallow: /no-robots/
+Sitemap: http://{host}/sitemap.xml
+"
+	}
+	handle {
+		templates
+		header Content-Type text/html
+		respond <<HTML
+			<p>page</p><a href="{{placeholder "http.robots_guard.trap_link"}}" rel="nofollow" style="display:none">do not follow</a>
+			HTML 200
+	}
+}
+`, port))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	raw := func(host, path, ip string) string {
+		return rawRequest(t, addr, "GET "+path+" HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: "+browserUA+"\r\nX-Forwarded-For: "+ip+"\r\nConnection: close\r\n\r\n")
+	}
+	raw("first.example", "/no-robots/x", "192.0.2.201") // the first name's robots.txt starts the clock
+	time.Sleep(3200 * time.Millisecond)
+	for n := range 20 {
+		host, ip := fmt.Sprintf("fresh%d.example", n), fmt.Sprintf("198.51.100.%d", 120+n)
+		page := raw(host, "/page", ip)
+		_, body, _ := strings.Cut(page, "\r\n\r\n")
+		link := linkIn(t, body)
+		if resp := raw(host, link, ip); !strings.HasPrefix(resp, "HTTP/1.1 403") || !strings.Contains(resp, "banned until") {
+			t.Fatalf("name %d: the scraper's own link: %.200q, want banned at once", n, resp)
+		}
+	}
+}
