@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/policy"
 	"github.com/robotsguard/robotsguard/sites"
@@ -102,8 +103,8 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	// Browsers never wait for a robots.txt fetch; bots and unknown
 	// clients (which the site's own groups may name) do.
-	wait := bot || !info.Browser || tr != nil || e.trapTarget(target, targetOK)
-	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin, wait, req.ClientIP)
+	ent, st := e.sites.GetRequest(ctx, req.Scheme, req.Host, req.Port, req.Origin,
+		bot || !info.Browser || tr != nil || e.trapTarget(target, targetOK), req.ClientIP)
 	if tr != nil {
 		tr.ent, tr.st = ent, st
 	}
@@ -152,15 +153,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	v.Bot, v.Class = true, info.Class
 	v.Group = agent.Group()
-	// The purpose Content-Signal judges: the strictest of the crawlers the
-	// header names (info.Crawler) and the one whose group was chosen, so
-	// that a second token earns no looser reading.
-	v.Crawler = info.Crawler
-	if agent.Specific() && e.purposes != nil {
-		if cp := e.purposes.Group(agent.Group()); cp != nil && (v.Crawler == nil || cp.Purpose > v.Crawler.Purpose) {
-			v.Crawler = cp
-		}
-	}
+	v.Crawler = e.crawlerOf(info, agent)
 	if e.siteStops(&v, st, targetOK) {
 		return v
 	}
@@ -173,6 +166,19 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 		e.proxied(req, v.Site) // said once per peer: its visitors share one budget
 	}
 	return v
+}
+
+// crawlerOf is the crawler whose purpose Content-Signal judges: the
+// strictest of those the header names (info.Crawler) and the one whose
+// group was chosen, so that a second token earns no looser reading.
+func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent) *identity.CrawlerPurpose {
+	cp := info.Crawler
+	if agent.Specific() && e.purposes != nil {
+		if g := e.purposes.Group(agent.Group()); g != nil && (cp == nil || g.Purpose > cp.Purpose) {
+			cp = g
+		}
+	}
+	return cp
 }
 
 // siteVerdict is the verdict that decide starts from for a request of
