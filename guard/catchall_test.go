@@ -28,7 +28,7 @@ func TestTrapsUnderFreshHostNames(t *testing.T) {
 			clk.Add(grace + time.Minute) // the warm-up request's name started the rules' clock
 			for n := range 20 {
 				host := fmt.Sprintf("name%d.example", n)
-				ip := fmt.Sprintf("198.51.100.%d:1", 100+n)
+				ip := fmt.Sprintf("198.51.%d.9:1", 100+n) // one /24 each: no network ban
 				link := e.TrapLinkFor("http://"+host, ip)
 				v := e.Decide(context.Background(), Request{Host: host, Target: link, UserAgent: uaChrome, ClientIP: ip, Method: "GET"})
 				if v.Reason != ReasonTrap || v.BanUntil == 0 {

@@ -44,6 +44,7 @@ func (e *Engine) ban(ctx context.Context, client limit.Client, tr *trace, reason
 			zap.String("reason", reason), zap.Time("until", time.Unix(0, b.Until).UTC()), zap.Int("strikes", b.Strikes))
 	}
 	e.observeBan(reason[:strings.IndexByte(reason+" ", ' ')], outcome)
+	e.countNetBan(ctx, client, now, reason)
 	return b.Until
 }
 

@@ -234,7 +234,11 @@ func (e *Engine) proxyProvesNothing(req *Request, tr *trace, ver *identity.Resul
 func (e *Engine) banned(ctx context.Context, req *Request, tr *trace, v *Verdict, ent *sites.Site, st *sites.State, agent policy.Agent, target string, targetOK, bot bool) bool {
 	if e.bansActive() {
 		client := e.clientKey(req)
-		if until := e.bans.Until(client, e.clock(req)); until != 0 && !client.IsZero() {
+		until := e.bans.Until(client, e.clock(req))
+		if until == 0 {
+			until = e.netUntil(client, e.clock(req)) // its network's ban (aggregated)
+		}
+		if until != 0 && !client.IsZero() {
 			v.Bot, v.Group = bot || agent.Specific(), agent.Group()
 			v.Action, v.Reason, v.BanUntil = Deny, ReasonBanned, until
 			return true

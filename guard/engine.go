@@ -74,6 +74,7 @@ type Engine struct {
 	ownBans       io.Closer                        // the shared ban list New built; Close closes it
 	banAfter      *traps.DenialCounter             // nil: off
 	untrusted     *untrustedPeers                  // peers that forward without being trusted (proxied)
+	nets          *netCounters                     // recent bans per network (aggregated bans); nil without bans
 	rulesClocks   *lru.Cache[rulesClockKey, int64] // since when each set of rules has armed each trap
 	report        *report.Recorder
 
@@ -197,6 +198,9 @@ func (e *Engine) buildLimits(o options) error {
 		} else {
 			e.bans = limit.NewMemoryBans(cfg.Bans.MaxEntries)
 		}
+	}
+	if e.bans != nil {
+		e.nets = newNetCounters(time.Duration(cfg.Bans.For))
 	}
 	if a, ok := e.bans.(interface{ Active() bool }); ok {
 		e.bansActive = a.Active // skips the address parse while no ban exists

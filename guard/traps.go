@@ -311,6 +311,13 @@ func (e *Engine) Unban(ctx context.Context, client string) (bool, error) {
 		return false, fmt.Errorf("robots_guard: unban: %q is not an address or prefix such as 203.0.113.7 or 2001:db8::/64", client)
 	}
 	k := limit.ClientOf(addr, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)
+	if p, err := netip.ParsePrefix(client); err == nil {
+		if n, ok := limit.NetKey(p); ok {
+			if _, wider := limit.NetOf(k, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix); wider {
+				k = n // a network's aggregated ban, as Bans shows it
+			}
+		}
+	}
 	ok := e.bans.Unban(ctx, k)
 	if ok {
 		e.log.Info("robots_guard: unbanned", zap.String("client", k.Format(e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)))

@@ -188,7 +188,7 @@ Sitemap: http://{host}/sitemap.xml
 	raw("first.example", "/no-robots/x", "192.0.2.201") // the first name's robots.txt starts the clock
 	time.Sleep(3200 * time.Millisecond)
 	for n := range 20 {
-		host, ip := fmt.Sprintf("fresh%d.example", n), fmt.Sprintf("198.51.100.%d", 120+n)
+		host, ip := fmt.Sprintf("fresh%d.example", n), fmt.Sprintf("198.51.%d.9", 120+n) // one /24 each: no network ban
 		page := raw(host, "/page", ip)
 		_, body, _ := strings.Cut(page, "\r\n\r\n")
 		link := linkIn(t, body)

@@ -113,6 +113,9 @@ func (c Client) Format(v4bits, v6bits int) string {
 	if c.IsZero() {
 		return "(unknown)"
 	}
+	if c.IsNet() {
+		return c.NetPrefix().String()
+	}
 	a := netip.AddrFrom16(c)
 	if a.Is4In6() {
 		return netip.PrefixFrom(a.Unmap(), v4bits).String()
@@ -121,4 +124,68 @@ func (c Client) Format(v4bits, v6bits int) string {
 		return "(verified operator)"
 	}
 	return netip.PrefixFrom(a, v6bits).String()
+}
+
+// Networks that aggregated bans cover (a flood of bans from one network
+// becomes one ban of it): an IPv4 /24 or an IPv6 /48.
+const (
+	NetBitsV4 = 24
+	NetBitsV6 = 48
+)
+
+// NetOf returns the key of the network that covers c for an aggregated
+// ban, and false when c is no address or is as wide already (a client
+// prefix of /24 or less for IPv4, /48 or less for IPv6: v4bits, v6bits).
+// A network key starts with 0xfe and its prefix length, which no client
+// key does (fe18::/16 and fe30::/16 are reserved, never assigned), and
+// holds the network's bytes after them.
+func NetOf(c Client, v4bits, v6bits int) (Client, bool) {
+	if c.IsZero() || c[0] == 0xff || c.IsNet() {
+		return Client{}, false
+	}
+	var n Client
+	n[0] = 0xfe
+	if netip.AddrFrom16(c).Is4In6() {
+		if v4bits <= NetBitsV4 {
+			return Client{}, false
+		}
+		n[1] = NetBitsV4
+		copy(n[2:], c[12:15])
+		return n, true
+	}
+	if v6bits <= NetBitsV6 {
+		return Client{}, false
+	}
+	n[1] = NetBitsV6
+	copy(n[2:], c[:6])
+	return n, true
+}
+
+// IsNet reports whether c is a network key of NetOf.
+func (c Client) IsNet() bool { return c[0] == 0xfe && (c[1] == NetBitsV4 || c[1] == NetBitsV6) }
+
+// NetPrefix returns the network a key of NetOf stands for.
+func (c Client) NetPrefix() netip.Prefix {
+	if c[1] == NetBitsV4 {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{c[2], c[3], c[4], 0}), NetBitsV4)
+	}
+	var a [16]byte
+	copy(a[:6], c[2:8])
+	return netip.PrefixFrom(netip.AddrFrom16(a), NetBitsV6)
+}
+
+// NetKey returns the network key of NetOf for a prefix written as one
+// ("203.0.113.0/24", "2001:db8:1::/48"), and false for any other.
+func NetKey(p netip.Prefix) (Client, bool) {
+	p = p.Masked()
+	var c Client
+	switch {
+	case p.Addr().Is4() && p.Bits() == NetBitsV4:
+		c = p.Addr().As16()
+		return NetOf(c, 32, 128)
+	case p.Addr().Is6() && !p.Addr().Is4In6() && p.Bits() == NetBitsV6:
+		c = p.Addr().As16()
+		return NetOf(c, 32, 128)
+	}
+	return Client{}, false
 }

@@ -106,3 +106,27 @@ func BenchmarkParseAddr(b *testing.B) {
 		})
 	}
 }
+
+// TestNetOf: the network key of a client covers its /24 or /48, is no
+// client's key, formats as the network, and round-trips through NetKey.
+func TestNetOf(t *testing.T) {
+	for _, tc := range []struct{ ip, want string }{
+		{"203.0.113.77", "203.0.113.0/24"},
+		{"2001:db8:1:2:3::4", "2001:db8:1::/48"},
+	} {
+		c := ClientOf(tc.ip, 32, 64)
+		n, ok := NetOf(c, 32, 64)
+		if !ok || !n.IsNet() || c.IsNet() || n.Format(32, 64) != tc.want {
+			t.Errorf("%s: %v %v %q", tc.ip, ok, n.IsNet(), n.Format(32, 64))
+		}
+		if k, ok := NetKey(netip.MustParsePrefix(tc.want)); !ok || k != n {
+			t.Errorf("NetKey(%s) = %v, %v", tc.want, k, ok)
+		}
+	}
+	if _, ok := NetOf(ClientOf("203.0.113.77", 24, 64), 24, 64); ok {
+		t.Error("a /24 client has a wider network")
+	}
+	if _, ok := NetKey(netip.MustParsePrefix("2001:db8::/64")); ok {
+		t.Error("a /64 is no network key")
+	}
+}
