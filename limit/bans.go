@@ -78,6 +78,9 @@ type MemoryBans struct {
 	ends   banHeap // the entries by Until, soonest first
 	max    int
 	active atomic.Int64 // entries; 0 lets Until skip the lock
+	// maybeLocal: a ban may be held that this instance decided alone
+	// (banLocal); locals looks for them only then.
+	maybeLocal atomic.Bool
 }
 
 // banEntry is one entry of a MemoryBans, with its place in the heap.
@@ -168,9 +171,39 @@ func (b *MemoryBans) banLocal(client Client, now int64, base, max time.Duration,
 	b.mu.Lock()
 	if e, ok := b.m[client]; ok && !in.Dropped {
 		e.local = true
+		b.maybeLocal.Store(true)
 	}
 	b.mu.Unlock()
 	return in
+}
+
+// locals returns the bans in force at now that this instance decided
+// alone while the shared store was down (banLocal).
+func (b *MemoryBans) locals(now int64) []BanInfo {
+	if !b.maybeLocal.Load() {
+		return nil // the common case: no scan of the list
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []BanInfo
+	for _, e := range b.m {
+		if e.local && e.Until > now {
+			out = append(out, e.BanInfo)
+		}
+	}
+	if len(out) == 0 {
+		b.maybeLocal.Store(false) // under the read lock: banLocal, which sets it, holds the write lock
+	}
+	return out
+}
+
+// shared marks client's ban as written to the shared store.
+func (b *MemoryBans) shared(client Client) {
+	b.mu.Lock()
+	if e, ok := b.m[client]; ok {
+		e.local = false
+	}
+	b.mu.Unlock()
 }
 
 // Active reports whether any entry is held (a ban, or a finished one's

@@ -107,12 +107,43 @@ type Redis struct {
 	sha      any       // gcraScript's SHA-1, boxed once
 	calls    sync.Pool // *scriptCall
 
-	epoch       time.Time    // the monotonic origin of pausedUntil
-	pausedUntil atomic.Int64 // ns since epoch; 0: not paused
+	epoch time.Time // the monotonic origin of pauses
+	// breaker pauses calls after failures: of a single server, or of
+	// the keys whose primary a cluster's node could not be asked for.
+	breaker
+	// nodes: a cluster's breakers, one per primary (its address), so
+	// that a failed primary pauses the calls of its slots only.
+	nodes sync.Map // string -> *breaker
+}
+
+// breaker counts the failed calls to one server and pauses calls to it
+// after failuresToBackoff in a row (or a timeout).
+type breaker struct {
+	node        string       // a cluster primary's address; "" for the store
+	pausedUntil atomic.Int64 // ns since Redis.epoch; 0: not paused
 	failures    atomic.Int32 // consecutive failed calls
 	mu          sync.Mutex   // pauses and their log lines
 	backoff     time.Duration
 	down        bool // a pause was logged; log the recovery
+}
+
+// breakerFor returns the breaker of the server that holds key: a
+// cluster's primary of its slot, else the store's.
+func (r *Redis) breakerFor(ctx context.Context, key string) *breaker {
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return &r.breaker
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return &r.breaker
+	}
+	addr := node.Options().Addr
+	if b, ok := r.nodes.Load(addr); ok {
+		return b.(*breaker)
+	}
+	b, _ := r.nodes.LoadOrStore(addr, &breaker{node: addr, backoff: backoffFirst})
+	return b.(*breaker)
 }
 
 // NewRedis returns a Redis limiter. It does not connect: the first
@@ -168,7 +199,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		cfg:      cfg,
 		redacted: RedactURL(cfg.URL),
 		local:    NewMemory(cfg.LocalKeys, cfg.Tolerance),
-		backoff:  backoffFirst,
+		breaker:  breaker{backoff: backoffFirst},
 		epoch:    time.Now(),
 		log: cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 			return zapcore.NewSamplerWithOptions(c, time.Second, 5, 100)
@@ -319,12 +350,15 @@ var errGone = errors.New("the request ended before the store answered")
 
 // call runs the script once, bounded by the store's timeout and by ctx.
 func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Duration, spend bool) (bool, time.Duration, error) {
-	if p := r.pausedUntil.Load(); p != 0 && r.mono() < p {
+	c := r.calls.Get().(*scriptCall)
+	defer r.calls.Put(c)
+	c.keyBuf = r.appendKey(c.keyBuf[:0], k)
+	c.key = string(c.keyBuf)
+	br := r.breakerFor(parent, c.key)
+	if p := br.pausedUntil.Load(); p != 0 && r.mono() < p {
 		r.observe(StoreSkipped, 0)
 		return false, 0, errPaused
 	}
-	c := r.calls.Get().(*scriptCall)
-	defer r.calls.Put(c)
 	c.delay = max(1, int64(delay/time.Microsecond))
 	c.tau = int64(Tolerance(delay, r.cfg.Tolerance) / time.Microsecond)
 	c.spend = 0
@@ -332,8 +366,6 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 		c.spend = 1
 	}
 	c.now = now / 1000
-	c.keyBuf = r.appendKey(c.keyBuf[:0], k)
-	c.key = string(c.keyBuf)
 	args := c.args[:]
 	if !r.cfg.clientClock {
 		args = args[:len(args)-1]
@@ -371,11 +403,11 @@ func (r *Redis) call(parent context.Context, k Key, now int64, delay time.Durati
 			outcome = StoreTimeout
 		}
 		r.observe(outcome, took)
-		r.failed(err, outcome == StoreTimeout)
+		r.failed(br, err, outcome == StoreTimeout)
 		return false, 0, err
 	}
 	r.observe(StoreOK, took)
-	r.succeeded()
+	r.succeeded(br)
 	if wait <= 0 {
 		return true, 0, nil
 	}
@@ -425,37 +457,40 @@ func (r *Redis) onError(ctx context.Context, k Key, now int64, delay time.Durati
 	return true, 0
 }
 
-// failed counts a failed call and pauses calls after failuresToBackoff in
-// a row, or after a timeout.
-func (r *Redis) failed(err error, timeout bool) {
+// failed counts a failed call to br's server and pauses calls to it after
+// failuresToBackoff in a row, or after a timeout.
+func (r *Redis) failed(br *breaker, err error, timeout bool) {
 	if cc, ok := r.client.(*redis.ClusterClient); ok {
 		// A primary may have gone and its replica taken over: read the
 		// cluster's slots again (in the background), so that the next
 		// call goes to the node that serves them now.
 		cc.ReloadState(context.Background())
 	}
-	n := r.failures.Add(1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	n := br.failures.Add(1)
+	br.mu.Lock()
+	defer br.mu.Unlock()
 	if n < failuresToBackoff && !timeout {
 		if ce := r.log.Check(zapcore.WarnLevel, "robots_guard: store: call failed"); ce != nil {
-			ce.Write(zap.String("store", r.redacted), zap.String("on_store_error", r.cfg.OnError), zap.Error(redactErr(err, r.cfg.URL)))
+			ce.Write(zap.String("store", r.redacted), zap.String("node", br.node), zap.String("on_store_error", r.cfg.OnError), zap.Error(redactErr(err, r.cfg.URL)))
 		}
 		return
 	}
-	if p := r.pausedUntil.Load(); p != 0 && r.mono() < p {
+	if p := br.pausedUntil.Load(); p != 0 && r.mono() < p {
 		return // another call paused already
 	}
-	r.pausedUntil.Store(r.mono() + int64(r.backoff))
-	r.log.Warn("robots_guard: store unreachable: deciding Crawl-delay locally (per instance) until a call succeeds",
-		zap.String("store", r.redacted), zap.Duration("pause", r.backoff), zap.Int32("failures", n),
+	br.pausedUntil.Store(r.mono() + int64(br.backoff))
+	msg := "robots_guard: store unreachable: deciding Crawl-delay locally (per instance) until a call succeeds"
+	if br.node != "" {
+		msg = "robots_guard: store node unreachable: deciding Crawl-delay locally (per instance) for the keys of its slots until a call succeeds; the other nodes' keys are still shared"
+	}
+	r.log.Warn(msg, zap.String("store", r.redacted), zap.String("node", br.node), zap.Duration("pause", br.backoff), zap.Int32("failures", n),
 		zap.Error(redactErr(err, r.cfg.URL)))
-	r.down = true
+	br.down = true
 	if !r.cfg.Cluster {
 		// On a cluster the pause stays at 1 s: a failover takes a few
 		// seconds, and the first call after it should find the new
 		// primary, not wait out a longer pause.
-		r.backoff = min(2*r.backoff, backoffMax)
+		br.backoff = min(2*br.backoff, backoffMax)
 	}
 }
 
@@ -463,19 +498,19 @@ func (r *Redis) failed(err error, timeout bool) {
 // cannot stretch one.
 func (r *Redis) mono() int64 { return max(1, int64(time.Since(r.epoch))) }
 
-// succeeded ends a pause and resets the failure count.
-func (r *Redis) succeeded() {
-	if r.failures.Load() == 0 && r.pausedUntil.Load() == 0 {
+// succeeded ends a pause of br's server and resets its failure count.
+func (r *Redis) succeeded(br *breaker) {
+	if br.failures.Load() == 0 && br.pausedUntil.Load() == 0 {
 		return // the common case: no lock
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.down {
-		r.log.Info("robots_guard: store reachable again: Crawl-delay is shared again", zap.String("store", r.redacted))
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.down {
+		r.log.Info("robots_guard: store reachable again: Crawl-delay is shared again", zap.String("store", r.redacted), zap.String("node", br.node))
 	}
-	r.failures.Store(0)
-	r.backoff, r.down = backoffFirst, false
-	r.pausedUntil.Store(0)
+	br.failures.Store(0)
+	br.backoff, br.down = backoffFirst, false
+	br.pausedUntil.Store(0)
 }
 
 func (r *Redis) observe(outcome string, d time.Duration) {

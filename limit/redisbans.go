@@ -13,9 +13,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// resyncEvery is how often an instance reloads the ban list from the
-// store, to catch up on messages it missed (a reconnection).
-const resyncEvery = 10 * time.Second
+// syncEvery is how often an instance reads the changes of the ban list it
+// has not seen (a message it missed: a reconnection), from the list's
+// change log: the work is the changes', not the list's.
+const syncEvery = 10 * time.Second
+
+// logBatch is how many changes one read of the change log takes.
+const logBatch = 1000
+
 
 // banScript bans a client on the server, atomically, with the server's
 // clock (ms): the ban key holds "until strikes reason" and expires with
@@ -24,16 +29,18 @@ const resyncEvery = 10 * time.Second
 // The set holds at most max bans: ended ones leave it first, and when it
 // holds max live bans the new one is refused (returns {0, 0, 2}) rather
 // than lifting another, so a flood of addresses cannot undo a ban.
-// KEYS: ban, strikes, set (one hash tag: one slot of a cluster). ARGV:
-// base ms, max ms, memory ms, client hex, reason, channel, max bans kept,
-// "1" to announce through sharded pub/sub (a cluster), (tests) now ms.
+// The change is added to the change log (a stream) that instances catch
+// up from. KEYS: ban, strikes, set, log (one hash tag: one slot of a
+// cluster). ARGV: base ms, max ms, memory ms, client hex, reason, channel,
+// max bans kept, "1" to announce through sharded pub/sub (a cluster), how
+// long the log keeps a change (ms), (tests) now ms.
 // Returns {until ms,
 // strikes, 1} for a new ban, {until ms, strikes, 0} for one in force, or
 // {0, 0, 2} when the list is full.
 var banScript = redis.NewScript(`
 local now
-if ARGV[9] then
-  now = tonumber(ARGV[9])
+if ARGV[10] then
+  now = tonumber(ARGV[10])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -61,20 +68,56 @@ local untilMs = now + len
 redis.call('PEXPIRE', KEYS[2], len + tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], string.format('%d %d %s', untilMs, strikes, ARGV[5]), 'PX', len)
 redis.call('ZADD', KEYS[3], untilMs, ARGV[4])
+local msg = string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5])
+redis.call('XADD', KEYS[4], 'MINID', '~', tostring(now - tonumber(ARGV[9])), '*', 'm', msg)
 local publish = 'PUBLISH'
 if ARGV[8] == '1' then publish = 'SPUBLISH' end
-redis.call(publish, ARGV[6], string.format('ban %s %d %d %s', ARGV[4], untilMs, strikes, ARGV[5]))
+redis.call(publish, ARGV[6], msg)
 return {untilMs, strikes, 1}
+`)
+
+// shareScript writes a ban that an instance decided alone while the store
+// was down, once it is back: unless the store holds a ban of the client
+// that ends later, it sets the ban (with its remaining time), lists it,
+// logs and announces it, as banScript does, and, like banScript, refuses
+// it when the list holds max live bans. KEYS: ban, set, log. ARGV: client
+// hex, "until strikes reason", until ms, channel, max bans kept, sharded
+// "1", how long the log keeps a change (ms), now ms. Returns 1 when written, 0 when not needed, 2
+// when the list is full.
+var shareScript = redis.NewScript(`
+local now = tonumber(ARGV[8])
+local untilMs = tonumber(ARGV[3])
+if untilMs <= now then return 0 end
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local u = string.match(cur, '^(%d+)')
+  if tonumber(u) >= untilMs then return 0 end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  return 2
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', untilMs - now)
+redis.call('ZADD', KEYS[2], untilMs, ARGV[1])
+local msg = 'ban ' .. ARGV[1] .. ' ' .. ARGV[2]
+redis.call('XADD', KEYS[3], 'MINID', '~', tostring(now - tonumber(ARGV[7])), '*', 'm', msg)
+local publish = 'PUBLISH'
+if ARGV[6] == '1' then publish = 'SPUBLISH' end
+redis.call(publish, ARGV[4], msg)
+return 1
 `)
 
 // RedisBans keeps bans in the store of a Redis limiter, shared by every
 // instance that uses it: a trap hit on one instance bans on all. Each
 // instance mirrors the list in memory (a published message per ban and
-// unban, and a reload every 10 s), so checking a request costs no round
-// trip. When the store cannot be reached, a ban is kept locally (this
-// instance only) and a warning is logged. Ban ends are in the server's
-// clock: instances whose clocks are off by seconds end bans seconds early
-// or late.
+// unban, and every 10 s the changes it has not read, from a change log
+// that keeps ten minutes of them: the whole list only at start and after
+// a longer outage), so checking a request costs no round trip and keeping
+// up costs the changes, not the list. When the store cannot be reached, a
+// ban is kept locally and a warning is logged; it is written to the store
+// when the store answers again. Ban ends are in the server's clock:
+// instances whose clocks are off by seconds end bans seconds early or
+// late.
 type RedisBans struct {
 	r      *Redis
 	max    int
@@ -106,6 +149,7 @@ func (b *RedisBans) strikesKey(hexc string) string {
 	return b.r.cfg.KeyPrefix + "{bans}:strikes:" + hexc
 }
 func (b *RedisBans) setKey() string  { return b.r.cfg.KeyPrefix + "{bans}" }
+func (b *RedisBans) logKey() string  { return b.r.cfg.KeyPrefix + "{bans}:log" }
 func (b *RedisBans) channel() string { return b.r.cfg.KeyPrefix + "{bans}" }
 
 // sharded reports whether bans are announced through sharded pub/sub.
@@ -135,19 +179,19 @@ func (b *RedisBans) Close() error {
 func (b *RedisBans) Ban(ctx context.Context, client Client, now int64, base, max time.Duration, reason string) BanInfo {
 	hexc := hex.EncodeToString(client[:])
 	reason = strings.ReplaceAll(reason, "\n", " ")
-	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max, b.sharded()}
+	args := []any{base.Milliseconds(), max.Milliseconds(), StrikeMemory.Milliseconds(), hexc, reason, b.channel(), b.max, b.sharded(), b.logKeepMs()}
 	if b.r.cfg.clientClock {
 		args = append(args, now/int64(time.Millisecond))
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.r.cfg.Timeout)
-	res, err := banScript.Run(ctx, b.r.client, []string{b.banKey(hexc), b.strikesKey(hexc), b.setKey()}, args...).Int64Slice()
+	res, err := banScript.Run(ctx, b.r.client, []string{b.banKey(hexc), b.strikesKey(hexc), b.setKey(), b.logKey()}, args...).Int64Slice()
 	cancel()
 	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("unexpected script answer %v", res)
 	}
 	if err != nil {
 		in := b.mirror.banLocal(client, now, base, max, reason)
-		b.r.log.Warn("robots_guard: store: ban not shared (kept on this instance only)",
+		b.r.log.Warn("robots_guard: store: ban not shared yet (kept on this instance, written to the store when it answers again)",
 			zap.String("store", b.r.redacted), zap.Error(redactErr(err, b.r.cfg.URL)))
 		return in
 	}
@@ -176,6 +220,8 @@ func (b *RedisBans) Unban(ctx context.Context, client Client) bool {
 	n, err := b.r.client.Del(ctx, b.banKey(hexc), b.strikesKey(hexc)).Result()
 	if err == nil {
 		b.r.client.ZRem(ctx, b.setKey(), hexc)
+		minID := strconv.FormatInt(time.Now().Add(-logKeep).UnixMilli(), 10)
+		b.r.client.XAdd(ctx, &redis.XAddArgs{Stream: b.logKey(), MinID: minID, Approx: true, Values: []any{"m", "unban " + hexc}})
 		b.publish(ctx, "unban "+hexc)
 		if !b.r.cfg.Cluster {
 			// The key layout of earlier versions too, so that a lifted
@@ -262,7 +308,8 @@ func parseBan(hexc, v string) (BanInfo, bool) {
 }
 
 // follow mirrors the other instances' bans until ctx ends: their messages
-// as they come, and a full reload every resyncEvery.
+// as they come, and every syncEvery the changes of the change log it has
+// not read (sync).
 func (b *RedisBans) follow(ctx context.Context) {
 	defer b.wg.Done()
 	var sub *redis.PubSub
@@ -273,26 +320,29 @@ func (b *RedisBans) follow(ctx context.Context) {
 	}
 	defer sub.Close()
 	msgs := sub.Channel()
-	tick := time.NewTicker(resyncEvery)
+	every := syncEvery
+	if b.r.cfg.banSync > 0 {
+		every = b.r.cfg.banSync
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	resync := func() {
+	var s logSync
+	sync := func() {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		now := time.Now().UnixNano()
-		if list, err := b.load(c, now); err == nil {
-			b.mirror.replace(list, now)
-		}
+		b.sync(c, &s)
 	}
 	// The bans in force first: the import of an earlier layout's (its
 	// round trips, repeated at each start while its keys live) must not
 	// leave the mirror empty meanwhile.
-	resync()
+	sync()
 	if !b.r.cfg.Cluster {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		n := b.importOld(c, time.Now().UnixNano())
 		cancel()
 		if n > 0 {
-			resync()
+			s = logSync{}
+			sync()
 		}
 	}
 	for {
@@ -300,25 +350,127 @@ func (b *RedisBans) follow(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			resync()
+			sync()
 		case m, ok := <-msgs:
 			if !ok {
 				return
 			}
-			f := strings.SplitN(m.Payload, " ", 3)
-			switch {
-			case len(f) == 3 && f[0] == "ban":
-				if in, ok := parseBan(f[1], f[2]); ok {
-					b.mirror.set(in)
-				}
-			case len(f) == 2 && f[0] == "unban":
-				if c, err := hex.DecodeString(f[1]); err == nil && len(c) == 16 {
-					b.mirror.Unban(ctx, Client(c))
-				}
-			}
+			b.apply(ctx, m.Payload)
 		}
 	}
 }
+
+// apply applies one change ("ban <hex> <until> <strikes> <reason>",
+// "unban <hex>") to the mirror.
+func (b *RedisBans) apply(ctx context.Context, msg string) {
+	f := strings.SplitN(msg, " ", 3)
+	switch {
+	case len(f) == 3 && f[0] == "ban":
+		if in, ok := parseBan(f[1], f[2]); ok {
+			b.mirror.set(in)
+		}
+	case len(f) == 2 && f[0] == "unban":
+		if c, err := hex.DecodeString(f[1]); err == nil && len(c) == 16 {
+			b.mirror.Unban(ctx, Client(c))
+		}
+	}
+}
+
+// logKeep is how long the change log keeps a change (Redis trims older
+// ones as it adds new ones, in whole nodes, so a little longer). An
+// instance whose last read of the log is older than logKeep less a
+// minute (the store was out of its reach that long) reads the whole list
+// again instead.
+const logKeep = 10 * time.Minute
+
+// logSync is how far an instance has read the change log.
+type logSync struct {
+	last string    // the ID of the last change read; "" before the first read
+	at   time.Time // when the log was last read
+}
+
+// sync brings the mirror up to date: the changes after the last one read,
+// or, at start and after a long outage, the whole list (the log's last
+// ID first, so that no change after the read is missed). Then it writes
+// the bans this instance kept alone while the store was down (shareLocal).
+func (b *RedisBans) sync(ctx context.Context, s *logSync) {
+	now := time.Now()
+	if s.last == "" || now.Sub(s.at) > logKeep-time.Minute {
+		last, err := b.lastChange(ctx)
+		if err != nil {
+			return
+		}
+		list, err := b.load(ctx, now.UnixNano())
+		if err != nil {
+			return
+		}
+		b.mirror.replace(list, now.UnixNano())
+		s.last, s.at = last, now
+	} else if !b.catchUp(ctx, s) {
+		return
+	}
+	s.at = now
+	b.shareLocal(ctx, now.UnixNano())
+}
+
+// lastChange returns the ID of the change log's last change, "0-0" when
+// it holds none.
+func (b *RedisBans) lastChange(ctx context.Context) (string, error) {
+	xs, err := b.r.client.XRevRangeN(ctx, b.logKey(), "+", "-", 1).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(xs) == 0 {
+		return "0-0", nil
+	}
+	return xs[0].ID, nil
+}
+
+// catchUp applies the changes after s.last, logBatch at a time, and
+// reports whether it read them all.
+func (b *RedisBans) catchUp(ctx context.Context, s *logSync) bool {
+	for {
+		xs, err := b.r.client.XRangeN(ctx, b.logKey(), "("+s.last, "+", logBatch).Result()
+		if err != nil {
+			return false
+		}
+		for _, x := range xs {
+			if m, ok := x.Values["m"].(string); ok {
+				b.apply(ctx, m)
+			}
+			s.last = x.ID
+		}
+		if len(xs) < logBatch {
+			return true
+		}
+	}
+}
+
+// shareLocal writes to the store the bans this instance decided alone
+// while the store was down and that are still in force (shareScript), so
+// that the other instances hold them too.
+func (b *RedisBans) shareLocal(ctx context.Context, now int64) {
+	for _, in := range b.mirror.locals(now) {
+		hexc := hex.EncodeToString(in.Client[:])
+		val := fmt.Sprintf("%d %d %s", in.Until/int64(time.Millisecond), in.Strikes, in.Reason)
+		res, err := shareScript.Run(ctx, b.r.client, []string{b.banKey(hexc), b.setKey(), b.logKey()},
+			hexc, val, in.Until/int64(time.Millisecond), b.channel(), b.max, b.sharded(), b.logKeepMs(), now/int64(time.Millisecond)).Int64()
+		if err != nil {
+			return // still down: next time
+		}
+		b.mirror.shared(in.Client)
+		if res == 2 {
+			b.r.log.Warn("robots_guard: store: a ban kept on this instance while the store was down could not be shared: the shared list is full of live bans",
+				zap.String("store", b.r.redacted), zap.Int("max_bans", b.max))
+		} else if res == 1 {
+			b.r.log.Info("robots_guard: store: a ban kept on this instance while the store was down is shared now",
+				zap.String("store", b.r.redacted), zap.String("client", hexc))
+		}
+	}
+}
+
+// logKeepMs is logKeep in milliseconds, the scripts' unit.
+func (b *RedisBans) logKeepMs() int64 { return logKeep.Milliseconds() }
 
 // importOld carries the bans in force of the key layout before hash tags
 // (<prefix>bans, <prefix>ban:<client>, <prefix>strikes:<client>, written

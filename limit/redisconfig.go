@@ -53,6 +53,8 @@ type RedisConfig struct {
 	// server's TIME: for tests that compare the script with Memory on
 	// the same arrival sequences.
 	clientClock bool
+	// banSync, when set, replaces syncEvery (tests).
+	banSync time.Duration
 }
 
 // RedactURL returns u with its password replaced by "xxxxx", for logs and
