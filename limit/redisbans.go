@@ -21,7 +21,6 @@ const syncEvery = 10 * time.Second
 // logBatch is how many changes one read of the change log takes.
 const logBatch = 1000
 
-
 // banScript bans a client on the server, atomically, with the server's
 // clock (ms): the ban key holds "until strikes reason" and expires with
 // the ban; the strikes key outlives it by StrikeMemory; the sorted set
