@@ -3,12 +3,10 @@ package caddymodule
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,34 +14,11 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/robotsguard/robotsguard/internal/testorigin"
+	"github.com/robotsguard/robotsguard/internal/testport"
 )
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	handedMu.Lock()
-	defer handedMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The kernel may give a port it gave a moment ago, which a test
-		// has not bound yet: never hand out the same one twice.
-		if !handed[port] {
-			handed[port] = true
-			return port
-		}
-	}
-}
-
-// handed are the ports freePort gave out in this process.
-var (
-	handedMu sync.Mutex
-	handed   = map[int]bool{}
-)
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // TestErrorRoutesThroughCaddy pins the behaviour of Caddy that
 // errorRouteTakes depends on, through a Caddy server run in the test

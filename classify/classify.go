@@ -82,24 +82,13 @@ type Config struct {
 // set to their defaults, or an error that names the invalid field, e.g.
 // "robots_guard: bots: tokens[1]: ...".
 func (c Config) WithDefaults() (Config, error) {
-	toks := make([]string, 0, len(c.Tokens))
-	for i, b := range c.Tokens {
-		t := strings.ToLower(strings.TrimSpace(b))
-		if len(t) < 2 {
-			return c, fmt.Errorf("robots_guard: bots: tokens[%d]: token must have at least 2 characters, got %q", i, b)
-		}
-		toks = append(toks, t)
+	var err error
+	if c.Tokens, err = lowerTokens("tokens", c.Tokens); err != nil {
+		return c, err
 	}
-	c.Tokens = toks
-	apps := make([]string, 0, len(c.Apps))
-	for i, b := range c.Apps {
-		t := strings.ToLower(strings.TrimSpace(b))
-		if len(t) < 2 {
-			return c, fmt.Errorf("robots_guard: bots: apps[%d]: token must have at least 2 characters, got %q", i, b)
-		}
-		apps = append(apps, t)
+	if c.Apps, err = lowerTokens("apps", c.Apps); err != nil {
+		return c, err
 	}
-	c.Apps = apps
 	switch c.PersonAgents {
 	case "":
 		c.PersonAgents = PersonAgentsOwn
@@ -114,6 +103,20 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("robots_guard: bots: cache_size: must be positive, got %d", c.CacheSize)
 	}
 	return c, nil
+}
+
+// lowerTokens returns the tokens of field, trimmed and lower-cased, or an
+// error naming the first that has fewer than 2 characters.
+func lowerTokens(field string, in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for i, b := range in {
+		t := strings.ToLower(strings.TrimSpace(b))
+		if len(t) < 2 {
+			return nil, fmt.Errorf("robots_guard: bots: %s[%d]: token must have at least 2 characters, got %q", field, i, b)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // crawlersTxt is the list of known crawler and HTTP tool tokens, derived

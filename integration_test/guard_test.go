@@ -25,6 +25,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	_ "github.com/robotsguard/robotsguard/caddymodule"
+	"github.com/robotsguard/robotsguard/internal/testport"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -70,31 +71,7 @@ func (u *upstream) addr() string { return strings.TrimPrefix(u.URL, "http://") }
 
 // freePort returns a loopback port that was free a moment ago. Each test
 // uses new ports, so that no robots.txt cached by an earlier test applies.
-func freePort(t *testing.T) int {
-	t.Helper()
-	handedMu.Lock()
-	defer handedMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The kernel may give a port it gave a moment ago, which a test
-		// has not bound yet: never hand out the same one twice.
-		if !handed[port] {
-			handed[port] = true
-			return port
-		}
-	}
-}
-
-// handed are the ports freePort gave out in this process.
-var (
-	handedMu sync.Mutex
-	handed   = map[int]bool{}
-)
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // load starts (or reconfigures) the in-process Caddy with the given site
 // blocks and extra global options.

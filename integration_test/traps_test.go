@@ -188,6 +188,11 @@ func TestStrictProxiesBanTheSender(t *testing.T) {
 // trapLinkSite is a site whose page renders the client's own trap link
 // with Caddy's templates, as docs/traps.md shows.
 func trapLinkSite(port int, extra string) string {
+	return trapSitePage(port, extra, `<p>page</p><a href="{{placeholder "http.robots_guard.trap_link"}}" rel="nofollow" style="display:none">do not follow</a>`)
+}
+
+// trapSitePage is trapLinkSite with its page's HTML (a template).
+func trapSitePage(port int, extra, page string) string {
 	if !strings.Contains(extra, "grace") {
 		extra += "\n\t\t\tgrace 0"
 	}
@@ -206,11 +211,11 @@ Disallow: /no-robots/
 		templates
 		header Content-Type text/html
 		respond <<HTML
-			<p>page</p><a href="{{placeholder "http.robots_guard.trap_link"}}" rel="nofollow" style="display:none">do not follow</a>
+			%s
 			HTML 200
 	}
 }
-`, port, extra)
+`, port, extra, page)
 }
 
 // linkIn returns the trap link a page shows.

@@ -18,26 +18,7 @@ import (
 // own client, it bans, and the ban names A.
 func TestTrapLinkBoundToSite(t *testing.T) {
 	portA, portB := freePort(t), freePort(t)
-	siteB := fmt.Sprintf(`http://127.0.0.1:%d {
-	robots_guard {
-		traps /no-robots/ {
-			grace 0
-		}
-	}
-	handle /robots.txt {
-		respond "User-agent: *
-Disallow: /no-robots/
-"
-	}
-	handle {
-		templates
-		header Content-Type text/html
-		respond <<HTML
-			<p>site b</p><img src="{{.Req.URL.Query.Get "l"}}" alt="">
-			HTML 200
-	}
-}
-`, portB)
+	siteB := trapSitePage(portB, "", `<p>site b</p><img src="{{.Req.URL.Query.Get "l"}}" alt="">`)
 	tc := load(t, proxies, trapLinkSite(portA, "")+siteB)
 	get(t, tc, portA, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")
 	get(t, tc, portB, "/", "FooBot/1.0", "X-Forwarded-For", "192.0.2.200")

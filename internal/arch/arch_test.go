@@ -44,6 +44,7 @@ var arrows = map[string][]string{
 	"internal/testkeys":             {},
 	"internal/testorigin":           {},
 	"internal/testredis":            {},
+	"internal/testport":             {},
 	"sites":                         {"duration", "policy"},
 	"identity":                      {"duration", "internal/settings", "internal/sfv", "policy"},
 	"report":                        {"identity", "limit", "policy"},

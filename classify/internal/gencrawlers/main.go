@@ -214,25 +214,19 @@ func writeNotCrawlers(w io.Writer, notSeen map[string]bool) error {
 	if len(notSeen) > 0 {
 		return fmt.Errorf("notCrawlers lists tokens that no upstream pattern yields any more: %v", notSeen)
 	}
-	names := make([]string, 0, len(notCrawlers))
-	for t := range notCrawlers {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(w, "#\n# %d tokens of the upstream lists are not a crawler's name and are left out:\n", len(names))
-	for _, t := range names {
-		fmt.Fprintf(w, "#   %s: %s\n", t, notCrawlers[t])
-	}
-	names = names[:0]
-	for t := range serviceAgents {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(w, "#\n# %d tokens are added: fetchers of services that no upstream list names:\n", len(names))
-	for _, t := range names {
-		fmt.Fprintf(w, "#   %s: %s\n", t, serviceAgents[t])
-	}
+	writeReasons(w, "%d tokens of the upstream lists are not a crawler's name and are left out:", notCrawlers)
+	writeReasons(w, "%d tokens are added: fetchers of services that no upstream list names:", serviceAgents)
 	return nil
+}
+
+// writeReasons writes a header section: title (with the count) and each
+// token of reasons with its reason, in sorted order.
+func writeReasons(w io.Writer, title string, reasons map[string]string) {
+	names := slices.Sorted(maps.Keys(reasons))
+	fmt.Fprintf(w, "#\n# "+title+"\n", len(names))
+	for _, t := range names {
+		fmt.Fprintf(w, "#   %s: %s\n", t, reasons[t])
+	}
 }
 
 func readJSON(path string, v any) error {
