@@ -25,6 +25,7 @@ func TestTrapLinkBoundToSite(t *testing.T) {
 
 	// curl: a scraper's own link of A, presented on B.
 	scraper := []string{"X-Forwarded-For", "198.51.100.80"}
+	unbanAfter(t, "198.51.100.80")
 	link := linkIn(t, get(t, tc, portA, "/page", browserUA, scraper...).body)
 	get(t, tc, portB, link, browserUA, scraper...).check(t, "A's link on B", 403, "disallows this path for every bot")
 	get(t, tc, portB, "/page", browserUA, scraper...).check(t, "B afterwards", 200, "site b")
@@ -170,6 +171,7 @@ Sitemap: http://{host}/sitemap.xml
 	time.Sleep(3200 * time.Millisecond)
 	for n := range 20 {
 		host, ip := fmt.Sprintf("fresh%d.example", n), fmt.Sprintf("198.51.%d.9", 120+n) // one /24 each: no network ban
+		unbanAfter(t, ip)
 		page := raw(host, "/page", ip)
 		_, body, _ := strings.Cut(page, "\r\n\r\n")
 		link := linkIn(t, body)
@@ -177,4 +179,14 @@ Sitemap: http://{host}/sitemap.xml
 			t.Fatalf("name %d: the scraper's own link: %.200q, want banned at once", n, resp)
 		}
 	}
+}
+
+// unbanAfter lifts the bans of ips when the test ends: the in-process
+// Caddy's ban list outlives a test (go test -count=n runs it again).
+func unbanAfter(t *testing.T, ips ...string) {
+	t.Cleanup(func() {
+		for _, ip := range ips {
+			adminDo(t, "DELETE", "/robots_guard/bans/"+ip)
+		}
+	})
 }
