@@ -277,7 +277,7 @@ func trapState(t *testing.T, port int) string {
 // /robots_guard/sites), arms 3 s after start, and, after Caddy starts
 // again with the same storage, is armed at once.
 func TestTrapGraceThroughCaddy(t *testing.T) {
-	dir := t.TempDir()
+	dir := storageDir(t)
 	port := freePort(t)
 	tc := loadWithStorage(t, dir, proxies, trapLinkSite(port, "grace 3s"))
 	scraper := []string{"X-Forwarded-For", "198.51.100.80"}
