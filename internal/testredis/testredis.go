@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,12 +78,7 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin := Binary()
 	require(t, bin, "redis-server not found: install it to run the Redis tests (Debian/Ubuntu: apt-get install -y redis-server; .ci/run does)")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t, slices.Contains(args, "--cluster-enabled"))
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port, args: args}
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
 	s.URL = "redis://" + s.Addr
@@ -90,6 +86,44 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// freePort returns a loopback port that was free a moment ago and that it
+// has not returned before in this process; for a cluster node, one whose
+// cluster bus port (port + 10000) was free too, since a node that cannot
+// bind its bus port aborts.
+func freePort(t testing.TB, cluster bool) int {
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		ok := !handed[port]
+		if ok && cluster {
+			bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+			ok = err == nil && !handed[port+10000]
+			if err == nil {
+				bus.Close()
+			}
+		}
+		l.Close()
+		if ok {
+			handed[port] = true
+			if cluster {
+				handed[port+10000] = true
+			}
+			return port
+		}
+	}
+}
+
+// handed are the ports freePort gave out in this process (test state).
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
 
 // StartTLS starts a server that speaks TLS only, with a certificate for
 // 127.0.0.1 made for the test; URL is rediss://, and TLS trusts it.
@@ -122,12 +156,7 @@ func StartTLS(t testing.TB) *Server {
 	cert, _ := x509.ParseCertificate(der)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t, false)
 	clientTLS := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
 	bin := Binary()
 	if bin == "" {
