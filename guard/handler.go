@@ -186,7 +186,7 @@ func (e *Engine) Respond(w http.ResponseWriter, _ *http.Request, v Verdict) {
 	h["Cache-Control"] = []string{"no-store"}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
-		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");tag="web-bot-auth"`}
+		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");created;expires;tag="web-bot-auth"`}
 	}
 	switch {
 	case v.Action == Throttle:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	r.RequestURI = path
 	r.RemoteAddr = "11.0.113.77:5555"
 	r.Header.Set("User-Agent", ua)
-	if err := identity.Sign(signedRequestOf(r, "http"), key, tp, agent, created, created.Add(time.Minute), "nonce-1"); err != nil {
+	if err := identity.Sign(signedRequestOf(r, "http"), key, tp, agent, created, created.Add(time.Minute), fmt.Sprint("nonce-", nonces.Add(1))); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -192,3 +193,7 @@ func BenchmarkSignedGarbage(b *testing.B) {
 		}
 	}
 }
+
+// nonces numbers the nonces of signedGet: each request a fresh one, as
+// signers do (a nonce seen twice is a replay).
+var nonces atomic.Int64

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 )
 
@@ -102,9 +104,27 @@ type directory struct {
 	fetched    time.Time
 }
 
+// maxNonces bounds the nonces of verified signatures kept for replay
+// checks (least recently seen out first): about 100 bytes each.
+const maxNonces = 100000
+
+// nonceSeen records the nonce of a verified signature of keyid valid
+// until expires, and reports whether it was recorded before and is still
+// within that window (a replay). At most maxNonces are kept: a flood of
+// fresh nonces pushes out the oldest, whose replays then go unseen.
+func (s *signers) nonceSeen(keyid, nonce string, expires, now time.Time) bool {
+	k := keyid + " " + nonce
+	if until, ok := s.nonces.Get(k); ok && now.UnixNano() < until {
+		return true
+	}
+	s.nonces.Add(k, expires.UnixNano())
+	return false
+}
+
 // signers holds what signature verification needs: pinned keys, known
 // agents and the directory cache.
 type signers struct {
+	nonces *lru.Cache[string, int64] // keyid+nonce -> the signature's expires (Unix ns)
 	cfg    WebBotAuthConfig
 	pinned map[string]map[string]PublicKey // origin → thumbprint → key
 	opOf   map[string]*opEntry             // origin → operator
@@ -165,6 +185,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 		cfg.MaxWindow = DefaultMaxWindow
 	}
 	s := &signers{cfg: cfg, pinned: map[string]map[string]PublicKey{}, opOf: map[string]*opEntry{}, dirs: map[string]*directory{}, log: log, now: now}
+	s.nonces, _ = lru.New[string, int64](maxNonces)
 	for _, op := range ops {
 		for _, a := range op.SignatureAgents {
 			o, err := NormalizeOrigin(a)
@@ -248,7 +269,13 @@ func (s *signers) lookup(ctx context.Context) KeyLookup {
 			k, ok := m[keyid]
 			return k, ok
 		}
-		keys := s.directoryKeys(ctx, o)
+		// Keys are looked up by (URL, key): a JWK Set the member names,
+		// or the origin's key directory.
+		src := o
+		if isKeySetURI(agent) {
+			src = agent
+		}
+		keys := s.directoryKeys(ctx, src)
 		k, ok := keys[keyid]
 		return k, ok
 	}
@@ -393,25 +420,40 @@ func (s *signers) currentScreen() *keyScreen {
 	return ks
 }
 
-// fetch gets and parses origin's key directory.
-func (s *signers) fetch(ctx context.Context, origin string) (map[string]PublicKey, time.Duration, error) {
-	if !strings.HasPrefix(origin, "https://") {
-		return nil, 0, fmt.Errorf("%s: key directories are fetched over https only", origin)
+// directoryMediaType is the media type a key directory must be served
+// with at the well-known path (draft-ietf-webbotauth-httpsig-protocol).
+const directoryMediaType = "application/http-message-signatures-directory+json"
+
+// fetch gets and parses the keys of src: an origin's key directory (at
+// DirectoryPath, served as directoryMediaType), or a JWK Set at a URI of
+// its own (served as JSON: application/jwk-set+json, application/json or
+// another +json type). Only a 200 answer counts: redirects are not
+// followed (the client refuses them), and every other status fails.
+func (s *signers) fetch(ctx context.Context, src string) (map[string]PublicKey, time.Duration, error) {
+	if !strings.HasPrefix(src, "https://") {
+		return nil, 0, fmt.Errorf("%s: key directories are fetched over https only", src)
+	}
+	u, want := src+DirectoryPath, directoryMediaType
+	if isKeySetURI(src) {
+		u, want = src, ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, DirectoryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+DirectoryPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	req.Header.Set("Accept", "application/http-message-signatures-directory+json, application/json")
+	req.Header.Set("Accept", directoryMediaType+", application/jwk-set+json, application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("%s%s answered %s", origin, DirectoryPath, resp.Status)
+		return nil, 0, fmt.Errorf("%s answered %s", u, resp.Status)
+	}
+	if err := checkKeysType(resp.Header.Get("Content-Type"), want); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", u, err)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDirectoryBytes+1))
 	if err != nil {
@@ -440,4 +482,19 @@ func (s *signers) fetch(ctx context.Context, origin string) (map[string]PublicKe
 		ttl = min(max(ma, MinDirectoryTTL), MaxDirectoryTTL)
 	}
 	return keys, ttl, nil
+}
+
+// checkKeysType checks the media type of keys: want when it is set (a key
+// directory), else a JSON type.
+func checkKeysType(contentType, want string) error {
+	mt, _, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil:
+		return fmt.Errorf("no media type (Content-Type %q)", contentType)
+	case want != "" && mt != want:
+		return fmt.Errorf("served as %s, not %s", mt, want)
+	case want == "" && mt != "application/json" && !strings.HasSuffix(mt, "+json"):
+		return fmt.Errorf("served as %s, not JSON", mt)
+	}
+	return nil
 }

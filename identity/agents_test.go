@@ -36,7 +36,7 @@ func signed(t testing.TB, agent string, created time.Time) *SignedRequest {
 		t.Fatal(err)
 	}
 	sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/page", Header: http.Header{}}
-	if err := Sign(sr, priv, tp, agent, created, created.Add(time.Minute), "n0nce"); err != nil {
+	if err := Sign(sr, priv, tp, agent, created, created.Add(time.Minute), fmt.Sprint("n", nonces.Add(1))); err != nil {
 		t.Fatal(err)
 	}
 	return sr
@@ -234,3 +234,7 @@ func TestScreenKeyIDs(t *testing.T) {
 		t.Errorf("a key id after '; ': %v", err)
 	}
 }
+
+// nonces numbers the nonces of signed: each request a fresh one, as
+// signers do (a nonce seen twice is a replay).
+var nonces atomic.Int64

@@ -166,11 +166,14 @@ type Signature struct {
 	Agent string
 }
 
-// Errors of VerifySignature.
+// Errors of signature verification: VerifySignature's, and ErrReplayed,
+// which a Verifier adds for a nonce it has seen in another verified
+// signature of the same key still within its window.
 var (
 	ErrNoSignature  = errors.New("no Signature-Input with tag web-bot-auth")
 	ErrUnknownKey   = errors.New("unknown key id")
 	ErrBadSignature = errors.New("signature does not verify")
+	ErrReplayed     = errors.New("signature replayed: its nonce was seen before")
 )
 
 // KeyLookup finds the key of a key id, for the agent the signature names
@@ -379,8 +382,12 @@ func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (agent strin
 			return "", errors.New("signature-agent is covered but absent")
 		}
 		if _, hasKey := in.ItemParam(it, "key"); !hasKey {
+			// The string form of drafts before -01, which verifiers may
+			// still accept: one agent, read as a member with no
+			// parameters.
 			if item, err := h.agent.ParseItem(vals); err == nil {
-				agent, _ = item.Value.Str()
+				s, _ := item.Value.Str()
+				agent = agentRef(s, "")
 			}
 			h.agentDict = false
 			return agent, nil
@@ -424,20 +431,50 @@ func appendJoined(b []byte, vals []string) []byte {
 	return b
 }
 
-// agentURI returns the key directory origin a Signature-Agent member names:
-// its URI when it has no "type" parameter or type=directory; "" for the
-// other types (jwks_uri, cimd), which robots_guard does not read.
+// agentURI returns where the keys of a Signature-Agent member are (see
+// agentRef), "" for a member robots_guard does not read.
 func agentURI(f *sfv.Field, it *sfv.Item) string {
-	if t, ok := f.ItemParam(it, "type"); ok && !(t.Kind == sfv.Token && t.Text == "directory") && !t.IsString("directory") {
+	u, _ := it.Value.Str()
+	t, typed := f.ItemParam(it, "type")
+	switch {
+	case !typed:
+		return agentRef(u, "")
+	case t.Kind == sfv.Token && t.Text == "directory" || t.IsString("directory"):
+		return agentRef(u, "directory")
+	case t.Kind == sfv.Token && t.Text == "jwks_uri" || t.IsString("jwks_uri"):
+		return agentRef(u, "jwks_uri")
+	}
+	return "" // cimd (a Client ID Metadata Document, which -01 dropped) and unknown types
+}
+
+// agentRef reads the URI of a Signature-Agent member of type typ ("" for
+// none): an origin names its key directory (the well-known path; -00's
+// default type "directory" and the string form), a URI with a path a JWK
+// Set to fetch as it is (-01, where every member is one, and -00's
+// "jwks_uri"). It returns the origin, or the URI, or "" when the member
+// does not fit its type (a directory with a path, a JWK Set without one),
+// is not https, or has a query or fragment (ignored, as the drafts say,
+// never cut to fit).
+func agentRef(u, typ string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "https" || p.Host == "" || p.RawQuery != "" || p.Fragment != "" || p.User != nil {
 		return ""
 	}
-	u, _ := it.Value.Str()
-	// An agent is an origin: a member with a path (or query) is ignored,
-	// as the draft says, not cut to its origin.
-	if p, err := url.Parse(u); err != nil || p.Host == "" || (p.Path != "" && p.Path != "/") || p.RawQuery != "" || p.Fragment != "" {
+	root := p.Path == "" || p.Path == "/"
+	switch {
+	case typ == "directory" && !root, typ == "jwks_uri" && root:
 		return ""
+	case root:
+		return strings.TrimSuffix(u, "/")
 	}
 	return u
+}
+
+// isKeySetURI reports whether an agent reference of agentRef names a JWK
+// Set (a URI with a path) rather than a key directory (an origin).
+func isKeySetURI(agent string) bool {
+	rest, ok := strings.CutPrefix(agent, "https://")
+	return ok && strings.Contains(rest, "/")
 }
 
 // verifyWith checks raw over base with key.
@@ -544,57 +581,4 @@ func appendPath(b []byte, path string) []byte {
 		return append(b, '/')
 	}
 	return append(b, path...)
-}
-
-// Sign signs sr the way Web Bot Auth bots do, with an Ed25519 key: it sets
-// Signature-Agent (when agent is not empty, as a structured-field string,
-// the form Cloudflare's web-bot-auth 0.1.3 and http-message-sig 0.3.0
-// verify; VerifySignature also reads the newer dictionary form),
-// Signature-Input covering @authority (and signature-agent) with created,
-// expires, keyid, alg, nonce and tag, and Signature. It is what tests and
-// Go clients that want to be verified need; robots_guard never signs.
-func Sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, created, expires time.Time, nonce string) error {
-	const label = "sig1"
-	covered := `("@authority")`
-	if agent != "" {
-		sr.Header.Set("Signature-Agent", strconvQuote(agent))
-		covered = `("@authority" "signature-agent")`
-	}
-	in := fmt.Sprintf(`%s;created=%d;expires=%d;keyid=%s;alg="ed25519";nonce=%s;tag="%s"`,
-		covered, created.Unix(), expires.Unix(), strconvQuote(keyid), strconvQuote(nonce), WebBotAuthTag)
-	var h sigHeaders
-	if err := h.input.ParseDictionary([]string{label + "=" + in}); err != nil {
-		return err
-	}
-	m := h.input.Member(0)
-	if _, err := signatureAgent(sr, &h, m); err != nil {
-		return err
-	}
-	base, err := signatureBase(nil, sr, &h, m)
-	if err != nil {
-		return err
-	}
-	sr.Header.Set("Signature-Input", label+"="+in)
-	sr.Header.Set("Signature", label+"=:"+base64.StdEncoding.EncodeToString(ed25519.Sign(key, base))+":")
-	return nil
-}
-
-// strconvQuote writes s as a structured-field string.
-func strconvQuote(s string) string {
-	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
-}
-
-// PrivateJWK reads an Ed25519 private key (its "d") from a JWK, for Sign.
-func PrivateJWK(b []byte) (ed25519.PrivateKey, error) {
-	var k struct {
-		Kty, Crv, D string
-	}
-	if err := json.Unmarshal(b, &k); err != nil {
-		return nil, err
-	}
-	d, err := b64(k.D)
-	if k.Kty != "OKP" || k.Crv != "Ed25519" || err != nil || len(d) != ed25519.SeedSize {
-		return nil, errors.New("jwk: not an Ed25519 private key")
-	}
-	return ed25519.NewKeyFromSeed(d), nil
 }

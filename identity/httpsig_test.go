@@ -184,9 +184,10 @@ func BenchmarkVerifySignature(b *testing.B) {
 	}
 }
 
-// The Signature-Agent forms of testdata/webbotauth/web_bot_auth_signature_agent_v1.json:
-// a directory is an origin whose well-known directory is read; the other
-// types are not read (no agent).
+// The Signature-Agent forms of testdata/webbotauth/web_bot_auth_signature_agent_v1.json
+// (draft -00's types): a directory is an origin whose well-known directory
+// is read, a jwks_uri a JWK Set read at its URI; cimd is not read (no
+// agent).
 func TestSignatureAgentForms(t *testing.T) {
 	b, err := os.ReadFile("testdata/webbotauth/web_bot_auth_signature_agent_v1.json")
 	if err != nil {
@@ -207,7 +208,7 @@ func TestSignatureAgentForms(t *testing.T) {
 		m, _ := f.Get(v.Entries[0].Label)
 		got := agentURI(&f, &m.Item)
 		want := ""
-		if v.Entries[0].Type == "directory" {
+		if v.Entries[0].Type == "directory" || v.Entries[0].Type == "jwks_uri" {
 			want = v.Entries[0].URI
 		}
 		if got != want {
@@ -430,13 +431,19 @@ func TestSignatureConformance(t *testing.T) {
 			t.Errorf("signed for %s, sent to %s: %v", c.signed, c.sent, err)
 		}
 	}
-	// A Signature-Agent member with a path names no agent.
+	// A Signature-Agent member: an origin names its directory, a URI
+	// with a path a JWK Set (-01); a query, another scheme or a type that
+	// the URI does not fit names no agent.
 	for agent, want := range map[string]string{
-		`"https://bot.example"`:            "https://bot.example",
-		`"https://bot.example/"`:           "https://bot.example/",
-		`"https://bot.example/keys.json"`:  "",
-		`"https://bot.example/?x=1"`:       "",
-		`"https://bot.example";type=other`: "",
+		`"https://bot.example"`:                          "https://bot.example",
+		`"https://bot.example/"`:                         "https://bot.example",
+		`"https://bot.example/keys.json"`:                "https://bot.example/keys.json",
+		`"https://bot.example/keys.json";type=jwks_uri`:  "https://bot.example/keys.json",
+		`"https://bot.example/keys.json";type=directory`: "",
+		`"https://bot.example";type=jwks_uri`:            "",
+		`"https://bot.example/?x=1"`:                     "",
+		`"http://bot.example"`:                           "",
+		`"https://bot.example";type=other`:               "",
 	} {
 		var f sfv.Field
 		if err := f.ParseDictionary([]string{"sig1=" + agent}); err != nil {

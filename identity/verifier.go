@@ -306,6 +306,9 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *
 	if err == nil {
 		sig, err = VerifySignature(sr, v.now(), v.signers.cfg.MaxWindow, v.signers.lookup(ctx))
 	}
+	if err == nil && sig.Nonce != "" && how == nil && v.signers.nonceSeen(sig.KeyID, sig.Nonce, sig.Expires, v.now()) {
+		err = ErrReplayed // Explain (how) looks without recording
+	}
 	if err != nil {
 		if how != nil {
 			*how = append(*how, "signature: not verified: "+err.Error())
