@@ -30,6 +30,10 @@ type parser struct {
 	byToken    map[string]int32
 	// signalsCapped: the too-many-signals diagnostic has been given.
 	signalsCapped bool
+	// usageLine is the first Content-Usage line, usageKeys the aipref
+	// keys its lines use (for the aipref-vocab diagnostic).
+	usageLine int
+	usageKeys map[string]bool
 	// The run of consecutive user-agent lines a Crawl-delay belongs to
 	// (SEMANTICS.md §8): agents[runStart:] of the current group. inRun
 	// reports that no other directive came since the last user-agent line,
@@ -79,6 +83,7 @@ func Parse(body []byte) *Robots {
 			"(a single-page app or a catch-all route does this); its lines are skipped and no rule applies")
 	}
 	p.run()
+	p.vocabulary()
 	r.compile()
 	r.scratch.New = newScratch
 	return r

@@ -88,14 +88,17 @@ type SignalRule struct {
 }
 
 // signalKeys maps the keys of both syntaxes, lower-cased, to purposes.
-// Content-Signal: search, ai-input, ai-train. aipref (vocab-07): search,
-// train-ai; train-genai (vocab-02 and -03) is a kind of train-ai.
+// Content-Signal: search, ai-input, ai-train. aipref (vocab-08): search,
+// train-ai, ai-use ("input to a generative AI model, not directly provided
+// by the user": answer-time input); train-genai (vocab-02 and -03) is a
+// kind of train-ai.
 var signalKeys = map[string]Purpose{
 	"search":      PurposeSearch,
 	"ai-input":    PurposeAIInput,
 	"ai-train":    PurposeAITrain,
 	"train-ai":    PurposeAITrain,
 	"train-genai": PurposeAITrain,
+	"ai-use":      PurposeAIInput,
 }
 
 // knownUnenforced are keys of either syntax that robots_guard reads and
@@ -105,7 +108,6 @@ var knownUnenforced = map[string]string{
 	"use":       "Content-Signal use= (immediate, reference, full) limits how an AI system keeps content; robots_guard cannot see that and does not enforce it",
 	"all":       "the aipref category \"all\" (draft -02) is no longer in the vocabulary",
 	"bots":      "the aipref category \"bots\" (drafts -03, -04) is no longer in the vocabulary",
-	"ai-use":    "the aipref category \"ai-use\" (draft -02) is no longer in the vocabulary",
 	"ai-output": "the aipref category \"ai-output\" (draft -04) is no longer in the vocabulary",
 	"tdm":       "the aipref category \"tdm\" (draft -01) is no longer in the vocabulary",
 	"ai":        "the aipref category \"ai\" (draft -01) is no longer in the vocabulary",
@@ -233,7 +235,33 @@ func (p *parser) signalItem(n int, name string, usage bool, item string, st *Sig
 		s = No
 	}
 	st.prefs[purpose], st.keys[purpose] = s, k
+	if usage {
+		if p.usageLine == 0 {
+			p.usageLine, p.usageKeys = n, map[string]bool{}
+		}
+		p.usageKeys[k] = true
+	}
 	return true
+}
+
+// vocabulary says which aipref vocabulary the file's Content-Usage lines
+// use (Lint: aipref-vocab): ai-use is -08's, train-ai and search are the
+// keys of -07 and -08 alike, train-genai is -02's and -03's (read as
+// train-ai).
+func (p *parser) vocabulary() {
+	if p.usageLine == 0 {
+		return
+	}
+	var msg string
+	switch k := p.usageKeys; {
+	case k["ai-use"]:
+		msg = "Content-Usage uses the vocabulary of draft-ietf-aipref-vocab-08 (ai-use, answer-time input to a generative AI model)"
+	case k["train-genai"]:
+		msg = "Content-Usage uses train-genai, of draft-ietf-aipref-vocab-02 and -03, read as train-ai (vocab-07 and -08 name it train-ai)"
+	default:
+		msg = "Content-Usage uses the keys of draft-ietf-aipref-vocab-07 and -08 (train-ai, search); -08 adds ai-use"
+	}
+	p.diag(p.usageLine, Info, "aipref-vocab", msg)
 }
 
 // Signal returns the preference that the group of a states for purpose p

@@ -207,3 +207,33 @@ func BenchmarkSignalWorstCase(b *testing.B) {
 		}
 	}
 }
+
+// TestUsageVocab08: the examples of draft-ietf-aipref-vocab-08 §6 as a
+// Content-Usage line, read as SEMANTICS.md §8a says: -08's new ai-use is
+// the answer-time input of a generative model (ai-input); keys and values
+// are read leniently (the draft parses a strict RFC 9651 Dictionary, in
+// which upper case fails, a bare key is the boolean true and the last of
+// a key given twice counts: the rows marked "draft:" differ, as §8a
+// decides), and within a line no wins.
+func TestUsageVocab08(t *testing.T) {
+	u, y, n := Unset, Yes, No
+	for _, c := range []struct {
+		value                  string
+		train, aiInput, search Signal
+	}{
+		{"train-ai=y, search=n", y, u, n},                       // §6, as the draft
+		{`train-ai=y, train-ai, search=n, search="n"`, y, u, n}, // draft: all unknown (§6.5.1)
+		{"train-ai;allow=n, train-ai=y", y, u, u},               // §6.5.2, as the draft: parameters do not apply
+		{`train-ai;has;parameters="?";`, u, u, u},               // §6.5.2, as the draft
+		{"Train-AI=n", n, u, u},                                 // draft: unknown (upper case does not parse)
+		{"ai-use=n, search=y", u, n, y},                         // -08's new category
+		{"train-ai=n, train-ai=y", n, u, u},                     // draft: y (the last counts); §8a: no wins
+	} {
+		a := Parse([]byte("User-agent: *\nAllow: /\nContent-Usage: " + c.value + "\n")).Agent("GPTBot")
+		for p, want := range map[Purpose]Signal{PurposeAITrain: c.train, PurposeAIInput: c.aiInput, PurposeSearch: c.search} {
+			if got, _ := a.SignalRule(p, "/"); got != want {
+				t.Errorf("Content-Usage: %s: %s %v, want %v", c.value, p, got, want)
+			}
+		}
+	}
+}

@@ -218,7 +218,7 @@ var categories = map[string]string{
 	// AI-use preferences (Content-Signal, Content-Usage; SEMANTICS.md §8a).
 	"unknown-signal": CategorySyntax, "bad-signal": CategorySyntax, "bad-signal-value": CategorySyntax,
 	"signal-outside-group": CategoryRules, "signal-wildcard": CategoryRules, "signal-conflict": CategoryRules,
-	"signal-contradicts-rules": CategoryRules, "signal-not-enforced": CategoryCompat, "too-many-signals": CategoryFile,
+	"signal-contradicts-rules": CategoryRules, "signal-not-enforced": CategoryCompat, "aipref-vocab": CategoryCompat, "too-many-signals": CategoryFile,
 	"html-page": CategoryFile, "size-cap": CategoryFile,
 }
 
