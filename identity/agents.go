@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,9 @@ type directory struct {
 }
 
 // maxNonces bounds the nonces of verified signatures kept for replay
-// checks (least recently seen out first): about 100 bytes each.
+// checks (least recently seen out first). Each is kept as a SHA-256 of the
+// key id and the nonce, whatever their length (a nonce may fill the 8 KiB
+// a Signature-Input is read to): about 100 bytes each, 10 MB in all.
 const maxNonces = 100000
 
 // nonceSeen records the nonce of a verified signature of keyid valid
@@ -113,7 +116,7 @@ const maxNonces = 100000
 // within that window (a replay). At most maxNonces are kept: a flood of
 // fresh nonces pushes out the oldest, whose replays then go unseen.
 func (s *signers) nonceSeen(keyid, nonce string, expires, now time.Time) bool {
-	k := keyid + " " + nonce
+	k := sha256.Sum256([]byte(keyid + "\x00" + nonce))
 	if until, ok := s.nonces.Get(k); ok && now.UnixNano() < until {
 		return true
 	}
@@ -124,7 +127,7 @@ func (s *signers) nonceSeen(keyid, nonce string, expires, now time.Time) bool {
 // signers holds what signature verification needs: pinned keys, known
 // agents and the directory cache.
 type signers struct {
-	nonces *lru.Cache[string, int64] // keyid+nonce -> the signature's expires (Unix ns)
+	nonces *lru.Cache[[32]byte, int64] // SHA-256 of keyid and nonce -> the signature's expires (Unix ns)
 	cfg    WebBotAuthConfig
 	pinned map[string]map[string]PublicKey // origin → thumbprint → key
 	opOf   map[string]*opEntry             // origin → operator
@@ -185,7 +188,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 		cfg.MaxWindow = DefaultMaxWindow
 	}
 	s := &signers{cfg: cfg, pinned: map[string]map[string]PublicKey{}, opOf: map[string]*opEntry{}, dirs: map[string]*directory{}, log: log, now: now}
-	s.nonces, _ = lru.New[string, int64](maxNonces)
+	s.nonces, _ = lru.New[[32]byte, int64](maxNonces)
 	for _, op := range ops {
 		for _, a := range op.SignatureAgents {
 			o, err := NormalizeOrigin(a)

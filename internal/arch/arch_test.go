@@ -43,7 +43,7 @@ var arrows = map[string][]string{
 	"internal/testdns":              {},
 	"internal/testkeys":             {},
 	"internal/testorigin":           {},
-	"internal/testredis":            {},
+	"internal/testredis":            {"internal/testport"},
 	"internal/testport":             {},
 	"sites":                         {"duration", "policy"},
 	"identity":                      {"duration", "internal/settings", "internal/sfv", "policy"},

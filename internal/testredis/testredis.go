@@ -26,6 +26,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/robotsguard/robotsguard/internal/testport"
 )
 
 // Server is a redis-server process.
@@ -87,43 +89,16 @@ func Start(t testing.TB, args ...string) *Server {
 	return s
 }
 
-// freePort returns a loopback port that was free a moment ago and that it
-// has not returned before in this process; for a cluster node, one whose
-// cluster bus port (port + 10000) was free too, since a node that cannot
-// bind its bus port aborts.
+// freePort returns a port for a server (testport: never one handed out
+// before in this process, to this package or another); for a cluster
+// node, one whose cluster bus port (port + 10000) was free too, since a
+// node that cannot bind its bus port aborts.
 func freePort(t testing.TB, cluster bool) int {
-	handedMu.Lock()
-	defer handedMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		ok := !handed[port]
-		if ok && cluster {
-			bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000))
-			ok = err == nil && !handed[port+10000]
-			if err == nil {
-				bus.Close()
-			}
-		}
-		l.Close()
-		if ok {
-			handed[port] = true
-			if cluster {
-				handed[port+10000] = true
-			}
-			return port
-		}
+	if cluster {
+		return testport.FreeWith(t, 10000)
 	}
+	return testport.Free(t)
 }
-
-// handed are the ports freePort gave out in this process (test state).
-var (
-	handedMu sync.Mutex
-	handed   = map[int]bool{}
-)
 
 // StartTLS starts a server that speaks TLS only, with a certificate for
 // 127.0.0.1 made for the test; URL is rediss://, and TLS trusts it.
