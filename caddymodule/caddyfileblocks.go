@@ -99,7 +99,7 @@ func parseWebBotAuth(d *caddyfile.Dispenser) (*identity.WebBotAuthSettings, erro
 			case "allow_private_directories":
 				w.AllowPrivateDirectories = on
 			default:
-				w.AcceptSignature = on
+				w.AcceptSignature = &on
 			}
 		case "ca_file":
 			if len(args) != 1 {

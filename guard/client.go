@@ -177,22 +177,21 @@ func (e *Engine) warnUnverifiable(flag *atomic.Bool, msg string, req *Request) {
 		zap.String("user_agent", req.UserAgent[:min(len(req.UserAgent), maxLoggedUserAgent)]))
 }
 
-func (e *Engine) verify(ctx context.Context, claims identity.Claims, req *Request, tr *trace) identity.Result {
+// verify checks the claims that ua (req's User-Agent, as judged) makes,
+// and req's Web Bot Auth signature, if any; err says why a signature that
+// is present did not verify.
+func (e *Engine) verify(ctx context.Context, ua string, claims identity.Claims, req *Request, tr *trace) (identity.Result, error) {
 	if e.verifier == nil {
-		return identity.Result{}
+		return identity.Result{}, nil
 	}
 	var addr netip.Addr
 	if tr == nil || !tr.noIP {
 		addr = clientAddr(req)
 	}
 	if tr != nil {
-		x := e.verifier.ExplainRequest(ctx, claims, addr, req.Signed)
+		x := e.verifier.ExplainRequest(ctx, ua, claims, addr, req.Signed)
 		tr.verify = &x
-		return x.Result
+		return x.Result, x.SignatureError
 	}
-	if req.Signed != nil {
-		r, _ := e.verifier.VerifyRequest(ctx, claims, addr, req.Signed)
-		return r
-	}
-	return e.verifier.Verify(ctx, claims, addr)
+	return e.verifier.VerifyRequest(ctx, ua, claims, addr, req.Signed)
 }

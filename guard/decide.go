@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -113,7 +114,11 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
 	if claims := info.Claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
-		ver = e.verify(ctx, claims, req, tr)
+		var sigErr error
+		ver, sigErr = e.verify(ctx, ua, claims, req, tr)
+		if sigErr != nil && e.signatureStops(&v, sigErr, claims, req) {
+			return v
+		}
 		if ver.Verdict == identity.Spoofed && viaUntrustedProxy(req) {
 			e.proxyProvesNothing(req, tr, &ver)
 		}
@@ -153,7 +158,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	v.Bot, v.Class = true, info.Class
 	v.Group = agent.Group()
-	v.Crawler = e.crawlerOf(info, agent)
+	v.Crawler = e.crawlerOf(info, agent, ver.Services())
 	if e.siteStops(&v, st, targetOK) {
 		return v
 	}
@@ -169,16 +174,66 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 }
 
 // crawlerOf is the crawler whose purpose Content-Signal judges: the
-// strictest of those the header names (info.Crawler) and the one whose
-// group was chosen, so that a second token earns no looser reading.
-func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent) *identity.CrawlerPurpose {
+// strictest of those the header names (info.Crawler), the one whose group
+// was chosen, and those the verifying feed entry lists as its services
+// (JAFAR: the address is the proof, and its publisher says which of its
+// crawlers send from it), so that neither a second token nor an address
+// shared by two crawlers earns a looser reading.
+func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent, services []string) *identity.CrawlerPurpose {
 	cp := info.Crawler
-	if agent.Specific() && e.purposes != nil {
-		if g := e.purposes.Group(agent.Group()); g != nil && (cp == nil || g.Purpose > cp.Purpose) {
-			cp = g
-		}
+	if e.purposes == nil {
+		return cp
+	}
+	if agent.Specific() {
+		cp = stricter(cp, e.purposes.Group(agent.Group()))
+	}
+	for _, s := range services {
+		cp = stricter(cp, e.purposes.Group(s))
 	}
 	return cp
+}
+
+// stricter returns the one of a and b whose purpose is the strictest (a
+// when they tie); nil stands for none.
+func stricter(a, b *identity.CrawlerPurpose) *identity.CrawlerPurpose {
+	if b != nil && (a == nil || b.Purpose > a.Purpose) {
+		return b
+	}
+	return a
+}
+
+// signatureStops stops (in v) a request whose Web Bot Auth signature did
+// not verify for a reason the draft answers itself
+// (draft-ietf-webbotauth-httpsig-protocol-01): a nonce seen before within
+// its window (429: sign again, with a fresh nonce), or signature headers
+// that cannot be read on a request that claims a signing agent (400: its
+// Signature-Agent, or a User-Agent that names an operator with signature
+// agents). Other failures prove nothing and stop nothing: the claim falls
+// back to the address checks. It reports whether v stops the request.
+func (e *Engine) signatureStops(v *Verdict, err error, claims identity.Claims, req *Request) bool {
+	switch {
+	case errors.Is(err, identity.ErrReplayed):
+		v.Bot, v.Action, v.Reason, v.RetryAfter = true, Throttle, ReasonSignatureReplayed, time.Second
+		return true
+	case errors.Is(err, identity.ErrMalformed) && e.claimsSigner(claims, req):
+		v.Bot, v.Action, v.Reason = true, Deny, ReasonBadSignature
+		return true
+	}
+	return false
+}
+
+// claimsSigner reports whether req claims a signing agent: it sends a
+// Signature-Agent, or claims an operator that has signature agents.
+func (e *Engine) claimsSigner(claims identity.Claims, req *Request) bool {
+	if req.Signed != nil && len(req.Signed.Header["Signature-Agent"]) > 0 {
+		return true
+	}
+	for _, name := range e.verifier.OperatorNames(claims) {
+		if e.verifier.SignsFor(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // siteVerdict is the verdict that decide starts from for a request of

@@ -153,6 +153,16 @@ const (
 	// link preview, a user-triggered fetch: Verdict.Class), judged only
 	// by a group that names it, and the site's robots.txt has none.
 	ReasonPersonAgent
+	// ReasonSignatureReplayed: the request's Web Bot Auth signature
+	// verifies, but its nonce was seen in another request within the
+	// signature's window: a replay, answered 429 (sign again with a
+	// fresh nonce), as draft-ietf-webbotauth-httpsig-protocol-01 allows.
+	ReasonSignatureReplayed
+	// ReasonBadSignature: the request claims a signing agent (it sends
+	// Signature-Agent, or its User-Agent names an operator with signature
+	// agents), and its signature headers cannot be read
+	// (identity.ErrMalformed): answered 400, as the draft allows.
+	ReasonBadSignature
 )
 
 var reasonNames = [...]string{
@@ -173,6 +183,8 @@ var reasonNames = [...]string{
 	ReasonContentSignal:     "content_signal",
 	ReasonUnknownSite:       "unknown_site",
 	ReasonPersonAgent:       "person_agent",
+	ReasonSignatureReplayed: "signature_replayed",
+	ReasonBadSignature:      "bad_signature",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -260,11 +272,14 @@ func (v Verdict) ActionName() string {
 // or Throttle and the Engine is not in dry-run mode.
 func (v Verdict) Enforced() bool { return v.Action != Allow && !v.DryRun }
 
-// StatusCode returns the HTTP status of the verdict: 403 for Deny, 429 for
-// Throttle and 200 for Allow.
+// StatusCode returns the HTTP status of the verdict: 403 for Deny (400 for
+// ReasonBadSignature), 429 for Throttle and 200 for Allow.
 func (v Verdict) StatusCode() int {
 	switch v.Action {
 	case Deny:
+		if v.Reason == ReasonBadSignature {
+			return http.StatusBadRequest
+		}
 		return http.StatusForbidden
 	case Throttle:
 		return http.StatusTooManyRequests
@@ -298,6 +313,8 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			return append(b, "Disallowed: bots must send a request-target with a path"...)
 		case ReasonUnknownSite:
 			return append(b, "Disallowed: this host is not a site this guard protects"...)
+		case ReasonBadSignature:
+			return append(b, "Bad request: the Web Bot Auth signature headers cannot be read"...)
 		case ReasonTrap, ReasonBanned, ReasonTrapUnattributed:
 			if v.Reason != ReasonBanned {
 				b = append(b, "Disallowed: robots.txt disallows this path for every bot"...)
@@ -343,6 +360,9 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 			b = append(b, " (decoded path)"...)
 		}
 	case Throttle:
+		if v.Reason == ReasonSignatureReplayed {
+			return append(b, "Signature replayed: its nonce was seen before; sign each request with a fresh nonce"...)
+		}
 		if v.Reason == ReasonNewSiteRate {
 			b = append(b, "Too many new sites at once: retry after "...)
 			b = strconv.AppendInt(b, v.RetryAfterSeconds(), 10)

@@ -56,7 +56,9 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	return r
 }
 
-func wbaEngine(t testing.TB, accept bool) *Engine {
+// wbaEngine is an Engine with agent https://bot.acme.example pinned for
+// operator acme; accept is its accept_signature (nil: the default).
+func wbaEngine(t testing.TB, accept *bool) *Engine {
 	_, pubFile, _ := rfcKey(t)
 	off := false
 	cfg := Config{Verify: &identity.VerifyConfig{Builtin: &off,
@@ -71,7 +73,7 @@ func wbaEngine(t testing.TB, accept bool) *Engine {
 // A request signed by a pinned agent is verified as its operator's from
 // any address; its group applies; an unsigned or replayed one is not.
 func TestWebBotAuthThroughHandler(t *testing.T) {
-	e := wbaEngine(t, true)
+	e := wbaEngine(t, nil)
 	var got Verdict
 	h := serve(e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	obs := func(r *http.Request) Verdict {
@@ -104,6 +106,20 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 	if v := obs(unsigned); v.Verification == identity.Verified {
 		t.Fatalf("unsigned verified: %+v", v)
 	}
+	// accept_signature off: the same 403 without the hint; a 403 to a bot
+	// that claims no signing operator never carries it.
+	rec = httptest.NewRecorder()
+	serve(wbaEngine(t, new(bool)), okHandler).ServeHTTP(rec, unsigned)
+	if rec.Code != 403 || rec.Header().Get("Accept-Signature") != "" {
+		t.Fatalf("accept_signature off: %d %q", rec.Code, rec.Header().Get("Accept-Signature"))
+	}
+	other := httptest.NewRequest("GET", "http://example.com/private/x", nil)
+	other.Header.Set("User-Agent", "OtherBot/1.0 (+https://other.example)")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, other)
+	if rec.Code != 403 || rec.Header().Get("Accept-Signature") != "" {
+		t.Fatalf("a claim of no signing operator: %d %q", rec.Code, rec.Header().Get("Accept-Signature"))
+	}
 	// Replayed after its window.
 	if v := obs(signedGet(t, "/x", "AcmeBot/2.0", "https://bot.acme.example", now.Add(-2*time.Minute))); v.Verification == identity.Verified {
 		t.Fatal("a replay outside its window was verified")
@@ -121,10 +137,58 @@ func TestWebBotAuthThroughHandler(t *testing.T) {
 	}
 }
 
+// TestSignatureReplayAndMalformed: a signed request sent again with its
+// nonce gets 429 (sign anew); unreadable signature headers get 400 on a
+// claim of a signing agent (its User-Agent names an operator with
+// signature agents, or it sends Signature-Agent) and change nothing for
+// anyone else.
+func TestSignatureReplayAndMalformed(t *testing.T) {
+	e := wbaEngine(t, nil)
+	h := serve(e, okHandler)
+	r := signedGet(t, "/public/x", "AcmeBot/2.0", "https://bot.acme.example", time.Now())
+	first, again := httptest.NewRecorder(), httptest.NewRecorder()
+	h.ServeHTTP(first, r)
+	h.ServeHTTP(again, r)
+	if first.Code != 200 || again.Code != 429 || again.Header().Get("Retry-After") != "1" || !strings.Contains(again.Body.String(), "fresh nonce") {
+		t.Fatalf("replay: first %d, again %d %q %q", first.Code, again.Code, again.Header().Get("Retry-After"), again.Body)
+	}
+	garbled := func(ua string, agent bool) *http.Request {
+		r := httptest.NewRequest("GET", "http://example.com/public/x", nil)
+		r.Header.Set("User-Agent", ua)
+		r.Header.Set("Signature-Input", `sig1=("@authority" ;tag="web-bot-auth"`)
+		r.Header.Set("Signature", "sig1=:AAAA")
+		if agent {
+			r.Header.Set("Signature-Agent", `sig1="https://bot.acme.example"`)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		ua    string
+		agent bool
+		code  int
+	}{
+		{"a claim of a signing operator", "AcmeBot/2.0", false, 400},
+		{"a browser header with Signature-Agent", uaChrome, true, 400},
+		{"a browser header without", uaChrome, false, 200},
+		{"a bot that claims no signer", "OtherBot/1.0 (+https://other.example)", false, 200},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, garbled(tc.ua, tc.agent))
+		if rec.Code != tc.code || tc.code == 400 && !strings.Contains(rec.Body.String(), "signature headers cannot be read") {
+			t.Errorf("%s: %d %q, want %d", tc.name, rec.Code, rec.Body, tc.code)
+		}
+	}
+	if v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/public/x", UserAgent: "AcmeBot/2.0",
+		Signed: signedRequestOf(garbled("AcmeBot/2.0", false), "http")}); v.Reason != ReasonBadSignature || v.StatusCode() != 400 {
+		t.Errorf("verdict %v %v %d", v.Action, v.Reason, v.StatusCode())
+	}
+}
+
 // BenchmarkWebBotAuthVerified is a signed request through Handler, the
 // agent's key pinned (cached).
 func BenchmarkWebBotAuthVerified(b *testing.B) {
-	e := wbaEngine(b, false)
+	e := wbaEngine(b, new(bool))
 	r := signedGet(b, "/public/x", "AcmeBot/2.0", "https://bot.acme.example", time.Now().Add(-30*time.Second))
 	runBench(b, serve(e, okHandler), r, 200)
 }
@@ -163,7 +227,7 @@ func garbageSignature(keyid string) string {
 // Web Bot Auth on. "known-key" is the worst case of a key that is pinned:
 // the signature base is built over every covered header, once.
 func BenchmarkSignedGarbage(b *testing.B) {
-	e := wbaEngine(b, false)
+	e := wbaEngine(b, new(bool))
 	h := serve(e, okHandler)
 	_, _, tp := rfcKey(b)
 	for _, size := range []int{1 << 10, 16 << 10, 1 << 20} {

@@ -53,12 +53,12 @@ func TestWebBotAuthDirectories(t *testing.T) {
 	addr := netip.MustParseAddr("11.0.113.5")
 	now := time.Now()
 	// A signed request with a browser header (no claim): verified openai.
-	r, err := v.VerifyRequest(ctx, 0, addr, signed(t, srv.URL, now))
+	r, err := v.VerifyRequest(ctx, "", 0, addr, signed(t, srv.URL, now))
 	if err != nil || r.Verdict != Verified || r.Operator != "openai" || r.Method != MethodSignature {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// Claiming GPTBot from any address: verified by the signature.
-	r, _ = v.VerifyRequest(ctx, v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now))
+	r, _ = v.VerifyRequest(ctx, "GPTBot/1.0", v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now))
 	if r.Verdict != Verified || r.Method != MethodSignature {
 		t.Fatalf("%+v", r)
 	}
@@ -67,16 +67,16 @@ func TestWebBotAuthDirectories(t *testing.T) {
 	}
 	// Replayed outside its window: not verified, and the claim falls back
 	// to the address checks (the feed is missing: unverifiable).
-	r, err = v.VerifyRequest(ctx, v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now.Add(-time.Hour)))
+	r, err = v.VerifyRequest(ctx, "GPTBot/1.0", v.Claims("GPTBot/1.0"), addr, signed(t, srv.URL, now.Add(-time.Hour)))
 	if err == nil || !strings.Contains(err.Error(), "expired") || r.Verdict == Verified {
 		t.Fatalf("replay: %+v %v", r, err)
 	}
 	// An agent nobody named: not trusted (discover off).
-	r, err = v.VerifyRequest(ctx, 0, addr, signed(t, "https://unknown.example", now))
+	r, err = v.VerifyRequest(ctx, "", 0, addr, signed(t, "https://unknown.example", now))
 	if err == nil || r.Verdict != None {
 		t.Fatalf("unknown agent: %+v %v", r, err)
 	}
-	x := v.ExplainRequest(ctx, 0, addr, signed(t, srv.URL, now))
+	x := v.ExplainRequest(ctx, "", 0, addr, signed(t, srv.URL, now))
 	if x.Verdict != Verified || !strings.Contains(strings.Join(x.Steps, " "), "signature: verified: key") {
 		t.Fatalf("explain %+v", x)
 	}
@@ -89,7 +89,7 @@ func TestWebBotAuthSSRFGuard(t *testing.T) {
 	tlsCfg := &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	ops := []Operator{{Name: "openai", Tokens: []string{"GPTBot"}, SignatureAgents: []string{srv.URL}}}
 	v, logs := newTestVerifier(t, ops, func(c *Config) { c.WebBotAuth = &WebBotAuthConfig{TLS: tlsCfg, Discover: true} })
-	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.0.113.5"), signed(t, srv.URL, time.Now()))
+	r, err := v.VerifyRequest(context.Background(), "", 0, netip.MustParseAddr("11.0.113.5"), signed(t, srv.URL, time.Now()))
 	if r.Verdict == Verified || err == nil {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -100,7 +100,7 @@ func TestWebBotAuthSSRFGuard(t *testing.T) {
 		t.Fatalf("logs %v", logs.All())
 	}
 	// http:// agents are refused too.
-	r, _ = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.0.113.5"), signed(t, "http://agent.example", time.Now()))
+	r, _ = v.VerifyRequest(context.Background(), "", 0, netip.MustParseAddr("11.0.113.5"), signed(t, "http://agent.example", time.Now()))
 	if r.Verdict == Verified {
 		t.Fatal("an http:// directory")
 	}
@@ -117,12 +117,12 @@ func TestWebBotAuthPinned(t *testing.T) {
 	v, _ := newTestVerifier(t, ops, func(c *Config) {
 		c.WebBotAuth = &WebBotAuthConfig{Agents: []Agent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []PublicKey{pk}}}}
 	})
-	r, err := v.VerifyRequest(context.Background(), v.Claims("AcmeBot"), netip.MustParseAddr("11.51.100.1"), signed(t, "https://bot.acme.example", time.Now()))
+	r, err := v.VerifyRequest(context.Background(), "AcmeBot", v.Claims("AcmeBot"), netip.MustParseAddr("11.51.100.1"), signed(t, "https://bot.acme.example", time.Now()))
 	if err != nil || r.Verdict != Verified || r.Operator != "acme" {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// Without Signature-Agent, the pinned key still names its agent.
-	r, err = v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, "", time.Now()))
+	r, err = v.VerifyRequest(context.Background(), "", 0, netip.MustParseAddr("11.51.100.1"), signed(t, "", time.Now()))
 	if err != nil || r.Operator != "acme" {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -139,12 +139,12 @@ func TestWebBotAuthAgentOnly(t *testing.T) {
 	v, _ := newTestVerifier(t, []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}}}, func(c *Config) {
 		c.WebBotAuth = &WebBotAuthConfig{Discover: true, AllowPrivate: true, TLS: tlsCfg, Agents: []Agent{{Origin: "https://solo.example", Keys: []PublicKey{pk}}}}
 	})
-	r, err := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, "https://solo.example", time.Now()))
+	r, err := v.VerifyRequest(context.Background(), "", 0, netip.MustParseAddr("11.51.100.1"), signed(t, "https://solo.example", time.Now()))
 	if err != nil || r.Verdict != Verified || !r.AgentOnly || r.Operator != "agent https://solo.example" || r.ClientKey() != ([16]byte{}) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// Discovery of an agent on a non-default port: not contacted.
-	if r, _ := v.VerifyRequest(context.Background(), 0, netip.MustParseAddr("11.51.100.1"), signed(t, srv.URL, time.Now())); r.Verdict == Verified || fetches.Load() != 0 {
+	if r, _ := v.VerifyRequest(context.Background(), "", 0, netip.MustParseAddr("11.51.100.1"), signed(t, srv.URL, time.Now())); r.Verdict == Verified || fetches.Load() != 0 {
 		t.Fatalf("%+v, %d fetches", r, fetches.Load())
 	}
 }

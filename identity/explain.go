@@ -6,21 +6,34 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 )
 
 // whichFeed names the feed and prefix that contain addr.
-func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr) string {
+func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr, se *serviceEntry) string {
+	best, src := netip.Prefix{}, ""
 	for _, f := range op.feeds {
 		if d := f.data.Load(); d != nil {
-			for _, p := range d.prefixes {
-				if p.Contains(addr) {
-					return fmt.Sprintf("%s is in %s of the feed %s", addr, p, f.src)
+			for _, e := range d.doc.Prefixes {
+				if e.Prefix.Contains(addr) && (!best.IsValid() || e.Prefix.Bits() > best.Bits()) {
+					best, src = e.Prefix, f.src
 				}
 			}
 		}
 	}
-	return addr.String() + " is in " + op.Name + "'s IP ranges"
+	if !best.IsValid() {
+		return addr.String() + " is in " + op.Name + "'s IP ranges"
+	}
+	s := fmt.Sprintf("%s is in %s of the feed %s", addr, best, src)
+	switch {
+	case se == nil:
+	case len(se.services) > 0 && se.own:
+		s += ", listed for " + strings.Join(se.services, ", ") + ", which the header names"
+	case len(se.services) > 0:
+		s += ", listed for " + strings.Join(se.services, ", ") + " (none a token of " + op.Name + ": they narrow nothing)"
+	}
+	return s
 }
 
 // Explanation is a verdict with the steps that reached it, for humans.
@@ -31,19 +44,23 @@ type Explanation struct {
 	// Steps says how the verdict was reached, e.g. "66.249.66.1 is in
 	// 66.249.66.0/27 of the feed https://...".
 	Steps []string
+	// SignatureError says why a Web Bot Auth signature that is present
+	// did not verify (VerifyRequest's error), nil otherwise.
+	SignatureError error `json:"-"`
 }
 
 // Explain is Verify with the steps that reached the verdict. It uses and
 // fills the same caches.
 func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) Explanation {
-	return v.ExplainRequest(ctx, claims, addr, nil)
+	return v.ExplainRequest(ctx, "", claims, addr, nil)
 }
 
 // ExplainRequest is Explain for a request that may carry a Web Bot Auth
 // signature (see VerifyRequest).
-func (v *Verifier) ExplainRequest(ctx context.Context, claims Claims, addr netip.Addr, sr *SignedRequest) Explanation {
+func (v *Verifier) ExplainRequest(ctx context.Context, ua string, claims Claims, addr netip.Addr, sr *SignedRequest) Explanation {
 	var x Explanation
-	signed, _ := v.verifySignature(ctx, sr, &x.Steps)
+	signed, err := v.verifySignature(ctx, sr, &x.Steps)
+	x.SignatureError = err
 	if claims == 0 {
 		x.Result = signed
 		if signed.Verdict == Verified {
@@ -64,7 +81,7 @@ func (v *Verifier) ExplainRequest(ctx context.Context, claims Claims, addr netip
 		if signed.Verdict == Verified && signed.Operator == op.Name {
 			r = signed
 		} else {
-			r = v.verifyOne(&b, op, i, addr, &how)
+			r = v.verifyOne(&b, op, i, addr, ua, &how)
 		}
 		for _, s := range how {
 			x.Steps = append(x.Steps, op.Name+": "+s)
@@ -100,7 +117,7 @@ func (v *Verifier) Feeds() []FeedStatus {
 			s.Operators = append(s.Operators, op.Name)
 		}
 		if d := f.data.Load(); d != nil {
-			s.Loaded, s.Prefixes, s.CreationTime, s.Fetched, s.FromStorage = true, len(d.prefixes), d.created, d.fetched, d.stored
+			s.Loaded, s.Prefixes, s.CreationTime, s.Fetched, s.FromStorage = true, len(d.doc.Prefixes), d.created, d.fetched, d.stored
 		}
 		if e := f.lastErr.Load(); e != nil {
 			s.LastError = *e

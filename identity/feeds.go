@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -116,11 +116,11 @@ type feed struct {
 
 // feedData is a loaded copy of a feed.
 type feedData struct {
-	raw      []byte // as fetched, for storage (URL feeds only)
-	prefixes []netip.Prefix
-	created  string
-	fetched  time.Time
-	stored   bool // read from Storage, not fetched since the start
+	raw     []byte // as fetched, for storage (URL feeds only)
+	doc     *FeedDocument
+	created string
+	fetched time.Time
+	stored  bool // read from Storage, not fetched since the start
 }
 
 // storedFeed is the envelope a feed's last good copy is stored in.
@@ -157,7 +157,7 @@ func (v *Verifier) restore(f *feed) time.Time {
 		v.log.Warn("robots_guard: verify: ignoring a damaged stored copy of a feed", zap.String("feed", f.src), zap.Error(err))
 		return time.Time{}
 	}
-	prefixes, created, err := ParseFeed(s.Body)
+	doc, err := ParseFeed(s.Body)
 	if err != nil {
 		v.log.Warn("robots_guard: verify: ignoring a stored copy of a feed that does not parse", zap.String("feed", f.src), zap.Error(err))
 		return time.Time{}
@@ -168,27 +168,41 @@ func (v *Verifier) restore(f *feed) time.Time {
 		return time.Time{} // a fetch (RefreshFeeds) came first: it is newer
 	}
 	f.etag, f.lastMod = s.ETag, s.LastModified
-	v.install(f, &feedData{raw: s.Body, prefixes: prefixes, created: created, fetched: s.Fetched, stored: true})
+	v.install(f, &feedData{raw: s.Body, doc: doc, created: doc.CreationTime, fetched: s.Fetched, stored: true})
 	v.observeFeed(f, FeedStored)
-	v.log.Info("robots_guard: verify: feed restored from storage", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.Time("fetched", s.Fetched))
+	v.log.Info("robots_guard: verify: feed restored from storage", zap.String("feed", f.src), zap.Int("prefixes", len(doc.Prefixes)), zap.Time("fetched", s.Fetched))
 	return s.Fetched
 }
 
 // install puts a new copy of f in force and rebuilds the indexes of its
 // operators.
+//
+// The indexes come first and the copy after: a claim is judged by an
+// operator's feeds once all of them are loaded, so a feed must not count
+// as loaded before its prefixes verify (a crawler asking in between would
+// be found in none of them: spoofed).
 func (v *Verifier) install(f *feed, d *feedData) {
-	f.data.Store(d)
 	v.idxMu.Lock()
 	defer v.idxMu.Unlock()
 	for _, op := range f.ops {
-		var all []netip.Prefix
+		var docs []*FeedDocument
 		for _, g := range op.feeds {
-			if gd := g.data.Load(); gd != nil {
-				all = append(all, gd.prefixes...)
+			gd := g.data.Load()
+			if g == f {
+				gd = d
+			}
+			if gd != nil {
+				docs = append(docs, gd.doc)
 			}
 		}
-		op.index.Store(buildIndex(all))
+		x := buildOpIndex(docs, op.names)
+		if x.svc != nil && !x.svc.own {
+			v.log.Warn("robots_guard: verify: an IP-range feed lists services, none of which is a product token of its operator: they narrow nothing, and each address of the feed verifies any of the operator's crawlers",
+				zap.String("operator", op.Name), zap.String("feed", f.src), zap.Strings("tokens", op.Tokens))
+		}
+		op.index.Store(x)
 	}
+	f.data.Store(d)
 }
 
 // fetch fetches f once (a conditional request when a copy is known) and
@@ -209,6 +223,8 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		var status int
 		body, status, etag, lm, maxAge, err = v.get(ctx, f)
 		switch {
+		case errors.Is(err, errFeedVersion):
+			return 0, v.failed(f, FeedInvalid, err)
 		case err != nil:
 			return 0, v.failed(f, FeedError, err)
 		case status == http.StatusNotModified && f.data.Load() != nil:
@@ -234,12 +250,12 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		}
 		f.size, f.mtime = fi.Size(), fi.ModTime()
 	}
-	prefixes, created, err := ParseFeed(body)
+	doc, err := ParseFeed(body)
 	if err != nil {
 		f.size, f.mtime = 0, time.Time{}
 		return 0, v.failed(f, FeedInvalid, err)
 	}
-	d := &feedData{prefixes: prefixes, created: created, fetched: v.now()}
+	d := &feedData{doc: doc, created: doc.CreationTime, fetched: v.now()}
 	if isURL(f.src) {
 		d.raw = body
 	}
@@ -248,7 +264,14 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 	v.install(f, d)
 	f.lastErr.Store(nil)
 	v.observeFeed(f, FeedOK)
-	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(prefixes)), zap.String("creation_time", created))
+	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(doc.Prefixes)), zap.String("creation_time", doc.CreationTime))
+	if doc.Ignored > 0 {
+		v.log.Warn("robots_guard: verify: feed entries ignored (each needs exactly one of ipv4Prefix and ipv6Prefix, a CIDR prefix of that family, and at most 32 services)",
+			zap.String("feed", f.src), zap.Int("ignored", doc.Ignored), zap.Int("read", len(doc.Prefixes)))
+	}
+	if len(doc.Prefixes) == 0 {
+		v.log.Warn("robots_guard: verify: feed lists no prefixes (its publisher has no active ranges): no address verifies through it", zap.String("feed", f.src))
+	}
 	return v.nextRefresh(maxAge), nil
 }
 
@@ -299,7 +322,7 @@ func (v *Verifier) get(ctx context.Context, f *feed) (body []byte, status int, e
 		return nil, 0, "", "", 0, err
 	}
 	req.Header.Set("User-Agent", "robots_guard (feed refresh; +https://github.com/robotsguard/robotsguard)")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", jafarMediaType+", application/json;q=0.9")
 	if f.data.Load() != nil {
 		if f.etag != "" {
 			req.Header.Set("If-None-Match", f.etag)
@@ -325,7 +348,51 @@ func (v *Verifier) get(ctx context.Context, f *feed) (body []byte, status int, e
 	if len(body) > MaxFeedBytes {
 		return body, resp.StatusCode, "", "", maxAge, nil // ParseFeed rejects it
 	}
+	if err := checkFeedType(resp.Header.Get("Content-Type")); err != nil {
+		return nil, 0, "", "", 0, err
+	}
 	return body, resp.StatusCode, resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), maxAge, nil
+}
+
+// jafarMediaType is the media type of a JAFAR feed
+// (draft-illyes-webbotauth-jafar-00 §7), whose version parameter
+// ("major.minor") says which revision of the format it follows.
+const jafarMediaType = "application/jafar+json"
+
+// jafarMajor is the major version of JAFAR this reader follows.
+const jafarMajor = 1
+
+// errFeedVersion marks a feed of a JAFAR version this reader cannot read.
+var errFeedVersion = errors.New("a newer version of the format")
+
+// checkFeedType checks a feed's Content-Type: a JAFAR feed of a major
+// version above jafarMajor is not read (JAFAR §3.2: a consumer must not
+// parse it, and may keep its last good copy); a higher minor version is
+// read, its unknown members ignored. A version that does not parse is
+// refused too. Any other media type (Google's feeds are application/json)
+// is read as before.
+func checkFeedType(ct string) error {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != jafarMediaType {
+		return nil
+	}
+	ver, ok := params["version"]
+	if !ok {
+		return nil // the newest version this reader knows
+	}
+	majorText, minorText, dot := strings.Cut(ver, ".")
+	major, err1 := strconv.Atoi(majorText)
+	var err2 error
+	if dot {
+		_, err2 = strconv.Atoi(minorText)
+	}
+	switch {
+	case err1 != nil || err2 != nil || major < 0:
+		return fmt.Errorf("%w: %s version %q is not major.minor", errFeedVersion, jafarMediaType, ver)
+	case major > jafarMajor:
+		return fmt.Errorf("%w: %s version %s (this reader knows %d.x): not read", errFeedVersion, jafarMediaType, ver, jafarMajor)
+	}
+	return nil
 }
 
 // parseMaxAge returns the max-age of a Cache-Control value, 0 when absent.

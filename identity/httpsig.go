@@ -166,16 +166,6 @@ type Signature struct {
 	Agent string
 }
 
-// Errors of signature verification: VerifySignature's, and ErrReplayed,
-// which a Verifier adds for a nonce it has seen in another verified
-// signature of the same key still within its window.
-var (
-	ErrNoSignature  = errors.New("no Signature-Input with tag web-bot-auth")
-	ErrUnknownKey   = errors.New("unknown key id")
-	ErrBadSignature = errors.New("signature does not verify")
-	ErrReplayed     = errors.New("signature replayed: its nonce was seen before")
-)
-
 // KeyLookup finds the key of a key id, for the agent the signature names
 // ("" when it names none).
 type KeyLookup func(agent, keyid string) (PublicKey, bool)
@@ -203,15 +193,15 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	// before the signature base is built.
 	for _, h := range [...]string{"Signature-Input", "Signature", "Signature-Agent"} {
 		if n := headerBytes(r.Header, h); n > MaxSignatureHeader {
-			return sig, fmt.Errorf("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
+			return sig, malformed("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
 		}
 	}
 	var h sigHeaders
 	if err := h.input.ParseDictionary(inputs); err != nil {
-		return sig, fmt.Errorf("Signature-Input: %w", err)
+		return sig, malformed("Signature-Input: %v", err)
 	}
 	if err := h.sig.ParseDictionary(r.Header.Values("Signature")); err != nil {
-		return sig, fmt.Errorf("Signature: %w", err)
+		return sig, malformed("Signature: %v", err)
 	}
 	// Each web-bot-auth signature is tried on its own (the draft's
 	// §5.2.2), at most MaxSignatures of them: the first that verifies
@@ -258,9 +248,9 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 	expires, oke := num("expires")
 	switch {
 	case !okc || !oke:
-		return sig, errors.New("created and expires are required")
+		return sig, malformed("created and expires are required")
 	case sig.KeyID == "":
-		return sig, errors.New("keyid is required")
+		return sig, malformed("keyid is required")
 	}
 	sig.Created, sig.Expires = time.Unix(created, 0), time.Unix(expires, 0)
 	switch {
@@ -274,16 +264,16 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 		return sig, errors.New("expires is not after created")
 	}
 	if n := in.Items(m); n > MaxCoveredComponents {
-		return sig, fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
+		return sig, malformed("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	sm, ok := h.sig.Get(sig.Label)
 	if !ok {
-		return sig, fmt.Errorf("no Signature member %q", sig.Label)
+		return sig, malformed("no Signature member %q", sig.Label)
 	}
 	var rawBuf [64]byte // an Ed25519 or ECDSA P-256 signature; RSA's spill over
 	raw, ok := sm.Item.Value.Bytes(rawBuf[:0])
 	if sm.Inner || !ok {
-		return sig, fmt.Errorf("Signature member %q is not a byte sequence", sig.Label)
+		return sig, malformed("Signature member %q is not a byte sequence", sig.Label)
 	}
 	agent, err := signatureAgent(r, h, m)
 	if err != nil {
@@ -344,7 +334,7 @@ func headerBytes(h http.Header, name string) int {
 func checkComponents(in *sfv.Field, m *sfv.Member) error {
 	n := in.Items(m)
 	if n > MaxCoveredComponents {
-		return fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
+		return malformed("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	for i := range n {
 		it := in.Item(m, i)
@@ -379,7 +369,7 @@ func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (agent strin
 		}
 		vals := r.Header.Values("Signature-Agent")
 		if len(vals) == 0 {
-			return "", errors.New("signature-agent is covered but absent")
+			return "", malformed("signature-agent is covered but absent")
 		}
 		if _, hasKey := in.ItemParam(it, "key"); !hasKey {
 			// The string form of drafts before -01, which verifiers may
@@ -406,7 +396,7 @@ func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (agent strin
 func (h *sigHeaders) agentMember(r *SignedRequest, in *sfv.Field, it *sfv.Item) (*sfv.Item, error) {
 	if !h.agentDict {
 		if err := h.agent.ParseDictionary(r.Header.Values("Signature-Agent")); err != nil {
-			return nil, fmt.Errorf("Signature-Agent: %w", err)
+			return nil, malformed("Signature-Agent: %v", err)
 		}
 		h.agentDict = true
 	}
@@ -414,7 +404,7 @@ func (h *sigHeaders) agentMember(r *SignedRequest, in *sfv.Field, it *sfv.Item) 
 	ks, _ := key.Str()
 	am, ok := h.agent.Get(ks)
 	if !ok || am.Inner {
-		return nil, fmt.Errorf("Signature-Agent has no member %q", ks)
+		return nil, malformed("Signature-Agent has no member %q", ks)
 	}
 	return &am.Item, nil
 }
@@ -506,7 +496,7 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member) ([]
 		it := in.Item(m, i)
 		name, ok := it.Value.Str()
 		if !ok {
-			return nil, errors.New("a covered component is not a string")
+			return nil, malformed("a covered component is not a string")
 		}
 		b = in.AppendItem(b, it)
 		b = append(b, ": "...)
@@ -532,7 +522,7 @@ func signatureBase(b []byte, r *SignedRequest, h *sigHeaders, m *sfv.Member) ([]
 		case "signature-agent":
 			vals := r.Header.Values("Signature-Agent")
 			if len(vals) == 0 {
-				return nil, errors.New("signature-agent is covered but absent")
+				return nil, malformed("signature-agent is covered but absent")
 			}
 			if _, hasKey := in.ItemParam(it, "key"); hasKey {
 				am, err := h.agentMember(r, in, it)

@@ -85,7 +85,7 @@ func TestWebBotAuthMinus01(t *testing.T) {
 	})
 	ctx := context.Background()
 	addr := netip.MustParseAddr("11.0.113.5")
-	verify := func(sr *SignedRequest) (Result, error) { return v.VerifyRequest(ctx, 0, addr, sr) }
+	verify := func(sr *SignedRequest) (Result, error) { return v.VerifyRequest(ctx, "", 0, addr, sr) }
 	for _, c := range []struct{ name, member string }{
 		{"no type, an origin", fmt.Sprintf("%q", good.URL)},
 		{"no type, a JWK Set URI (-01)", fmt.Sprintf("%q", good.URL+"/keys.json")},

@@ -22,73 +22,139 @@ const (
 	minV6Bits     = 16
 )
 
-// ParseFeed reads an IP-range feed in Google's shape:
+// Bounds of a prefix entry's services (JAFAR): an entry with more, or a
+// longer name, is ignored as invalid.
+const (
+	maxServices      = 32
+	maxServiceLength = 128
+)
+
+// FeedDocument is a parsed IP-range feed.
+type FeedDocument struct {
+	// CreationTime is the feed's creationTime, as written.
+	CreationTime string
+	// SyncToken is the feed's synctoken (JAFAR) or syncToken (Google's
+	// feeds), "" when absent.
+	SyncToken string
+	// Prefixes are the feed's valid entries, in its order, host bits
+	// cleared.
+	Prefixes []FeedPrefix
+	// Ignored counts the entries that were not read: with both or neither
+	// of ipv4Prefix and ipv6Prefix (which JAFAR tells consumers to
+	// ignore), a prefix that does not parse or is of the other family, or
+	// services that are not at most 32 strings of 1 to 128 bytes.
+	Ignored int
+}
+
+// FeedPrefix is one entry of a feed: a prefix and the services its
+// publisher lists for it (JAFAR's "services", e.g. ["GPTBot"]; nil when
+// the entry names none, so that it stands for all of the publisher's
+// clients).
+type FeedPrefix struct {
+	Prefix   netip.Prefix
+	Services []string
+}
+
+// ParseFeed reads an IP-range feed: a JAFAR document
+// (draft-illyes-webbotauth-jafar-00) or one in Google's shape, of which
+// JAFAR is the extension:
 //
-//	{"creationTime": "2026-11-01T00:00:00.000000", "prefixes": [
-//		{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}
+//	{"creationTime": "2026-11-01T00:00:00Z", "synctoken": "1", "prefixes": [
+//		{"ipv4Prefix": "66.249.64.0/27", "services": ["Googlebot"]},
+//		{"ipv6Prefix": "2001:4860:4801:10::/64"}]}
 //
-// strictly: one JSON object with a non-empty "prefixes" array (other
-// top-level members such as "syncToken" are ignored), each entry holding
-// exactly one of ipv4Prefix or ipv6Prefix, a CIDR prefix of that family no
-// shorter than /8 (IPv4) or /16 (IPv6). Host bits are cleared. It returns
-// the prefixes and the creation time as written.
-func ParseFeed(b []byte) (prefixes []netip.Prefix, created string, err error) {
+// It wants one JSON object with a "prefixes" array (empty is allowed:
+// JAFAR lets a publisher with no active ranges say so); members it does
+// not know are ignored, as JAFAR asks. An entry must hold exactly one of
+// ipv4Prefix and ipv6Prefix, a CIDR prefix of that family; one that does
+// not is ignored and counted (FeedDocument.Ignored), and a feed whose
+// entries are all ignored is refused. A prefix shorter than /8 (IPv4) or
+// /16 (IPv6) refuses the whole feed: no operator publishes one, so it is
+// taken for a broken or hostile feed. Host bits are cleared.
+func ParseFeed(b []byte) (*FeedDocument, error) {
 	if len(b) > MaxFeedBytes {
-		return nil, "", fmt.Errorf("feed is larger than %d bytes", MaxFeedBytes)
+		return nil, fmt.Errorf("feed is larger than %d bytes", MaxFeedBytes)
 	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	var doc struct {
-		CreationTime *string `json:"creationTime"`
-		Prefixes     *[]struct {
-			V4 *string `json:"ipv4Prefix"`
-			V6 *string `json:"ipv6Prefix"`
-		} `json:"prefixes"`
+		CreationTime *string            `json:"creationTime"`
+		SyncToken    *string            `json:"synctoken"`
+		Prefixes     *[]json.RawMessage `json:"prefixes"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, "", fmt.Errorf("not a JSON feed: %w", err)
+		return nil, fmt.Errorf("not a JSON feed: %w", err)
 	}
 	if doc.Prefixes == nil {
-		return nil, "", errors.New(`no "prefixes" array`)
-	}
-	if len(*doc.Prefixes) == 0 {
-		return nil, "", errors.New(`"prefixes" is empty`)
+		return nil, errors.New(`no "prefixes" array`)
 	}
 	if len(*doc.Prefixes) > MaxFeedRanges {
-		return nil, "", fmt.Errorf("more than %d prefixes", MaxFeedRanges)
+		return nil, fmt.Errorf("more than %d prefixes", MaxFeedRanges)
 	}
-	prefixes = make([]netip.Prefix, 0, len(*doc.Prefixes))
-	for i, e := range *doc.Prefixes {
-		var s string
-		v4 := false
-		switch {
-		case e.V4 != nil && e.V6 == nil:
-			s, v4 = *e.V4, true
-		case e.V6 != nil && e.V4 == nil:
-			s = *e.V6
-		default:
-			return nil, "", fmt.Errorf("prefixes[%d]: want exactly one of ipv4Prefix and ipv6Prefix", i)
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, "", fmt.Errorf("prefixes[%d]: %w", i, err)
-		}
-		p = p.Masked()
-		switch {
-		case p.Addr().Is4In6():
-			return nil, "", fmt.Errorf("prefixes[%d]: %s is an IPv4-mapped prefix; write it as an ipv4Prefix", i, s)
-		case v4 && !p.Addr().Is4():
-			return nil, "", fmt.Errorf("prefixes[%d]: %s is not an IPv4 prefix", i, s)
-		case !v4 && !p.Addr().Is6():
-			return nil, "", fmt.Errorf("prefixes[%d]: %s is not an IPv6 prefix", i, s)
-		case v4 && p.Bits() < minV4Bits, !v4 && p.Bits() < minV6Bits:
-			return nil, "", fmt.Errorf("prefixes[%d]: %s is too wide (at least /%d for IPv4, /%d for IPv6)", i, s, minV4Bits, minV6Bits)
-		}
-		prefixes = append(prefixes, p)
-	}
+	d := &FeedDocument{Prefixes: make([]FeedPrefix, 0, len(*doc.Prefixes))}
 	if doc.CreationTime != nil {
-		created = *doc.CreationTime
+		d.CreationTime = *doc.CreationTime
 	}
-	return prefixes, created, nil
+	if doc.SyncToken != nil {
+		d.SyncToken = *doc.SyncToken
+	}
+	names := make(map[string]string) // one copy of each service name
+	for i, raw := range *doc.Prefixes {
+		e, ok := parseFeedPrefix(raw, names)
+		if !ok {
+			d.Ignored++
+			continue
+		}
+		if p := e.Prefix; p.Addr().Is4() && p.Bits() < minV4Bits || p.Addr().Is6() && p.Bits() < minV6Bits {
+			return nil, fmt.Errorf("prefixes[%d]: %s is too wide (at least /%d for IPv4, /%d for IPv6)", i, p, minV4Bits, minV6Bits)
+		}
+		d.Prefixes = append(d.Prefixes, e)
+	}
+	if len(d.Prefixes) == 0 && d.Ignored > 0 {
+		return nil, fmt.Errorf("none of its %d prefix entries is valid (each needs exactly one of ipv4Prefix and ipv6Prefix, a CIDR prefix of that family)", d.Ignored)
+	}
+	return d, nil
+}
+
+// parseFeedPrefix reads one entry of a feed's prefixes; false for an
+// entry to ignore. names interns the service names.
+func parseFeedPrefix(raw json.RawMessage, names map[string]string) (FeedPrefix, bool) {
+	var e struct {
+		V4       *string   `json:"ipv4Prefix"`
+		V6       *string   `json:"ipv6Prefix"`
+		Services *[]string `json:"services"`
+	}
+	if json.Unmarshal(raw, &e) != nil || (e.V4 == nil) == (e.V6 == nil) {
+		return FeedPrefix{}, false
+	}
+	s, v4 := "", e.V4 != nil
+	if v4 {
+		s = *e.V4
+	} else {
+		s = *e.V6
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || p.Addr().Is4In6() || v4 != p.Addr().Is4() {
+		return FeedPrefix{}, false
+	}
+	out := FeedPrefix{Prefix: p.Masked()}
+	if e.Services != nil && len(*e.Services) > 0 {
+		if len(*e.Services) > maxServices {
+			return FeedPrefix{}, false
+		}
+		out.Services = make([]string, 0, len(*e.Services))
+		for _, name := range *e.Services {
+			if name == "" || len(name) > maxServiceLength {
+				return FeedPrefix{}, false
+			}
+			if n, ok := names[name]; ok {
+				name = n
+			} else {
+				names[name] = name
+			}
+			out.Services = append(out.Services, name)
+		}
+	}
+	return out, true
 }
 
 // u128 is an IPv6 address as a number.
@@ -113,8 +179,9 @@ type span6 struct{ lo, hi u128 }
 // merged, disjoint spans: a lookup is a binary search that does not
 // allocate.
 type rangeIndex struct {
-	v4 []span4
-	v6 []span6
+	v4  []span4
+	v6  []span6
+	svc *serviceIndex // nil when no entry lists services
 }
 
 type indexPtr = atomic.Pointer[rangeIndex]

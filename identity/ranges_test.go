@@ -3,6 +3,9 @@ package identity
 import (
 	"encoding/binary"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,12 +13,12 @@ import (
 func TestParseFeed(t *testing.T) {
 	good := `{"creationTime": "2026-11-01T00:00:00.000000", "syncToken": "1", "prefixes": [
 		{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}, {"ipv4Prefix": "192.0.2.7/24"}]}`
-	ps, created, err := ParseFeed([]byte(good))
+	d, err := ParseFeed([]byte(good))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created != "2026-11-01T00:00:00.000000" || len(ps) != 3 || ps[2].String() != "192.0.2.0/24" {
-		t.Fatalf("got %v %q", ps, created)
+	if d.CreationTime != "2026-11-01T00:00:00.000000" || d.SyncToken != "1" || len(d.Prefixes) != 3 || d.Prefixes[2].Prefix.String() != "192.0.2.0/24" || d.Ignored != 0 {
+		t.Fatalf("got %+v", d)
 	}
 	for _, tc := range []struct{ name, body, want string }{
 		{"html", `<html>Service unavailable</html>`, "not a JSON feed"},
@@ -24,24 +27,76 @@ func TestParseFeed(t *testing.T) {
 		{"array", `[{"ipv4Prefix":"1.2.3.0/24"}]`, "not a JSON feed"},
 		{"no prefixes", `{"creationTime":"x"}`, `no "prefixes"`},
 		{"null prefixes", `{"prefixes":null}`, `no "prefixes"`},
-		{"empty prefixes", `{"prefixes":[]}`, "is empty"},
-		{"both families", `{"prefixes":[{"ipv4Prefix":"1.2.3.0/24","ipv6Prefix":"2001:db8::/32"}]}`, "exactly one"},
-		{"neither", `{"prefixes":[{"ipPrefix":"1.2.3.0/24"}]}`, "exactly one"},
-		{"v6 as v4", `{"prefixes":[{"ipv4Prefix":"2001:db8::/32"}]}`, "not an IPv4 prefix"},
-		{"v4 as v6", `{"prefixes":[{"ipv6Prefix":"1.2.3.0/24"}]}`, "not an IPv6 prefix"},
-		{"bare address", `{"prefixes":[{"ipv4Prefix":"1.2.3.4"}]}`, "prefixes[0]"},
+		{"only both families", `{"prefixes":[{"ipv4Prefix":"1.2.3.0/24","ipv6Prefix":"2001:db8::/32"}]}`, "none of its 1 prefix entries is valid"},
+		{"only neither", `{"prefixes":[{"ipPrefix":"1.2.3.0/24"}]}`, "none of its 1"},
+		{"only v6 as v4", `{"prefixes":[{"ipv4Prefix":"2001:db8::/32"}]}`, "none of its 1"},
+		{"only v4 as v6", `{"prefixes":[{"ipv6Prefix":"1.2.3.0/24"}]}`, "none of its 1"},
+		{"only a bare address", `{"prefixes":[{"ipv4Prefix":"1.2.3.4"}]}`, "none of its 1"},
+		{"only a number", `{"prefixes":[{"ipv4Prefix":5}]}`, "none of its 1"},
 		{"too wide v4", `{"prefixes":[{"ipv4Prefix":"0.0.0.0/0"}]}`, "too wide"},
 		{"too wide v6", `{"prefixes":[{"ipv6Prefix":"::/0"}]}`, "too wide"},
-		{"v4-mapped v6", `{"prefixes":[{"ipv6Prefix":"::ffff:66.249.64.0/123"}]}`, "IPv4-mapped"},
-		{"not a string", `{"prefixes":[{"ipv4Prefix":5}]}`, "not a JSON feed"},
+		{"too wide among good ones", `{"prefixes":[{"ipv4Prefix":"1.2.3.0/24"},{"ipv4Prefix":"4.0.0.0/7"}]}`, "prefixes[1]: 4.0.0.0/7 is too wide"},
 		{"huge", `{"prefixes":[` + strings.Repeat(`{"ipv4Prefix":"1.2.3.0/24"},`, MaxFeedBytes/28) + `{"ipv4Prefix":"1.2.3.0/24"}]}`, "larger than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := ParseFeed([]byte(tc.body))
+			_, err := ParseFeed([]byte(tc.body))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseJAFAR: the three examples of draft-illyes-webbotauth-jafar-00
+// §4 (testdata/jafar, with their source note) read as written; invalid
+// entries are ignored and counted, not fatal (§2.3); members nobody knows
+// are ignored (§2.4); an empty prefixes array is a feed with no ranges.
+func TestParseJAFAR(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		prefixes []string
+		services [][]string
+		sync     string
+	}{
+		{"example1.json", []string{"66.249.64.0/20", "34.64.0.0/12", "2001:4860:4000::/36"}, [][]string{nil, nil, nil}, ""},
+		{"example2.json", []string{"66.249.64.0/24", "2001:4860:4860::/48"}, [][]string{{"ExampleCloud-Crawler", "ExampleCloud-Ads"}, {"ExampleCloud-Fetcher"}}, ""},
+		{"example3.json", []string{"192.0.2.0/24", "198.51.100.0/24", "2001:db8:abc::/48"},
+			[][]string{{"SearchEngine-A-Crawler", "SearchEngine-A-ImageBot"}, {"SocialMedia-B-Preview"}, {"TechCo-C-HealthCheck", "TechCo-C-Ads"}}, "20260410223000"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jafar", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := ParseFeed(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if len(d.Prefixes) != len(tc.prefixes) || d.SyncToken != tc.sync || d.Ignored != 0 {
+			t.Fatalf("%s: %+v", tc.file, d)
+		}
+		for i, e := range d.Prefixes {
+			if e.Prefix.String() != tc.prefixes[i] || !slices.Equal(e.Services, tc.services[i]) {
+				t.Fatalf("%s: entry %d = %v %q", tc.file, i, e.Prefix, e.Services)
+			}
+		}
+	}
+	d, err := ParseFeed([]byte(`{"creationTime": "2026-11-01T00:00:00Z", "notes": "n", "publisher": {"x": 1}, "prefixes": [
+		{"ipv4Prefix": "1.2.3.0/24", "ipv6Prefix": "2001:db8::/32"},
+		{"services": ["A"]},
+		{"ipv4Prefix": "not a prefix"},
+		{"ipv4Prefix": "198.51.100.0/24", "services": "GPTBot"},
+		{"ipv4Prefix": "198.51.100.0/24", "services": [""]},
+		{"ipv4Prefix": "198.51.100.0/24", "services": [` + strings.Repeat(`"S",`, maxServices) + `"S"]},
+		{"ipv4Prefix": "203.0.113.9/24", "services": ["GPTBot"], "comment": "unknown members are ignored"},
+		{"ipv6Prefix": "2001:db8:1::/48", "services": []}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Ignored != 6 || len(d.Prefixes) != 2 || d.Prefixes[0].Prefix.String() != "203.0.113.0/24" || !slices.Equal(d.Prefixes[0].Services, []string{"GPTBot"}) || d.Prefixes[1].Services != nil {
+		t.Fatalf("got %+v", d)
+	}
+	if d, err := ParseFeed([]byte(`{"creationTime": "2026-11-01T00:00:00Z", "prefixes": []}`)); err != nil || len(d.Prefixes) != 0 {
+		t.Fatalf("an empty feed: %+v %v", d, err)
 	}
 }
 
@@ -183,13 +238,18 @@ func FuzzParseFeed(f *testing.F) {
 	f.Add([]byte(`{"creationTime":"x","prefixes":[{"ipv4Prefix":"66.249.64.0/27"},{"ipv6Prefix":"2001:4860::/32"}]}`))
 	f.Add([]byte(`{"prefixes":[{"ipv4Prefix":"1.2.3.4/33"}]}`))
 	f.Add([]byte(`<html>`))
+	f.Add([]byte(`{"prefixes":[{"ipv4Prefix":"198.51.100.0/22","services":["A"]},{"ipv4Prefix":"198.51.101.0/24","services":["B","C"]},{"ipv6Prefix":"1.2.3.0/24"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ps, _, err := ParseFeed(b)
+		d, err := ParseFeed(b)
 		if err != nil {
 			return
 		}
-		if len(ps) == 0 {
-			t.Fatal("success without prefixes")
+		ps := make([]netip.Prefix, 0, len(d.Prefixes))
+		for _, e := range d.Prefixes {
+			ps = append(ps, e.Prefix)
+			if len(e.Services) > maxServices || e.Services != nil && len(e.Services) == 0 {
+				t.Fatalf("services %q out of bounds", e.Services)
+			}
 		}
 		for _, p := range ps {
 			if !p.IsValid() || p != p.Masked() || p.Addr().Is4() && p.Bits() < minV4Bits || p.Addr().Is6() && p.Bits() < minV6Bits {
@@ -200,6 +260,12 @@ func FuzzParseFeed(f *testing.F) {
 		for _, p := range ps {
 			if !x.contains(p.Addr()) || !x.contains(lastAddr(p)) {
 				t.Fatalf("index misses %v", p)
+			}
+		}
+		sx := buildOpIndex([]*FeedDocument{d}, func(string) bool { return true })
+		for _, p := range ps {
+			if e := sx.svc.lookup(p.Addr()); sx.svc != nil && (e == nil || e.prefix.Bits() < p.Bits()) {
+				t.Fatalf("service index misses %v: %+v", p, e)
 			}
 		}
 	})

@@ -27,9 +27,12 @@ type Operator struct {
 	// "Googlebot-Image"), e.g. ["GPTBot", "OAI-SearchBot"].
 	Tokens []string `json:"tokens,omitempty"`
 	// IPRanges are the operator's IP-range feeds: http:// or https:// URLs,
-	// or local file paths, of JSON documents in Google's shape
-	// {"creationTime": ..., "prefixes": [{"ipv4Prefix": "..."},
-	// {"ipv6Prefix": "..."}]}.
+	// or local file paths, of JAFAR documents
+	// (draft-illyes-webbotauth-jafar-00) or JSON in Google's shape, which
+	// JAFAR extends: {"creationTime": ..., "prefixes": [{"ipv4Prefix":
+	// "...", "services": ["GPTBot"]}, {"ipv6Prefix": "..."}]}. An entry's
+	// services, when they name the operator's tokens, limit which of its
+	// crawlers the entry's addresses verify (see ParseFeed).
 	IPRanges []string `json:"ip_ranges,omitempty"`
 	// RDNS are the domains the operator's crawlers have reverse-DNS names
 	// under, e.g. ["googlebot.com", "google.com"]. A name matches on a label

@@ -131,9 +131,12 @@ type WebBotAuthSettings struct {
 	CAFile string `json:"ca_file,omitempty"`
 	// AcceptSignature adds, to a 403 or 429 for a request that claims an
 	// operator with signature agents but carries no valid signature, the
-	// Accept-Signature header that says what to sign (the draft's hint).
-	// Default false.
-	AcceptSignature bool `json:"accept_signature,omitempty"`
+	// Accept-Signature header (RFC 9421 §5.1) that says what to sign, as
+	// draft-ietf-webbotauth-httpsig-protocol-01 lets an origin do, so that
+	// a client that signs only when asked (a 401, 403 or 429 carrying the
+	// header) signs its next request. Default true; false leaves the
+	// header out.
+	AcceptSignature *bool `json:"accept_signature,omitempty"`
 }
 
 // SignatureAgent is a pinned Web Bot Auth agent.

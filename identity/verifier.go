@@ -259,7 +259,7 @@ func (v *Verifier) Claims(ua string) Claims {
 // client's address is unknown (the claim is then Unverifiable). With a warm
 // cache it does not allocate.
 func (v *Verifier) Verify(ctx context.Context, claims Claims, addr netip.Addr) Result {
-	return v.verify(ctx, claims, addr, Result{})
+	return v.verify(ctx, "", claims, addr, Result{})
 }
 
 // SignsFor reports whether the operator has a Web Bot Auth signature agent
@@ -287,12 +287,20 @@ func (v *Verifier) WebBotAuth() bool { return v.signers != nil }
 // the operator even when the User-Agent names none. It also returns why a
 // signature that is present did not verify (nil when none is present or it
 // verified).
-func (v *Verifier) VerifyRequest(ctx context.Context, claims Claims, addr netip.Addr, sr *SignedRequest) (Result, error) {
+//
+// ua is the request's User-Agent header, whose claims (Claims) are
+// checked: an address in a feed entry that lists services (JAFAR) of the
+// operator verifies the claim only when ua names one of them. Verify,
+// which has no header, does not look at services.
+func (v *Verifier) VerifyRequest(ctx context.Context, ua string, claims Claims, addr netip.Addr, sr *SignedRequest) (Result, error) {
+	if sr == nil {
+		return v.verify(ctx, ua, claims, addr, Result{}), nil
+	}
 	signed, err := v.verifySignature(ctx, sr, nil)
 	if claims == 0 {
 		return signed, err
 	}
-	return v.verify(ctx, claims, addr, signed), err
+	return v.verify(ctx, ua, claims, addr, signed), err
 }
 
 // verifySignature checks sr's signature; the zero Result when there is
@@ -383,7 +391,7 @@ func (v *Verifier) screenKeyIDs(inputs []string) error {
 	return ErrUnknownKey
 }
 
-func (v *Verifier) verify(ctx context.Context, claims Claims, addr netip.Addr, signed Result) Result {
+func (v *Verifier) verify(ctx context.Context, ua string, claims Claims, addr netip.Addr, signed Result) Result {
 	if claims == 0 {
 		return signed
 	}
@@ -402,7 +410,7 @@ func (v *Verifier) verify(ctx context.Context, claims Claims, addr netip.Addr, s
 		if signed.Verdict == Verified && signed.Operator == op.Name {
 			r = signed
 		} else {
-			r = v.verifyOne(&b, op, i, addr, nil)
+			r = v.verifyOne(&b, op, i, addr, ua, nil)
 		}
 		if res.Verdict == None || r.Verdict.severity() > res.Verdict.severity() {
 			res = r
@@ -437,9 +445,10 @@ func (b *budget) release() {
 	}
 }
 
-// verifyOne checks one operator's claim; how collects the explanation
-// when non-nil.
-func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how *[]string) Result {
+// verifyOne checks one operator's claim made by the header ua ("" when
+// unknown: services are not looked at); how collects the explanation when
+// non-nil.
+func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua string, how *[]string) Result {
 	res := Result{Operator: op.Name, key: op.key}
 	say := func(s string) {
 		if how != nil {
@@ -466,12 +475,12 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 			}
 		}
 	}
-	if op.index.Load().contains(addr) {
-		res.Verdict, res.Method = Verified, MethodIPRange
-		if how != nil {
-			say(v.whichFeed(op, addr))
+	if x := op.index.Load(); x.contains(addr) {
+		if x.svc == nil && how == nil {
+			res.Verdict, res.Method = Verified, MethodIPRange // no entry lists services
+			return res
 		}
-		return res
+		return v.inRanges(res, x, op, addr, ua, how)
 	}
 	if !global {
 		// A configured operator's own feeds may list private ranges (a
@@ -526,6 +535,27 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, how
 		res.Verdict = Unverifiable
 	default:
 		res.Verdict = Spoofed
+	}
+	return res
+}
+
+// inRanges is the verdict on op's claim for an address in its IP-range
+// feeds: verified, unless the most specific entry that holds the address
+// lists services of op that the header ua does not name (JAFAR: the
+// publisher says these addresses are its other crawlers').
+func (v *Verifier) inRanges(res Result, x *rangeIndex, op *opEntry, addr netip.Addr, ua string, how *[]string) Result {
+	se := x.svc.lookup(addr)
+	if se != nil && se.own && ua != "" && !namesService(ua, se.services) {
+		if how != nil {
+			*how = append(*how, fmt.Sprintf("%s is in %s, which %s's IP-range feed lists for %s only; the header names none of them: spoofed",
+				addr, se.prefix, op.Name, strings.Join(se.services, ", ")))
+		}
+		res.Verdict = Spoofed
+		return res
+	}
+	res.Verdict, res.Method, res.svc = Verified, MethodIPRange, se
+	if how != nil {
+		*how = append(*how, v.whichFeed(op, addr, se))
 	}
 	return res
 }

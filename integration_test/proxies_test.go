@@ -356,7 +356,21 @@ func proxyMatrix(t *testing.T, p proxyClient, site *proxySite, keyDir string, ch
 		return p.do(req)
 	}
 	signed("/private/signed").check(t, "signed AcmeBot", 200, "page /private/signed")
-	p.get("/private/unsigned", "AcmeBot/2.0", "198.51.100.9").check(t, "unsigned AcmeBot", 403, "Disallowed by robots.txt")
+	unsigned := p.get("/private/unsigned", "AcmeBot/2.0", "198.51.100.9")
+	unsigned.check(t, "unsigned AcmeBot", 403, "Disallowed by robots.txt")
+	if got := unsigned.header.Get("Accept-Signature"); !strings.Contains(got, `tag="web-bot-auth"`) {
+		t.Errorf("the 403 to an unsigned claim of a signing operator: Accept-Signature %q", got)
+	}
+	if got := p.get("/private/x", "FooBot/1.0", "198.51.100.2").header.Get("Accept-Signature"); got != "" {
+		t.Errorf("a 403 to a bot that claims no signer: Accept-Signature %q", got)
+	}
+	// The same nonce again: a replay, 429; unreadable signature headers
+	// on a claim of a signing operator: 400 (nginx's recipe turns the
+	// service's 403 that says 400 back into it).
+	signed("/replayed").check(t, "signed AcmeBot, first", 200, "page /replayed")
+	signed("/replayed").check(t, "signed AcmeBot, replayed", 429, "fresh nonce")
+	p.get("/a", "AcmeBot/2.0", "198.51.100.9", "Signature-Input", `sig1=("@authority";tag="web-bot-auth"`, "Signature", "sig1=:AAAA:").
+		check(t, "unreadable signature headers", 400, "signature headers cannot be read")
 
 	// A trap link, passed to the site by the proxy, and the ban that
 	// following it earns; robots.txt is still served to the banned client.

@@ -159,6 +159,16 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = &statusAs{ResponseWriter: w, from: http.StatusTooManyRequests, to: http.StatusForbidden}
 		}
 		c.o.throttle(w, r, v)
+	case v.StatusCode() == http.StatusBadRequest:
+		// Unreadable signature headers of a signing agent's claim.
+		// nginx takes only 401 and 403 for a refusal (anything else is
+		// its own 500), so it gets 403 with X-Robots-Guard-Status 400,
+		// which the recipe turns back into the 400.
+		h[hdrStatus] = statusBadRequest
+		if nginx {
+			w = &statusAs{ResponseWriter: w, from: http.StatusBadRequest, to: http.StatusForbidden}
+		}
+		c.o.deny(w, r, v)
 	default:
 		h[hdrStatus] = statusDeny
 		c.o.deny(w, r, v)
@@ -341,10 +351,11 @@ func (s *statusAs) WriteHeader(code int) {
 // browser's answer allocates nothing. They are shared: nothing may change
 // them in place.
 var (
-	statusOK       = []string{"200"}
-	statusDeny     = []string{"403"}
-	statusThrottle = []string{"429"}
-	actionValues   = map[string][]string{
+	statusOK         = []string{"200"}
+	statusDeny       = []string{"403"}
+	statusThrottle   = []string{"429"}
+	statusBadRequest = []string{"400"}
+	actionValues     = map[string][]string{
 		"allow": {"allow"}, "deny": {"deny"}, "throttle": {"throttle"},
 		"dry_run_deny": {"dry_run_deny"}, "dry_run_throttle": {"dry_run_throttle"},
 	}

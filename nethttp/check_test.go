@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/robotsguard/robotsguard/guard"
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/sites"
 )
 
@@ -168,6 +169,30 @@ func TestCheckNginxThrottle(t *testing.T) {
 	rec = throttled("X-Forwarded-Uri", "192.0.2.31")
 	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("traefik throttle: %d %v", rec.Code, rec.Header())
+	}
+}
+
+// TestCheckBadSignature: unreadable signature headers of a request that
+// sends Signature-Agent get 400; in nginx's contract, a 403 that says 400
+// (the recipe answers the 400).
+func TestCheckBadSignature(t *testing.T) {
+	off := false
+	e, err := guard.New(guard.Config{Verify: &identity.VerifyConfig{Builtin: &off, WebBotAuth: &identity.WebBotAuthSettings{},
+		Operators: []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}}}}},
+		guard.WithSource(sites.BytesSource([]byte(robotsTxt))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	h := Check(e, CheckConfig{})
+	bad := []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Host", "example.com", "Signature-Agent", `sig1="https://bot.example"`,
+		"Signature-Input", `sig1=("@authority";tag="web-bot-auth"`, "Signature", "sig1=:AAAA:"}
+	if rec := ask(h, "127.0.0.1:1", "/", append([]string{"X-Original-URI", "/public"}, bad...)...); rec.Code != 403 || rec.Header().Get("X-Robots-Guard-Status") != "400" ||
+		rec.Header().Get("X-Robots-Guard-Reason") != "bad_signature" {
+		t.Errorf("nginx: %d %v", rec.Code, rec.Header())
+	}
+	if rec := ask(h, "127.0.0.1:1", "/", append([]string{"X-Forwarded-Uri", "/public"}, bad...)...); rec.Code != 400 || rec.Header().Get("X-Robots-Guard-Status") != "400" {
+		t.Errorf("traefik: %d %v", rec.Code, rec.Header())
 	}
 }
 

@@ -86,7 +86,7 @@ var bigFuncs = map[string]string{
 var budgets = map[string]int{
 	"policy":       34,
 	"sites":        32, // issue 36: OriginSource, the decision service's robots.txt source; issue 37: Version and HistoryStore, each site's robots.txt history
-	"identity":     55, // issue 38: SignLegacy, the string form of Signature-Agent for verifiers of the drafts before -01
+	"identity":     57, // issue 38: SignLegacy (the string form of Signature-Agent for verifiers before -01); FeedDocument and FeedPrefix (ParseFeed reads JAFAR services); ErrMalformed (the 400 of -01)
 	"limit":        36, // issue 34: NetOf, NetKey and NetBitsV4/V6, the network keys of aggregated bans
 	"report":       13,
 	"audit":        16, // issue 37: the audit of access logs (New, Options, Version, the Result types, the formats)

@@ -1,0 +1,35 @@
+package identity
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of signature verification: VerifySignature's, and ErrReplayed,
+// which a Verifier adds for a nonce it has seen in another verified
+// signature of the same key still within its window.
+var (
+	ErrNoSignature  = errors.New("no Signature-Input with tag web-bot-auth")
+	ErrUnknownKey   = errors.New("unknown key id")
+	ErrBadSignature = errors.New("signature does not verify")
+	ErrReplayed     = errors.New("signature replayed: its nonce was seen before")
+	// ErrMalformed is matched (errors.Is) by the errors of signature
+	// headers that cannot be read: a header that is not a structured
+	// field, or over its size bound; a web-bot-auth signature without
+	// created, expires or keyid, with more covered components than read,
+	// without its Signature member, or naming a Signature-Agent member
+	// that is not there. The draft lets an origin answer such a request 400.
+	ErrMalformed = errors.New("malformed signature headers")
+)
+
+// malformedError is an error of unreadable signature headers: it matches
+// ErrMalformed and reads as its own text.
+type malformedError struct{ msg string }
+
+func (e *malformedError) Error() string        { return e.msg }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
+// malformed returns a malformedError of the formatted text.
+func malformed(format string, args ...any) error {
+	return &malformedError{fmt.Sprintf(format, args...)}
+}
