@@ -24,24 +24,25 @@ func freePort(t *testing.T) int { return testport.Free(t) }
 // errorRouteTakes depends on, through a Caddy server run in the test
 // (caddy.Load, with the admin endpoint off so that it can run beside the
 // integration tests' Caddy): which handle_errors routes
-// answer a stopped request, and that Caddy answers an error no route takes
-// with the status alone.
+// answer a stopped request (with the guard's answer headers either way),
+// and that Caddy answers an error no route takes with the status alone.
 func TestErrorRoutesThroughCaddy(t *testing.T) {
 	robots := testorigin.WriteFile(t, "User-agent: GPTBot\nDisallow: /\n")
 	const own = "Disallowed by robots.txt line 2 for GPTBot"
+	guardBlock := "robots_guard {\n\t\trobots_txt " + robots + "\n\t\tverify {\n\t\t\tweb_bot_auth\n\t\t}\n\t}"
 	cases := []struct {
 		name  string
 		site  string // the site block's body
 		body  string // what the answer to GPTBot holds; "" for nothing
 		exact bool   // the body is exactly body
 	}{
-		{"no handle_errors", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page", own, false},
-		{"handle_errors 404", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors 404 {\n\t\trespond \"error route {err.status_code}\"\n\t}", own, false},
-		{"bare handle_errors", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
-		{"handle_errors 403", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors 403 {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
-		{"handle_errors 4xx", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors 4xx {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
-		{"handle_errors 403 for another path", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors 403 {\n\t\thandle /elsewhere/* {\n\t\t\trespond \"error route {err.status_code}\"\n\t\t}\n\t}", own, false},
-		{"handle_errors 404 then bare", "robots_guard {\n\t\trobots_txt " + robots + "\n\t}\n\trespond page\n\thandle_errors 404 {\n\t\trespond \"not found\"\n\t}\n\thandle_errors {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
+		{"no handle_errors", guardBlock + "\n\trespond page", own, false},
+		{"handle_errors 404", guardBlock + "\n\trespond page\n\thandle_errors 404 {\n\t\trespond \"error route {err.status_code}\"\n\t}", own, false},
+		{"bare handle_errors", guardBlock + "\n\trespond page\n\thandle_errors {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
+		{"handle_errors 403", guardBlock + "\n\trespond page\n\thandle_errors 403 {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
+		{"handle_errors 4xx", guardBlock + "\n\trespond page\n\thandle_errors 4xx {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
+		{"handle_errors 403 for another path", guardBlock + "\n\trespond page\n\thandle_errors 403 {\n\t\thandle /elsewhere/* {\n\t\t\trespond \"error route {err.status_code}\"\n\t\t}\n\t}", own, false},
+		{"handle_errors 404 then bare", guardBlock + "\n\trespond page\n\thandle_errors 404 {\n\t\trespond \"not found\"\n\t}\n\thandle_errors {\n\t\trespond \"error route {err.status_code}\"\n\t}", "error route 403", true},
 		// Caddy itself: an error no route answers gets the status alone.
 		{"Caddy: error, no handle_errors", "error \"forbidden\" 403", "", true},
 		{"Caddy: error beside handle_errors 404", "error \"forbidden\" 403\n\thandle_errors 404 {\n\t\trespond \"error route {err.status_code}\"\n\t}", "", true},
@@ -74,6 +75,12 @@ func TestErrorRoutesThroughCaddy(t *testing.T) {
 		body := string(b)
 		if resp.StatusCode != 403 || (c.exact && body != c.body) || (!c.exact && !strings.Contains(body, c.body)) {
 			t.Errorf("%s: %d %q, want 403 with %q", c.name, resp.StatusCode, body, c.body)
+		}
+		// The guard's answer headers, whoever writes the body: GPTBot's
+		// operator signs (Web Bot Auth), so an unsigned claim is told
+		// what to sign.
+		if !strings.HasPrefix(c.name, "Caddy:") && (resp.Header.Get("Cache-Control") != "no-store" || !strings.Contains(resp.Header.Get("Accept-Signature"), `tag="web-bot-auth"`)) {
+			t.Errorf("%s: answer headers %v", c.name, resp.Header)
 		}
 	}
 }

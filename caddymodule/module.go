@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -512,11 +511,7 @@ func (g *RobotsGuard) stop(w http.ResponseWriter, r *http.Request, srv *caddyhtt
 	}
 	// handle_errors restyles the answer; these headers stay whatever its
 	// routes write (a handler may still remove them on purpose).
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	if v.Action == guard.Throttle {
-		h.Set("Retry-After", strconv.FormatInt(v.RetryAfterSeconds(), 10))
-	}
+	g.state.enforcer.SetAnswerHeaders(w.Header(), *v)
 	return herr
 }
 

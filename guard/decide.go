@@ -116,7 +116,8 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if claims := info.Claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {
 		var sigErr error
 		ver, sigErr = e.verify(ctx, ua, claims, req, tr)
-		if sigErr != nil && e.signatureStops(&v, sigErr, claims, req) {
+		if sigErr != nil && e.signatureStops(&v, sigErr, ver, claims, req) {
+			v.Group, v.Verification, v.Operator = agent.Group(), ver.Verdict, ver.Operator
 			return v
 		}
 		if ver.Verdict == identity.Spoofed && viaUntrustedProxy(req) {
@@ -158,7 +159,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	v.Bot, v.Class = true, info.Class
 	v.Group = agent.Group()
-	v.Crawler = e.crawlerOf(info, agent, ver.Services())
+	v.Crawler = e.crawlerOf(info, agent)
 	if e.siteStops(&v, st, targetOK) {
 		return v
 	}
@@ -174,48 +175,37 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 }
 
 // crawlerOf is the crawler whose purpose Content-Signal judges: the
-// strictest of those the header names (info.Crawler), the one whose group
-// was chosen, and those the verifying feed entry lists as its services
-// (JAFAR: the address is the proof, and its publisher says which of its
-// crawlers send from it), so that neither a second token nor an address
-// shared by two crawlers earns a looser reading.
-func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent, services []string) *identity.CrawlerPurpose {
+// strictest of those the header names (info.Crawler) and the one whose
+// group was chosen, so that a second token earns no looser reading. (An
+// address listed in a JAFAR feed for some of its operator's crawlers
+// verifies only those: a search crawler's header from a training
+// crawler's addresses is spoofed, not read as search.)
+func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent) *identity.CrawlerPurpose {
 	cp := info.Crawler
-	if e.purposes == nil {
-		return cp
-	}
-	if agent.Specific() {
-		cp = stricter(cp, e.purposes.Group(agent.Group()))
-	}
-	for _, s := range services {
-		cp = stricter(cp, e.purposes.Group(s))
+	if agent.Specific() && e.purposes != nil {
+		if g := e.purposes.Group(agent.Group()); g != nil && (cp == nil || g.Purpose > cp.Purpose) {
+			cp = g
+		}
 	}
 	return cp
 }
 
-// stricter returns the one of a and b whose purpose is the strictest (a
-// when they tie); nil stands for none.
-func stricter(a, b *identity.CrawlerPurpose) *identity.CrawlerPurpose {
-	if b != nil && (a == nil || b.Purpose > a.Purpose) {
-		return b
-	}
-	return a
-}
-
 // signatureStops stops (in v) a request whose Web Bot Auth signature did
 // not verify for a reason the draft answers itself
-// (draft-ietf-webbotauth-httpsig-protocol-01): a nonce seen before within
-// its window (429: sign again, with a fresh nonce), or signature headers
-// that cannot be read on a request that claims a signing agent (400: its
-// Signature-Agent, or a User-Agent that names an operator with signature
-// agents). Other failures prove nothing and stop nothing: the claim falls
-// back to the address checks. It reports whether v stops the request.
-func (e *Engine) signatureStops(v *Verdict, err error, claims identity.Claims, req *Request) bool {
+// (draft-ietf-webbotauth-httpsig-protocol-01): a nonce another client
+// presented before within its window (429: sign again, with a fresh
+// nonce), or signature headers that cannot be read on a request that
+// claims a signing agent (400: its Signature-Agent, or a User-Agent that
+// names an operator with signature agents) and that its address has not
+// proven (ver). Other failures prove nothing and stop nothing: the claim
+// falls back to the address checks. It reports whether v stops the
+// request.
+func (e *Engine) signatureStops(v *Verdict, err error, ver identity.Result, claims identity.Claims, req *Request) bool {
 	switch {
 	case errors.Is(err, identity.ErrReplayed):
 		v.Bot, v.Action, v.Reason, v.RetryAfter = true, Throttle, ReasonSignatureReplayed, time.Second
 		return true
-	case errors.Is(err, identity.ErrMalformed) && e.claimsSigner(claims, req):
+	case errors.Is(err, identity.ErrMalformed) && ver.Verdict != identity.Verified && e.claimsSigner(claims, req):
 		v.Bot, v.Action, v.Reason = true, Deny, ReasonBadSignature
 		return true
 	}

@@ -174,17 +174,15 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
-// Respond writes the answer to a request that v stops (v.Enforced()): 403
-// or 429 with Retry-After and a short text body that no cache may keep.
-// The fronts answer with it (package nethttp unless told otherwise).
-func (e *Engine) Respond(w http.ResponseWriter, _ *http.Request, v Verdict) {
-	// Each answer gets header values of its own: a handler after the
-	// guard may rewrite a value in place (Caddy's header directive does,
-	// when it is deferred).
-	h := w.Header()
-	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+// SetAnswerHeaders sets in h the headers of the answer to a request that
+// v stops, whoever writes its body: Cache-Control: no-store (the answer
+// depends on the User-Agent), Retry-After for a throttle or a ban, and
+// Accept-Signature for an unsigned claim of an operator whose agents sign
+// (verify.web_bot_auth.accept_signature). Respond sets them; a front that
+// lets another handler write the answer (Caddy's handle_errors) sets them
+// first.
+func (e *Engine) SetAnswerHeaders(h http.Header, v Verdict) {
 	h["Cache-Control"] = []string{"no-store"}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
 	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
 		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");created;expires;tag="web-bot-auth"`}
 	}
@@ -195,6 +193,19 @@ func (e *Engine) Respond(w http.ResponseWriter, _ *http.Request, v Verdict) {
 		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
 		h["Retry-After"] = []string{retryAfterText(max(secs, 1))}
 	}
+}
+
+// Respond writes the answer to a request that v stops (v.Enforced()): 403
+// or 429 with Retry-After and a short text body that no cache may keep.
+// The fronts answer with it (package nethttp unless told otherwise).
+func (e *Engine) Respond(w http.ResponseWriter, _ *http.Request, v Verdict) {
+	// Each answer gets header values of its own: a handler after the
+	// guard may rewrite a value in place (Caddy's header directive does,
+	// when it is deferred).
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	e.SetAnswerHeaders(h, v)
 	w.WriteHeader(v.StatusCode())
 	bp := e.bufs.Get().(*respBuf)
 	bp.b = append(v.AppendMessage(bp.b[:0]), '\n')

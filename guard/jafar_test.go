@@ -15,7 +15,8 @@ import (
 
 // jafarFeed is a JAFAR document of one operator's crawlers: a /16 shared
 // by its training and search crawlers, a /24 inside it for search only,
-// and a /24 that names no service (any of its crawlers).
+// one for training only, and a /24 that names no service (any of its
+// crawlers).
 const jafarFeed = `{
   "creationTime": "2026-11-27T00:00:00Z",
   "synctoken": "7",
@@ -24,6 +25,7 @@ const jafarFeed = `{
     {"ipv4Prefix": "11.1.0.0/16", "services": ["GPTBot", "OAI-SearchBot"]},
     {"ipv4Prefix": "11.1.2.0/24", "services": ["OAI-SearchBot"]},
     {"ipv4Prefix": "11.1.3.0/24"},
+    {"ipv4Prefix": "11.1.4.0/24", "services": ["GPTBot"]},
     {"ipv6Prefix": "2001:db8:1::/48", "services": ["ChatGPT-User"]}
   ]
 }`
@@ -71,10 +73,10 @@ func jafarEngine(t *testing.T, url string) *Engine {
 
 // TestJAFARFeed: a JAFAR feed served by a local server drives
 // verification (an address verifies only the crawlers its most specific
-// entry lists) and purposes (the strictest of the services listed for the
-// address counts, so a search crawler sending from an address shared with
-// a training crawler is read as training); it is polled conditionally, and
-// a major version this reader does not know is not read.
+// entry lists) and so purposes (a search crawler's header from a training
+// crawler's addresses is spoofed, not read as search; the training
+// crawler from there is judged for training); it is polled conditionally,
+// and a major version this reader does not know is not read.
 func TestJAFARFeed(t *testing.T) {
 	srv, gets, conditional := jafarServer(t, jafarFeed, "1.0")
 	e := jafarEngine(t, srv.URL)
@@ -93,7 +95,9 @@ func TestJAFARFeed(t *testing.T) {
 		{"search crawler in its own /24", search, "11.1.2.9", identity.Verified, Allow, ReasonAllowed, "OAI-SearchBot"},
 		{"training crawler in the search /24", gpt, "11.1.2.9", identity.Spoofed, Deny, ReasonSpoofed, ""},
 		{"training crawler in the shared /16", gpt, "11.1.9.9", identity.Verified, Deny, ReasonContentSignal, "GPTBot"},
-		{"search crawler in the shared /16: read as training", search, "11.1.9.9", identity.Verified, Deny, ReasonContentSignal, "GPTBot"},
+		{"search crawler in the shared /16", search, "11.1.9.9", identity.Verified, Allow, ReasonAllowed, "OAI-SearchBot"},
+		{"search crawler in the training /24", search, "11.1.4.4", identity.Spoofed, Deny, ReasonSpoofed, ""},
+		{"training crawler in the training /24", gpt, "11.1.4.4", identity.Verified, Deny, ReasonContentSignal, "GPTBot"},
 		{"user fetcher in the shared /16", user, "11.1.9.9", identity.Spoofed, Deny, ReasonSpoofed, ""},
 		{"any crawler where no service is listed", gpt, "11.1.3.3", identity.Verified, Deny, ReasonContentSignal, "GPTBot"},
 		{"any crawler where no service is listed (2)", search, "11.1.3.3", identity.Verified, Allow, ReasonAllowed, "OAI-SearchBot"},
@@ -111,7 +115,7 @@ func TestJAFARFeed(t *testing.T) {
 		}
 	}
 	x, err := e.Explain(context.Background(), Request{Host: "example.com", Target: "/page", UserAgent: gpt, ClientIP: "11.1.2.9"})
-	if err != nil || x.Verification == nil || !strings.Contains(strings.Join(x.Verification.Steps, "\n"), "lists for OAI-SearchBot only; the header names none of them") {
+	if err != nil || x.Verification == nil || !strings.Contains(strings.Join(x.Verification.Steps, "\n"), "lists for OAI-SearchBot only; the header names none of them: spoofed") {
 		t.Errorf("explain: %+v %v", x.Verification, err)
 	}
 	// Polled again: a conditional request, answered 304, keeps the copy.
@@ -124,7 +128,7 @@ func TestJAFARFeed(t *testing.T) {
 	if v := decideAt(e, search, "/page", "11.1.2.9"); v.Verification != identity.Verified {
 		t.Errorf("after a 304: %v", v.Verification)
 	}
-	if f := e.Verifier().Feeds()[0]; !f.Loaded || f.Prefixes != 4 || f.CreationTime != "2026-11-27T00:00:00Z" {
+	if f := e.Verifier().Feeds()[0]; !f.Loaded || f.Prefixes != 5 || f.CreationTime != "2026-11-27T00:00:00Z" {
 		t.Errorf("feed status %+v", f)
 	}
 

@@ -15,10 +15,10 @@ const browserGroup = "(browser)"
 // whether the report counts it: every 403 (robots.txt denials in either
 // view, spoofed claims, content signals, and the refusals of a site's
 // state: an unreachable robots.txt, an unknown site, a target with no
-// path; the 400 to unreadable signature headers), Crawl-delay throttles,
-// trap hits and banned requests. Only a first fetch postponed (429, retry
-// soon) and a replayed signature (429, sign anew) are not counted: they
-// say nothing of how a client treats robots.txt (the metrics count them). A dry run's are
+// path), Crawl-delay throttles, trap hits and banned requests. Only a
+// first fetch postponed (429, retry soon), a replayed signature (429, sign
+// anew) and unreadable signature headers (400) are not counted: they say
+// nothing of how a client treats robots.txt (the metrics count them). A dry run's are
 // counted where they would have been stopped (SiteStatus.DryRun says so).
 func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	var kind report.Kind
@@ -31,7 +31,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 		kind = report.Banned
 	case v.Action == Throttle && v.Reason == ReasonCrawlDelay:
 		kind = report.Throttle
-	case v.Action == Deny:
+	case v.Action == Deny && v.Reason != ReasonBadSignature:
 		kind = report.Denial
 	default:
 		return report.Record{}, false

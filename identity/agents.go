@@ -108,26 +108,39 @@ type directory struct {
 // maxNonces bounds the nonces of verified signatures kept for replay
 // checks (least recently seen out first). Each is kept as a SHA-256 of the
 // key id and the nonce, whatever their length (a nonce may fill the 8 KiB
-// a Signature-Input is read to): about 100 bytes each, 10 MB in all.
+// a Signature-Input is read to), with the client that first presented it.
 const maxNonces = 100000
 
-// nonceSeen records the nonce of a verified signature of keyid valid
-// until expires, and reports whether it was recorded before and is still
-// within that window (a replay). At most maxNonces are kept: a flood of
-// fresh nonces pushes out the oldest, whose replays then go unseen.
-func (s *signers) nonceSeen(keyid, nonce string, expires, now time.Time) bool {
+// seenNonce is what is kept of a nonce: until when its signature is valid
+// (Unix ns), and the client that first presented it.
+type seenNonce struct {
+	until  int64
+	client netip.Addr
+}
+
+// nonceReplayed reports whether the nonce of a verified signature of keyid
+// (valid until expires) was presented before, within that window, by
+// another client than client: a replay. The same client again is not one
+// (a request judged twice: two guards in one server, a proxy that asks
+// again after an internal redirect; or resent by its own client), so a
+// replay needs an address the signer does not have. With record, a nonce
+// not seen yet is kept. At most maxNonces are kept: a flood of fresh
+// nonces pushes out the oldest, whose replays then go unseen.
+func (s *signers) nonceReplayed(keyid, nonce string, expires, now time.Time, client netip.Addr, record bool) bool {
 	k := sha256.Sum256([]byte(keyid + "\x00" + nonce))
-	if until, ok := s.nonces.Get(k); ok && now.UnixNano() < until {
-		return true
+	if seen, ok := s.nonces.Get(k); ok && now.UnixNano() < seen.until {
+		return seen.client != client
 	}
-	s.nonces.Add(k, expires.UnixNano())
+	if record {
+		s.nonces.Add(k, seenNonce{until: expires.UnixNano(), client: client})
+	}
 	return false
 }
 
 // signers holds what signature verification needs: pinned keys, known
 // agents and the directory cache.
 type signers struct {
-	nonces *lru.Cache[[32]byte, int64] // SHA-256 of keyid and nonce -> the signature's expires (Unix ns)
+	nonces *lru.Cache[[32]byte, seenNonce] // SHA-256 of keyid and nonce -> its window and first client
 	cfg    WebBotAuthConfig
 	pinned map[string]map[string]PublicKey // origin → thumbprint → key
 	opOf   map[string]*opEntry             // origin → operator
@@ -188,7 +201,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 		cfg.MaxWindow = DefaultMaxWindow
 	}
 	s := &signers{cfg: cfg, pinned: map[string]map[string]PublicKey{}, opOf: map[string]*opEntry{}, dirs: map[string]*directory{}, log: log, now: now}
-	s.nonces, _ = lru.New[[32]byte, int64](maxNonces)
+	s.nonces, _ = lru.New[[32]byte, seenNonce](maxNonces)
 	for _, op := range ops {
 		for _, a := range op.SignatureAgents {
 			o, err := NormalizeOrigin(a)

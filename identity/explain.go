@@ -11,27 +11,23 @@ import (
 )
 
 // whichFeed names the feed and prefix that contain addr.
-func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr, se *serviceEntry) string {
-	best, src := netip.Prefix{}, ""
+func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr) string {
+	best, src := FeedPrefix{}, ""
 	for _, f := range op.feeds {
 		if d := f.data.Load(); d != nil {
 			for _, e := range d.doc.Prefixes {
-				if e.Prefix.Contains(addr) && (!best.IsValid() || e.Prefix.Bits() > best.Bits()) {
-					best, src = e.Prefix, f.src
+				if e.Prefix.Contains(addr) && (!best.Prefix.IsValid() || e.Prefix.Bits() > best.Prefix.Bits()) {
+					best, src = e, f.src
 				}
 			}
 		}
 	}
-	if !best.IsValid() {
+	if !best.Prefix.IsValid() {
 		return addr.String() + " is in " + op.Name + "'s IP ranges"
 	}
-	s := fmt.Sprintf("%s is in %s of the feed %s", addr, best, src)
-	switch {
-	case se == nil:
-	case len(se.services) > 0 && se.own:
-		s += ", listed for " + strings.Join(se.services, ", ") + ", which the header names"
-	case len(se.services) > 0:
-		s += ", listed for " + strings.Join(se.services, ", ") + " (none a token of " + op.Name + ": they narrow nothing)"
+	s := fmt.Sprintf("%s is in %s of the feed %s", addr, best.Prefix, src)
+	if len(best.Services) > 0 {
+		s += ", listed for " + strings.Join(best.Services, ", ")
 	}
 	return s
 }
@@ -59,7 +55,7 @@ func (v *Verifier) Explain(ctx context.Context, claims Claims, addr netip.Addr) 
 // signature (see VerifyRequest).
 func (v *Verifier) ExplainRequest(ctx context.Context, ua string, claims Claims, addr netip.Addr, sr *SignedRequest) Explanation {
 	var x Explanation
-	signed, err := v.verifySignature(ctx, sr, &x.Steps)
+	signed, err := v.verifySignature(ctx, sr, addr, &x.Steps)
 	x.SignatureError = err
 	if claims == 0 {
 		x.Result = signed

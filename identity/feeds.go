@@ -106,12 +106,16 @@ type feed struct {
 	// the first claim that needs it with Config.OnDemand).
 	started atomic.Bool
 
-	mu      sync.Mutex // one fetch at a time
-	etag    string
-	lastMod string
-	size    int64
-	mtime   time.Time
-	lastErr atomic.Pointer[string]
+	mu sync.Mutex // one fetch at a time
+	// emptyOnce: the last fetch found no prefixes while the copy in
+	// force has some; a second such fetch in a row puts the empty feed in
+	// force.
+	emptyOnce bool
+	etag      string
+	lastMod   string
+	size      int64
+	mtime     time.Time
+	lastErr   atomic.Pointer[string]
 }
 
 // feedData is a loaded copy of a feed.
@@ -185,20 +189,22 @@ func (v *Verifier) install(f *feed, d *feedData) {
 	v.idxMu.Lock()
 	defer v.idxMu.Unlock()
 	for _, op := range f.ops {
-		var docs []*FeedDocument
+		var docs []feedDoc
 		for _, g := range op.feeds {
 			gd := g.data.Load()
 			if g == f {
 				gd = d
 			}
 			if gd != nil {
-				docs = append(docs, gd.doc)
+				docs = append(docs, feedDoc{g.src, gd.doc})
 			}
 		}
 		x := buildOpIndex(docs, op.names)
-		if x.svc != nil && !x.svc.own {
-			v.log.Warn("robots_guard: verify: an IP-range feed lists services, none of which is a product token of its operator: they narrow nothing, and each address of the feed verifies any of the operator's crawlers",
-				zap.String("operator", op.Name), zap.String("feed", f.src), zap.Strings("tokens", op.Tokens))
+		for _, s := range x.svcs {
+			if s.src == f.src && !s.own {
+				v.log.Warn("robots_guard: verify: an IP-range feed lists services, none of which is a product token of its operator: they narrow nothing, and each address of the feed verifies any of the operator's crawlers",
+					zap.String("operator", op.Name), zap.String("feed", f.src), zap.Strings("tokens", op.Tokens))
+			}
 		}
 		op.index.Store(x)
 	}
@@ -255,6 +261,14 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		f.size, f.mtime = 0, time.Time{}
 		return 0, v.failed(f, FeedInvalid, err)
 	}
+	if old := f.data.Load(); len(doc.Prefixes) == 0 && old != nil && len(old.doc.Prefixes) > 0 && !f.emptyOnce {
+		// JAFAR lets a publisher say it has no active ranges, but a
+		// broken publisher says the same, and every claim would then be
+		// spoofed until the next refresh: believed at the second fetch.
+		f.emptyOnce, f.size, f.mtime = true, 0, time.Time{}
+		return 0, v.failed(f, FeedInvalid, fmt.Errorf("lists no prefixes where the copy in force lists %d: kept until a fetch an hour on says the same", len(old.doc.Prefixes)))
+	}
+	f.emptyOnce = false
 	d := &feedData{doc: doc, created: doc.CreationTime, fetched: v.now()}
 	if isURL(f.src) {
 		d.raw = body
@@ -265,9 +279,9 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 	f.lastErr.Store(nil)
 	v.observeFeed(f, FeedOK)
 	v.log.Info("robots_guard: verify: feed loaded", zap.String("feed", f.src), zap.Int("prefixes", len(doc.Prefixes)), zap.String("creation_time", doc.CreationTime))
-	if doc.Ignored > 0 {
-		v.log.Warn("robots_guard: verify: feed entries ignored (each needs exactly one of ipv4Prefix and ipv6Prefix, a CIDR prefix of that family, and at most 32 services)",
-			zap.String("feed", f.src), zap.Int("ignored", doc.Ignored), zap.Int("read", len(doc.Prefixes)))
+	if doc.Ignored > 0 || doc.UnreadServices > 0 {
+		v.log.Warn("robots_guard: verify: feed entries ignored (each needs exactly one of ipv4Prefix and ipv6Prefix, a CIDR prefix of that family), or their services not read (at most 32 strings of 1 to 128 bytes; the prefix then stands for all of the operator's clients)",
+			zap.String("feed", f.src), zap.Int("ignored", doc.Ignored), zap.Int("services_unread", doc.UnreadServices), zap.Int("read", len(doc.Prefixes)))
 	}
 	if len(doc.Prefixes) == 0 {
 		v.log.Warn("robots_guard: verify: feed lists no prefixes (its publisher has no active ranges): no address verifies through it", zap.String("feed", f.src))
@@ -373,8 +387,11 @@ var errFeedVersion = errors.New("a newer version of the format")
 // is read as before.
 func checkFeedType(ct string) error {
 	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != jafarMediaType {
+	switch {
+	case mt != jafarMediaType:
 		return nil
+	case err != nil: // the type is JAFAR's; its parameters do not parse
+		return fmt.Errorf("%w: %s with parameters that do not parse: %q", errFeedVersion, jafarMediaType, ct)
 	}
 	ver, ok := params["version"]
 	if !ok {

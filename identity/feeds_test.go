@@ -3,6 +3,7 @@ package identity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -491,6 +492,62 @@ func TestCustomOperatorPrivateRanges(t *testing.T) {
 	for _, f := range v.Feeds() {
 		if f.Source != srv.URL && !f.Idle {
 			t.Errorf("a built-in feed was started by a private address: %+v", f)
+		}
+	}
+}
+
+// TestFeedEmptied: a refresh that lists no prefixes, where the copy in
+// force lists some, is believed at the second fetch only (JAFAR allows an
+// empty feed; a broken publisher sends one too, which would make every
+// claim spoofed until the next refresh).
+func TestFeedEmptied(t *testing.T) {
+	srv := newFeedServer(t, feedJSON("11.0.2.0/27"))
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{srv.URL}}}
+	v, _ := newTestVerifier(t, ops, func(c *Config) { c.NoBackground = true })
+	ctx := context.Background()
+	if err := v.RefreshFeeds(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.set(`{"creationTime":"2026-11-27T00:00:00Z","prefixes":[]}`, `"v2"`, 200)
+	if err := v.RefreshFeeds(ctx); err == nil || !strings.Contains(err.Error(), "lists no prefixes where the copy in force lists 1") {
+		t.Fatalf("first empty fetch: %v", err)
+	}
+	if r := verify(v, "AcmeBot/1.0", "11.0.2.1"); r.Verdict != Verified {
+		t.Fatalf("after one empty fetch: %v", r.Verdict)
+	}
+	if err := v.RefreshFeeds(ctx); err != nil {
+		t.Fatalf("second empty fetch: %v", err)
+	}
+	if r := verify(v, "AcmeBot/1.0", "11.0.2.1"); r.Verdict != Spoofed {
+		t.Fatalf("after two empty fetches: %v", r.Verdict)
+	}
+	if f := v.Feeds()[0]; !f.Loaded || f.Prefixes != 0 {
+		t.Fatalf("status %+v", f)
+	}
+}
+
+// TestCheckFeedType: JAFAR §3.2's versions (major.minor in the media
+// type's version parameter).
+func TestCheckFeedType(t *testing.T) {
+	for ct, ok := range map[string]bool{
+		"application/jafar+json":                      true, // the newest this reader knows
+		"application/jafar+json; version=1.0":         true,
+		"Application/JAFAR+json; Version=1.17":        true,
+		"application/jafar+json; version=1":           true,
+		"application/jafar+json; version=\"1.2\"":     true,
+		"application/json":                            true, // Google's feeds
+		"text/plain; charset=utf-8":                   true,
+		"":                                            true,
+		"application/jafar+json; version=2.0":         false,
+		"application/jafar+json; version=10.1":        false,
+		"application/jafar+json; version=2.0; x":      false, // parameters that do not parse
+		"application/jafar+json; version=one":         false,
+		"application/jafar+json; version=1.x":         false,
+		"application/jafar+json; version=-1.0":        false,
+		"application/jafar+json; version=2.0; q=1; q": false,
+	} {
+		if err := checkFeedType(ct); (err == nil) != ok || err != nil && !errors.Is(err, errFeedVersion) {
+			t.Errorf("%q: %v", ct, err)
 		}
 	}
 }

@@ -193,7 +193,7 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	// before the signature base is built.
 	for _, h := range [...]string{"Signature-Input", "Signature", "Signature-Agent"} {
 		if n := headerBytes(r.Header, h); n > MaxSignatureHeader {
-			return sig, malformed("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
+			return sig, fmt.Errorf("%s: %d bytes, more than the %d read", h, n, MaxSignatureHeader)
 		}
 	}
 	var h sigHeaders
@@ -264,7 +264,7 @@ func verifyOne(r *SignedRequest, now time.Time, maxWindow time.Duration, keys Ke
 		return sig, errors.New("expires is not after created")
 	}
 	if n := in.Items(m); n > MaxCoveredComponents {
-		return sig, malformed("%d covered components, more than %d", n, MaxCoveredComponents)
+		return sig, fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	sm, ok := h.sig.Get(sig.Label)
 	if !ok {
@@ -334,7 +334,7 @@ func headerBytes(h http.Header, name string) int {
 func checkComponents(in *sfv.Field, m *sfv.Member) error {
 	n := in.Items(m)
 	if n > MaxCoveredComponents {
-		return malformed("%d covered components, more than %d", n, MaxCoveredComponents)
+		return fmt.Errorf("%d covered components, more than %d", n, MaxCoveredComponents)
 	}
 	for i := range n {
 		it := in.Item(m, i)

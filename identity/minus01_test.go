@@ -115,8 +115,26 @@ func TestWebBotAuthMinus01(t *testing.T) {
 	if r, err := verify(replayed); err != nil || r.Verdict != Verified {
 		t.Fatalf("first use: %+v %v", r, err)
 	}
-	if r, err := verify(replayed); !errors.Is(err, ErrReplayed) || r.Verdict == Verified {
-		t.Fatalf("the same nonce again: %+v %v, want ErrReplayed", r, err)
+	// The same client again: the same request judged twice (or resent by
+	// its own client), not a replay.
+	if r, err := verify(replayed); err != nil || r.Verdict != Verified {
+		t.Fatalf("the same nonce from the same client: %+v %v", r, err)
+	}
+	// Another client: a replay. Explain says so too, without recording.
+	other := netip.MustParseAddr("11.0.113.6")
+	if x := v.ExplainRequest(ctx, "", 0, other, replayed); !errors.Is(x.SignatureError, ErrReplayed) {
+		t.Fatalf("explain of a replay: %v %q", x.SignatureError, x.Steps)
+	}
+	if r, err := v.VerifyRequest(ctx, "", 0, other, replayed); !errors.Is(err, ErrReplayed) || r.Verdict == Verified {
+		t.Fatalf("the same nonce from another client: %+v %v, want ErrReplayed", r, err)
+	}
+	// Explain records nothing: a nonce it saw first is still fresh.
+	fresh := signMember(t, fmt.Sprintf("%q", good.URL), "n-explained")
+	if x := v.ExplainRequest(ctx, "", 0, other, fresh); x.SignatureError != nil {
+		t.Fatalf("explain: %v", x.SignatureError)
+	}
+	if r, err := verify(fresh); err != nil || r.Verdict != Verified {
+		t.Fatalf("a nonce only explained: %+v %v", r, err)
 	}
 	priv, _ := PrivateJWK(testkeys.PrivateJWK)
 	for name, signer := range map[string]func(*SignedRequest, ed25519.PrivateKey, string, string, time.Time, time.Time, string) error{"Sign": Sign, "SignLegacy": SignLegacy} {

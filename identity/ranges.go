@@ -23,7 +23,7 @@ const (
 )
 
 // Bounds of a prefix entry's services (JAFAR): an entry with more, or a
-// longer name, is ignored as invalid.
+// longer name, is read as naming none.
 const (
 	maxServices      = 32
 	maxServiceLength = 128
@@ -41,9 +41,12 @@ type FeedDocument struct {
 	Prefixes []FeedPrefix
 	// Ignored counts the entries that were not read: with both or neither
 	// of ipv4Prefix and ipv6Prefix (which JAFAR tells consumers to
-	// ignore), a prefix that does not parse or is of the other family, or
-	// services that are not at most 32 strings of 1 to 128 bytes.
+	// ignore), or a prefix that does not parse or is of the other family.
 	Ignored int
+	// UnreadServices counts the entries whose services were not read
+	// (more than 32, or a name empty or longer than 128 bytes, or not
+	// strings): their prefixes are read as naming no service.
+	UnreadServices int
 }
 
 // FeedPrefix is one entry of a feed: a prefix and the services its
@@ -99,10 +102,13 @@ func ParseFeed(b []byte) (*FeedDocument, error) {
 	}
 	names := make(map[string]string) // one copy of each service name
 	for i, raw := range *doc.Prefixes {
-		e, ok := parseFeedPrefix(raw, names)
+		e, ok, unread := parseFeedPrefix(raw, names)
 		if !ok {
 			d.Ignored++
 			continue
+		}
+		if unread {
+			d.UnreadServices++
 		}
 		if p := e.Prefix; p.Addr().Is4() && p.Bits() < minV4Bits || p.Addr().Is6() && p.Bits() < minV6Bits {
 			return nil, fmt.Errorf("prefixes[%d]: %s is too wide (at least /%d for IPv4, /%d for IPv6)", i, p, minV4Bits, minV6Bits)
@@ -115,16 +121,17 @@ func ParseFeed(b []byte) (*FeedDocument, error) {
 	return d, nil
 }
 
-// parseFeedPrefix reads one entry of a feed's prefixes; false for an
-// entry to ignore. names interns the service names.
-func parseFeedPrefix(raw json.RawMessage, names map[string]string) (FeedPrefix, bool) {
+// parseFeedPrefix reads one entry of a feed's prefixes: false for an
+// entry to ignore; unread when its services were not read (the prefix
+// then names none). names interns the service names.
+func parseFeedPrefix(raw json.RawMessage, names map[string]string) (out FeedPrefix, ok, unread bool) {
 	var e struct {
-		V4       *string   `json:"ipv4Prefix"`
-		V6       *string   `json:"ipv6Prefix"`
-		Services *[]string `json:"services"`
+		V4       *string         `json:"ipv4Prefix"`
+		V6       *string         `json:"ipv6Prefix"`
+		Services json.RawMessage `json:"services"`
 	}
 	if json.Unmarshal(raw, &e) != nil || (e.V4 == nil) == (e.V6 == nil) {
-		return FeedPrefix{}, false
+		return out, false, false
 	}
 	s, v4 := "", e.V4 != nil
 	if v4 {
@@ -134,27 +141,33 @@ func parseFeedPrefix(raw json.RawMessage, names map[string]string) (FeedPrefix, 
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil || p.Addr().Is4In6() || v4 != p.Addr().Is4() {
-		return FeedPrefix{}, false
+		return out, false, false
 	}
-	out := FeedPrefix{Prefix: p.Masked()}
-	if e.Services != nil && len(*e.Services) > 0 {
-		if len(*e.Services) > maxServices {
-			return FeedPrefix{}, false
-		}
-		out.Services = make([]string, 0, len(*e.Services))
-		for _, name := range *e.Services {
-			if name == "" || len(name) > maxServiceLength {
-				return FeedPrefix{}, false
-			}
-			if n, ok := names[name]; ok {
-				name = n
-			} else {
-				names[name] = name
-			}
-			out.Services = append(out.Services, name)
-		}
+	out.Prefix = p.Masked()
+	if len(e.Services) == 0 || string(e.Services) == "null" {
+		return out, true, false
 	}
-	return out, true
+	var list []string
+	if json.Unmarshal(e.Services, &list) != nil || len(list) > maxServices {
+		return out, true, true
+	}
+	if len(list) == 0 {
+		return out, true, false
+	}
+	out.Services = make([]string, 0, len(list))
+	for _, name := range list {
+		if name == "" || len(name) > maxServiceLength {
+			out.Services = nil
+			return out, true, true
+		}
+		if n, ok := names[name]; ok {
+			name = n
+		} else {
+			names[name] = name
+		}
+		out.Services = append(out.Services, name)
+	}
+	return out, true, false
 }
 
 // u128 is an IPv6 address as a number.
@@ -179,9 +192,13 @@ type span6 struct{ lo, hi u128 }
 // merged, disjoint spans: a lookup is a binary search that does not
 // allocate.
 type rangeIndex struct {
-	v4  []span4
-	v6  []span6
-	svc *serviceIndex // nil when no entry lists services
+	v4 []span4
+	v6 []span6
+	// When an entry of the operator's feeds lists services: plain holds
+	// the prefixes of its feeds that list none, svcs one index per feed
+	// that does (nil otherwise).
+	plain *rangeIndex
+	svcs  []*serviceIndex
 }
 
 type indexPtr = atomic.Pointer[rangeIndex]

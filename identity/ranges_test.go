@@ -49,8 +49,9 @@ func TestParseFeed(t *testing.T) {
 
 // TestParseJAFAR: the three examples of draft-illyes-webbotauth-jafar-00
 // §4 (testdata/jafar, with their source note) read as written; invalid
-// entries are ignored and counted, not fatal (§2.3); members nobody knows
-// are ignored (§2.4); an empty prefixes array is a feed with no ranges.
+// entries are ignored and counted, not fatal (§2.3), and services out of
+// bounds leave their prefix naming none; members nobody knows are ignored
+// (§2.4); an empty prefixes array is a feed with no ranges.
 func TestParseJAFAR(t *testing.T) {
 	for _, tc := range []struct {
 		file     string
@@ -92,7 +93,10 @@ func TestParseJAFAR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Ignored != 6 || len(d.Prefixes) != 2 || d.Prefixes[0].Prefix.String() != "203.0.113.0/24" || !slices.Equal(d.Prefixes[0].Services, []string{"GPTBot"}) || d.Prefixes[1].Services != nil {
+	// Three entries ignored; three whose services are not read (a string,
+	// an empty name, 33 names) keep their prefix, naming no service.
+	if d.Ignored != 3 || d.UnreadServices != 3 || len(d.Prefixes) != 5 || d.Prefixes[3].Prefix.String() != "203.0.113.0/24" ||
+		!slices.Equal(d.Prefixes[3].Services, []string{"GPTBot"}) || d.Prefixes[0].Services != nil || d.Prefixes[2].Services != nil || d.Prefixes[4].Services != nil {
 		t.Fatalf("got %+v", d)
 	}
 	if d, err := ParseFeed([]byte(`{"creationTime": "2026-11-01T00:00:00Z", "prefixes": []}`)); err != nil || len(d.Prefixes) != 0 {
@@ -262,9 +266,12 @@ func FuzzParseFeed(f *testing.F) {
 				t.Fatalf("index misses %v", p)
 			}
 		}
-		sx := buildOpIndex([]*FeedDocument{d}, func(string) bool { return true })
+		sx := buildOpIndex([]feedDoc{{"fuzz", d}}, func(string) bool { return true })
 		for _, p := range ps {
-			if e := sx.svc.lookup(p.Addr()); sx.svc != nil && (e == nil || e.prefix.Bits() < p.Bits()) {
+			if sx.svcs == nil {
+				break
+			}
+			if e := sx.svcs[0].lookup(p.Addr()); e == nil || e.prefix.Bits() < p.Bits() {
 				t.Fatalf("service index misses %v: %+v", p, e)
 			}
 		}

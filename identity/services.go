@@ -4,67 +4,101 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/robotsguard/robotsguard/policy"
 )
 
-// serviceIndex finds, among an operator's feed entries, the most specific
-// prefix that holds an address, for the services it lists (JAFAR §3.3:
-// when several entries hold an address, the one with the longest prefix
-// speaks for it). It exists only when an entry lists services.
+// serviceIndex is one feed's entries, for a feed where an entry lists
+// services (JAFAR): it finds the most specific prefix that holds an
+// address (JAFAR §3.3: when several entries of a document hold an
+// address, the one with the longest prefix speaks for it).
 type serviceIndex struct {
-	lens4, lens6 []int // the prefix lengths present, longest first
+	src          string // the feed, for explanations
+	lens4, lens6 []int  // the prefix lengths present, longest first
 	at           map[netip.Prefix]*serviceEntry
 	// own reports that some entry lists a service that is one of the
-	// operator's product tokens: only then are the services read as
-	// naming the operator's crawlers (see serviceEntry.own).
+	// operator's product tokens (see serviceEntry.own).
 	own bool
 }
 
-// serviceEntry is what the most specific prefix says of its addresses.
+// serviceEntry is what a feed's entry says of its addresses.
 type serviceEntry struct {
 	prefix   netip.Prefix
-	services []string // nil: the entry names none (all of the operator's clients)
-	// own: a service is one of the operator's tokens, so a claim from
-	// these addresses is verified only for a crawler the header names
-	// among them. Services that name none of its tokens narrow nothing.
-	own bool
+	services []string
+	// all: an entry of this prefix names no services (or more than are
+	// read), so it stands for all of the operator's clients.
+	all bool
+	// own: a service is one of the operator's tokens, so an address here
+	// verifies only a header that names one of the services (names).
+	// Services that name none of its tokens narrow nothing.
+	own   bool
+	names *policy.Robots // a group of the services, matched as robots.txt groups are
+}
+
+// narrows reports whether the entry limits which of the operator's
+// crawlers its addresses verify.
+func (e *serviceEntry) narrows() bool { return e.own && !e.all }
+
+// feedDoc is a loaded feed's document and source, for building indexes.
+type feedDoc struct {
+	src string
+	doc *FeedDocument
 }
 
 // buildOpIndex is the index of an operator's loaded feeds: their prefixes
-// merged for Contains, and a serviceIndex when an entry lists services.
-// names reports whether a service names one of the operator's tokens.
-func buildOpIndex(docs []*FeedDocument, names func(string) bool) *rangeIndex {
-	var all []netip.Prefix
-	withServices := false
+// merged for contains, and, for each feed where an entry lists services,
+// a serviceIndex of its own (the most specific prefix is looked for
+// within one document, as JAFAR says; an address verifies a claim when
+// any feed that holds it does). names reports whether a service names one
+// of the operator's tokens.
+func buildOpIndex(docs []feedDoc, names func(string) bool) *rangeIndex {
+	var all, plain []netip.Prefix
+	var withServices []feedDoc
 	for _, d := range docs {
-		for _, e := range d.Prefixes {
+		listed := false
+		for _, e := range d.doc.Prefixes {
 			all = append(all, e.Prefix)
-			withServices = withServices || e.Services != nil
+			listed = listed || e.Services != nil
 		}
+		if !listed {
+			for _, e := range d.doc.Prefixes {
+				plain = append(plain, e.Prefix)
+			}
+			continue
+		}
+		withServices = append(withServices, d)
 	}
 	x := buildIndex(all)
-	if !withServices {
+	if len(withServices) == 0 {
 		return x
 	}
-	s := &serviceIndex{at: make(map[netip.Prefix]*serviceEntry, len(all))}
-	for _, d := range docs {
-		for _, e := range d.Prefixes {
-			se := s.at[e.Prefix] // the same prefix in two entries: their services together
-			if se == nil {
-				se = &serviceEntry{prefix: e.Prefix}
-				s.at[e.Prefix] = se
+	x.plain = buildIndex(plain)
+	matchers := make(map[string]*policy.Robots) // one per list of services
+	for _, d := range withServices {
+		x.svcs = append(x.svcs, buildServiceIndex(d, names, matchers))
+	}
+	return x
+}
+
+// buildServiceIndex indexes one feed's entries.
+func buildServiceIndex(d feedDoc, names func(string) bool, matchers map[string]*policy.Robots) *serviceIndex {
+	s := &serviceIndex{src: d.src, at: make(map[netip.Prefix]*serviceEntry, len(d.doc.Prefixes))}
+	for _, e := range d.doc.Prefixes {
+		se := s.at[e.Prefix] // the same prefix in two entries: what both say
+		if se == nil {
+			se = &serviceEntry{prefix: e.Prefix}
+			s.at[e.Prefix] = se
+		}
+		se.all = se.all || e.Services == nil
+		for _, name := range e.Services {
+			if !slices.Contains(se.services, name) {
+				se.services = append(se.services, name)
 			}
-			for _, name := range e.Services {
-				if !slices.Contains(se.services, name) {
-					se.services = append(se.services, name)
-				}
-				if names(name) {
-					se.own, s.own = true, true
-				}
+			if tokenRE.MatchString(name) && names(name) {
+				se.own, s.own = true, true
 			}
 		}
-	}
-	for p := range s.at {
-		if p.Addr().Is4() {
+		if p := e.Prefix; p.Addr().Is4() {
 			s.lens4 = append(s.lens4, p.Bits())
 		} else {
 			s.lens6 = append(s.lens6, p.Bits())
@@ -75,17 +109,39 @@ func buildOpIndex(docs []*FeedDocument, names func(string) bool) *rangeIndex {
 		slices.Reverse(*l)
 		*l = slices.Compact(*l)
 	}
-	x.svc = s
-	return x
+	for _, se := range s.at {
+		se.services = slices.Clip(se.services)
+		if se.narrows() {
+			se.names = servicesMatcher(se.services, matchers)
+		}
+	}
+	return s
+}
+
+// servicesMatcher returns a robots.txt group of the services that are
+// product tokens, made once per list: a header names a service the way
+// it names an operator's token (Operator.Tokens).
+func servicesMatcher(services []string, made map[string]*policy.Robots) *policy.Robots {
+	key := strings.Join(services, "\n")
+	if m, ok := made[key]; ok {
+		return m
+	}
+	var b strings.Builder
+	for _, s := range services {
+		if tokenRE.MatchString(s) {
+			b.WriteString("User-agent: " + s + "\n")
+		}
+	}
+	b.WriteString("Disallow: /\n")
+	m := policy.Parse([]byte(b.String()))
+	made[key] = m
+	return m
 }
 
 // lookup returns the entry of the most specific prefix that holds a (a
 // masked address with each length present: at most 33 map lookups for
 // IPv4, 129 for IPv6, a handful in practice), nil when none does.
 func (s *serviceIndex) lookup(a netip.Addr) *serviceEntry {
-	if s == nil {
-		return nil
-	}
 	a = a.Unmap()
 	lens := s.lens6
 	if a.Is4() {
@@ -103,28 +159,30 @@ func (s *serviceIndex) lookup(a netip.Addr) *serviceEntry {
 	return nil
 }
 
-// namesService reports whether the User-Agent header ua names one of
-// services as a product token: case-insensitively, as a whole token, or
-// followed by '-' (the hyphen fallback of robots.txt groups: the service
-// "Googlebot" covers the header's "Googlebot-Image").
-func namesService(ua string, services []string) bool {
-	for _, s := range services {
-		for i := 0; i+len(s) <= len(ua); i++ {
-			if lowerByte(ua[i]) != lowerByte(s[0]) || !strings.EqualFold(ua[i:i+len(s)], s) {
-				continue
-			}
-			end := i + len(s)
-			if (i == 0 || !tokenByte(lowerByte(ua[i-1]))) && (end == len(ua) || ua[end] == '-' || !tokenByte(lowerByte(ua[end]))) {
-				return true
-			}
-		}
-	}
-	return false
+// admits reports whether the entry's addresses verify a claim made by the
+// header ua: the entry does not narrow, or ua names one of its services.
+func (e *serviceEntry) admits(ua string) bool {
+	return !e.narrows() || e.names.Agent(ua).Specific()
 }
 
-func lowerByte(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
+// servicesVerdict is the verdict of an operator's feeds on a claim by the
+// header ua from addr, which their merged prefixes hold: verified when a
+// feed without services holds it, or a feed whose most specific entry for
+// it admits ua. Otherwise the refusing entry and its feed are returned
+// (spoofed: the publisher says these addresses are its other crawlers').
+func (x *rangeIndex) servicesVerdict(addr netip.Addr, ua string) (ok bool, refusing *serviceEntry, src string) {
+	if x.svcs == nil || ua == "" || x.plain.contains(addr) {
+		return true, nil, ""
 	}
-	return c
+	for _, s := range x.svcs {
+		e := s.lookup(addr)
+		switch {
+		case e == nil:
+		case e.admits(ua):
+			return true, nil, ""
+		default:
+			refusing, src = e, s.src
+		}
+	}
+	return refusing == nil, refusing, src
 }

@@ -15,10 +15,13 @@ var (
 	ErrReplayed     = errors.New("signature replayed: its nonce was seen before")
 	// ErrMalformed is matched (errors.Is) by the errors of signature
 	// headers that cannot be read: a header that is not a structured
-	// field, or over its size bound; a web-bot-auth signature without
-	// created, expires or keyid, with more covered components than read,
-	// without its Signature member, or naming a Signature-Agent member
-	// that is not there. The draft lets an origin answer such a request 400.
+	// field; a web-bot-auth signature without created, expires or keyid,
+	// with a covered component that is not a string, without its
+	// Signature member (or one that is not a byte sequence), or covering
+	// a Signature-Agent member that is not there. The draft lets an origin
+	// answer such a request 400. This verifier's own bounds (the bytes of
+	// a header, the number of covered components) are not client errors
+	// and do not match it.
 	ErrMalformed = errors.New("malformed signature headers")
 )
 

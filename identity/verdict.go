@@ -96,21 +96,8 @@ type Result struct {
 	// documentation. No lookup was made. Behind a proxy, it usually means
 	// the proxy's address is not among the trusted ones.
 	NotGlobal bool
-	key       [16]byte
-	// svc is the most specific feed entry that holds the address, when
-	// an entry of the operator's feeds lists services (see Services).
-	svc *serviceEntry
-}
 
-// Services returns what the most specific entry of the operator's
-// IP-range feeds that holds the address lists (a JAFAR feed's "services",
-// e.g. ["GPTBot"]), for a verdict Verified by MethodIPRange; nil when it
-// lists none. The slice must not be modified.
-func (r Result) Services() []string {
-	if r.svc == nil {
-		return nil
-	}
-	return r.svc.services
+	key [16]byte
 }
 
 // ClientKey returns a 16-byte value that stands for the verified operator

@@ -296,16 +296,16 @@ func (v *Verifier) VerifyRequest(ctx context.Context, ua string, claims Claims, 
 	if sr == nil {
 		return v.verify(ctx, ua, claims, addr, Result{}), nil
 	}
-	signed, err := v.verifySignature(ctx, sr, nil)
+	signed, err := v.verifySignature(ctx, sr, addr, nil)
 	if claims == 0 {
 		return signed, err
 	}
 	return v.verify(ctx, ua, claims, addr, signed), err
 }
 
-// verifySignature checks sr's signature; the zero Result when there is
-// none, or it does not verify (err says why).
-func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *[]string) (Result, error) {
+// verifySignature checks sr's signature, sent from client; the zero Result
+// when there is none, or it does not verify (err says why).
+func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, client netip.Addr, how *[]string) (Result, error) {
 	if v.signers == nil || sr == nil || len(sr.Header["Signature-Input"]) == 0 {
 		return Result{}, nil
 	}
@@ -314,7 +314,7 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, how *
 	if err == nil {
 		sig, err = VerifySignature(sr, v.now(), v.signers.cfg.MaxWindow, v.signers.lookup(ctx))
 	}
-	if err == nil && sig.Nonce != "" && how == nil && v.signers.nonceSeen(sig.KeyID, sig.Nonce, sig.Expires, v.now()) {
+	if err == nil && sig.Nonce != "" && v.signers.nonceReplayed(sig.KeyID, sig.Nonce, sig.Expires, v.now(), client.Unmap().WithZone(""), how == nil) {
 		err = ErrReplayed // Explain (how) looks without recording
 	}
 	if err != nil {
@@ -475,11 +475,8 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 			}
 		}
 	}
-	if x := op.index.Load(); x.contains(addr) {
-		if x.svc == nil && how == nil {
-			res.Verdict, res.Method = Verified, MethodIPRange // no entry lists services
-			return res
-		}
+	x := op.index.Load()
+	if x.contains(addr) {
 		return v.inRanges(res, x, op, addr, ua, how)
 	}
 	if !global {
@@ -491,13 +488,13 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 		res.Verdict, res.NotGlobal = Unverifiable, true
 		return res
 	}
-	loaded := 0
-	for _, f := range op.feeds {
-		if f.data.Load() != nil {
-			loaded++
-		}
-	}
+	loaded := op.loadedFeeds()
 	allLoaded := len(op.feeds) > 0 && loaded == len(op.feeds)
+	if x2 := op.index.Load(); allLoaded && x2 != x && x2.contains(addr) {
+		// A feed installed since x was read: install stores the index
+		// before it marks the feed loaded, so x2 holds every feed counted.
+		return v.inRanges(res, x2, op, addr, ua, how)
+	}
 	if how != nil && len(op.feeds) > 0 {
 		say(fmt.Sprintf("%s is in none of %s's %d loaded IP-range feeds (of %d)", addr, op.Name, loaded, len(op.feeds)))
 	}
@@ -540,24 +537,40 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 }
 
 // inRanges is the verdict on op's claim for an address in its IP-range
-// feeds: verified, unless the most specific entry that holds the address
-// lists services of op that the header ua does not name (JAFAR: the
-// publisher says these addresses are its other crawlers').
+// feeds: verified, unless every feed that holds the address has, as its
+// most specific entry for it, one that lists services of op which the
+// header ua does not name (JAFAR: the publisher says these addresses are
+// its other crawlers').
 func (v *Verifier) inRanges(res Result, x *rangeIndex, op *opEntry, addr netip.Addr, ua string, how *[]string) Result {
-	se := x.svc.lookup(addr)
-	if se != nil && se.own && ua != "" && !namesService(ua, se.services) {
+	if x.svcs == nil && how == nil {
+		res.Verdict, res.Method = Verified, MethodIPRange // no entry lists services
+		return res
+	}
+	ok, refusing, src := x.servicesVerdict(addr, ua)
+	if !ok {
 		if how != nil {
-			*how = append(*how, fmt.Sprintf("%s is in %s, which %s's IP-range feed lists for %s only; the header names none of them: spoofed",
-				addr, se.prefix, op.Name, strings.Join(se.services, ", ")))
+			*how = append(*how, fmt.Sprintf("%s is in %s, which %s's feed %s lists for %s only; the header names none of them: spoofed",
+				addr, refusing.prefix, op.Name, src, strings.Join(refusing.services, ", ")))
 		}
 		res.Verdict = Spoofed
 		return res
 	}
-	res.Verdict, res.Method, res.svc = Verified, MethodIPRange, se
+	res.Verdict, res.Method = Verified, MethodIPRange
 	if how != nil {
-		*how = append(*how, v.whichFeed(op, addr, se))
+		*how = append(*how, v.whichFeed(op, addr))
 	}
 	return res
+}
+
+// loadedFeeds counts the operator's feeds that have a copy in force.
+func (op *opEntry) loadedFeeds() int {
+	n := 0
+	for _, f := range op.feeds {
+		if f.data.Load() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // OperatorNames returns the names of the operators in c, in registry order.

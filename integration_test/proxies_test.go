@@ -338,11 +338,11 @@ func proxyMatrix(t *testing.T, p proxyClient, site *proxySite, keyDir string, ch
 
 	// A signed Web Bot Auth request: verified by its signature, judged
 	// by its own group; the same claim unsigned answers to "*" too.
-	signed := func(path string) answer {
+	signed := func(path string, from ...string) answer {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
 		req.Host = "example.com"
 		req.Header.Set("User-Agent", "AcmeBot/2.0")
-		req.Header.Set("X-Forwarded-For", "198.51.100.9")
+		req.Header.Set("X-Forwarded-For", append(from, "198.51.100.9")[0])
 		priv, err := identity.PrivateJWK(testkeys.PrivateJWK)
 		if err != nil {
 			t.Fatal(err)
@@ -364,11 +364,12 @@ func proxyMatrix(t *testing.T, p proxyClient, site *proxySite, keyDir string, ch
 	if got := p.get("/private/x", "FooBot/1.0", "198.51.100.2").header.Get("Accept-Signature"); got != "" {
 		t.Errorf("a 403 to a bot that claims no signer: Accept-Signature %q", got)
 	}
-	// The same nonce again: a replay, 429; unreadable signature headers
+	// The same nonce from another address: a replay, 429; unreadable signature headers
 	// on a claim of a signing operator: 400 (nginx's recipe turns the
 	// service's 403 that says 400 back into it).
 	signed("/replayed").check(t, "signed AcmeBot, first", 200, "page /replayed")
-	signed("/replayed").check(t, "signed AcmeBot, replayed", 429, "fresh nonce")
+	signed("/replayed").check(t, "signed AcmeBot, again from its own address", 200, "page /replayed")
+	signed("/replayed", "198.51.100.10").check(t, "signed AcmeBot, replayed from another address", 429, "fresh nonce")
 	p.get("/a", "AcmeBot/2.0", "198.51.100.9", "Signature-Input", `sig1=("@authority";tag="web-bot-auth"`, "Signature", "sig1=:AAAA:").
 		check(t, "unreadable signature headers", 400, "signature headers cannot be read")
 

@@ -91,7 +91,7 @@ var budgets = map[string]int{
 	"report":       13,
 	"audit":        16, // issue 37: the audit of access logs (New, Options, Version, the Result types, the formats)
 	"dashboard":    15, // issue 37: Version, a site's robots.txt history on its page; the audit's page (AuditPage, AuditSite, AuditClient, LineCount, WriteAudit)
-	"guard":        38, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question; issue 37: WithHistory
+	"guard":        39, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question; issue 37: WithHistory; issue 38: SetAnswerHeaders (Caddy's handle_errors answers carry what Respond's do)
 	"caddymodule":  4,  // issue 36: RobotsGuardCheck, the decision service
 	"nethttp":      15, // issue 36: Check, CheckConfig and WithTrustedProxy, the decision service
 	"traps":        16,
