@@ -128,7 +128,7 @@ func TestJAFARFeed(t *testing.T) {
 	if v := decideAt(e, search, "/page", "11.1.2.9"); v.Verification != identity.Verified {
 		t.Errorf("after a 304: %v", v.Verification)
 	}
-	if f := e.Verifier().Feeds()[0]; !f.Loaded || f.Prefixes != 5 || f.CreationTime != "2026-11-27T00:00:00Z" {
+	if f := e.Verifier().Feeds()[0]; !f.Loaded || f.Prefixes != 5 || f.WithServices != 4 || f.SyncToken != "7" || f.CreationTime != "2026-11-27T00:00:00Z" {
 		t.Errorf("feed status %+v", f)
 	}
 

@@ -102,6 +102,14 @@ type FeedStatus struct {
 	// Idle marks a feed of a Verifier with Config.OnDemand that no claim
 	// has needed yet: it is not loaded, and nothing was asked for.
 	Idle bool `json:"idle,omitempty"`
+	// SyncToken is the loaded copy's synctoken (JAFAR), if any.
+	SyncToken string `json:"sync_token,omitempty"`
+	// WithServices counts the loaded copy's prefixes that list services
+	// (JAFAR); Ignored its entries not read, and ServicesUnread those
+	// whose services were not read (see FeedDocument).
+	WithServices   int `json:"with_services,omitempty"`
+	Ignored        int `json:"ignored,omitempty"`
+	ServicesUnread int `json:"services_unread,omitempty"`
 }
 
 // Feeds reports the state of every feed, sorted by source.
@@ -114,6 +122,12 @@ func (v *Verifier) Feeds() []FeedStatus {
 		}
 		if d := f.data.Load(); d != nil {
 			s.Loaded, s.Prefixes, s.CreationTime, s.Fetched, s.FromStorage = true, len(d.doc.Prefixes), d.created, d.fetched, d.stored
+			s.SyncToken, s.Ignored, s.ServicesUnread = d.doc.SyncToken, d.doc.Ignored, d.doc.UnreadServices
+			for _, e := range d.doc.Prefixes {
+				if e.Services != nil {
+					s.WithServices++
+				}
+			}
 		}
 		if e := f.lastErr.Load(); e != nil {
 			s.LastError = *e
