@@ -196,16 +196,17 @@ func (e *Engine) crawlerOf(info *classify.Info, agent policy.Agent) *identity.Cr
 // presented before within its window (429: sign again, with a fresh
 // nonce), or signature headers that cannot be read on a request that
 // claims a signing agent (400: its Signature-Agent, or a User-Agent that
-// names an operator with signature agents) and that its address has not
-// proven (ver). Other failures prove nothing and stop nothing: the claim
-// falls back to the address checks. It reports whether v stops the
-// request.
+// names an operator with signature agents) that its address neither
+// proves nor disproves (ver: a spoofed claim gets its 403, reported, and
+// its trap and ban checks). Other failures prove nothing and stop
+// nothing: the claim falls back to the address checks. It reports whether
+// v stops the request.
 func (e *Engine) signatureStops(v *Verdict, err error, ver identity.Result, claims identity.Claims, req *Request) bool {
 	switch {
 	case errors.Is(err, identity.ErrReplayed):
 		v.Bot, v.Action, v.Reason, v.RetryAfter = true, Throttle, ReasonSignatureReplayed, time.Second
 		return true
-	case errors.Is(err, identity.ErrMalformed) && ver.Verdict != identity.Verified && e.claimsSigner(claims, req):
+	case errors.Is(err, identity.ErrMalformed) && ver.Verdict != identity.Verified && ver.Verdict != identity.Spoofed && e.claimsSigner(claims, req):
 		v.Bot, v.Action, v.Reason = true, Deny, ReasonBadSignature
 		return true
 	}

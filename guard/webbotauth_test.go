@@ -155,6 +155,9 @@ func TestSignatureReplayAndMalformed(t *testing.T) {
 	if first.Code != 200 || again.Code != 200 || replay.Code != 429 || replay.Header().Get("Retry-After") != "1" || !strings.Contains(replay.Body.String(), "fresh nonce") {
 		t.Fatalf("replay: first %d, again %d, from another client %d %q %q", first.Code, again.Code, replay.Code, replay.Header().Get("Retry-After"), replay.Body)
 	}
+	if !strings.Contains(replay.Header().Get("Accept-Signature"), `tag="web-bot-auth"`) {
+		t.Errorf("the replay's 429 does not say what to sign: %v", replay.Header())
+	}
 	garbled := func(ua string, agent bool) *http.Request {
 		r := httptest.NewRequest("GET", "http://example.com/public/x", nil)
 		r.Header.Set("User-Agent", ua)
@@ -185,6 +188,25 @@ func TestSignatureReplayAndMalformed(t *testing.T) {
 	if v := e.Decide(context.Background(), Request{Host: "example.com", Target: "/public/x", UserAgent: "AcmeBot/2.0",
 		Signed: signedRequestOf(garbled("AcmeBot/2.0", false), "http")}); v.Reason != ReasonBadSignature || v.StatusCode() != 400 {
 		t.Errorf("verdict %v %v %d", v.Action, v.Reason, v.StatusCode())
+	}
+
+	// When acme publishes its addresses, they decide: from one of them the
+	// claim passes whatever its signature headers hold; from another it
+	// is spoofed (403, reported), not a 400.
+	feed := filepath.Join(t.TempDir(), "acme.json")
+	os.WriteFile(feed, []byte(`{"creationTime":"2026-11-27T00:00:00Z","prefixes":[{"ipv4Prefix":"11.0.113.0/24"}]}`), 0o644)
+	_, pubFile, _ := rfcKey(t)
+	off := false
+	ranged := newVerifying(t, Config{Verify: &identity.VerifyConfig{Builtin: &off, FetchFeeds: identity.FeedsAtStart,
+		Operators:  []identity.Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{feed}}},
+		WebBotAuth: &identity.WebBotAuthSettings{Agents: []identity.SignatureAgent{{Origin: "https://bot.acme.example", Operator: "acme", Keys: []string{pubFile}}}},
+	}})
+	for ip, want := range map[string]Reason{"11.0.113.9": ReasonAllowed, "11.9.9.9": ReasonSpoofed} {
+		v := ranged.Decide(context.Background(), Request{Host: "example.com", Target: "/x", UserAgent: "AcmeBot/2.0", ClientIP: ip,
+			Signed: signedRequestOf(garbled("AcmeBot/2.0", true), "http")})
+		if v.Reason != want {
+			t.Errorf("garbled signature headers from %s: %v %v, want %v", ip, v.Action, v.Reason, want)
+		}
 	}
 }
 

@@ -123,16 +123,28 @@ type seenNonce struct {
 // another client than client: a replay. The same client again is not one
 // (a request judged twice: two guards in one server, a proxy that asks
 // again after an internal redirect; or resent by its own client), so a
-// replay needs an address the signer does not have. With record, a nonce
-// not seen yet is kept. At most maxNonces are kept: a flood of fresh
+// replay needs an address the signer does not have; an unknown address
+// (the zero Addr) is always another. With record, a nonce not seen yet is
+// kept. At most maxNonces are kept: a flood of fresh
 // nonces pushes out the oldest, whose replays then go unseen.
 func (s *signers) nonceReplayed(keyid, nonce string, expires, now time.Time, client netip.Addr, record bool) bool {
 	k := sha256.Sum256([]byte(keyid + "\x00" + nonce))
-	if seen, ok := s.nonces.Get(k); ok && now.UnixNano() < seen.until {
-		return seen.client != client
-	}
+	fresh := seenNonce{until: expires.UnixNano(), client: client}
+	var seen seenNonce
+	var ok bool
 	if record {
-		s.nonces.Add(k, seenNonce{until: expires.UnixNano(), client: client})
+		// One step, so that two clients racing with one nonce do not
+		// both pass.
+		seen, ok, _ = s.nonces.PeekOrAdd(k, fresh)
+	} else {
+		seen, ok = s.nonces.Peek(k)
+	}
+	switch {
+	case ok && now.UnixNano() < seen.until:
+		// An unknown address is nobody's: it proves no sameness.
+		return seen.client != client || !client.IsValid()
+	case ok && record:
+		s.nonces.Add(k, fresh) // the old one's window is over
 	}
 	return false
 }

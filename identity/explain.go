@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 )
 
-// whichFeed names the feed and prefix that contain addr.
-func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr) string {
+// whichFeed names the feed and prefix that contain addr, among the
+// feeds that list no services (x.svcs has the others).
+func (v *Verifier) whichFeed(op *opEntry, addr netip.Addr, x *rangeIndex) string {
 	best, src := FeedPrefix{}, ""
 	for _, f := range op.feeds {
+		if slices.ContainsFunc(x.svcs, func(s *serviceIndex) bool { return s.src == f.src }) {
+			continue // a feed with services: servicesVerdict said which entry admits
+		}
 		if d := f.data.Load(); d != nil {
 			for _, e := range d.doc.Prefixes {
 				if e.Prefix.Contains(addr) && (!best.Prefix.IsValid() || e.Prefix.Bits() > best.Prefix.Bits()) {

@@ -305,6 +305,7 @@ func (v *Verifier) store(ctx context.Context, f *feed, d *feedData) {
 // current as of now, in storage too, so that a restart does not fetch it
 // again before the next refresh is due.
 func (v *Verifier) notModified(ctx context.Context, f *feed) {
+	f.emptyOnce = false // the copy in force is current again
 	if d := f.data.Load(); d != nil {
 		nd := *d
 		nd.stored, nd.fetched = false, v.now()

@@ -198,10 +198,10 @@ func VerifySignature(r *SignedRequest, now time.Time, maxWindow time.Duration, k
 	}
 	var h sigHeaders
 	if err := h.input.ParseDictionary(inputs); err != nil {
-		return sig, malformed("Signature-Input: %v", err)
+		return sig, headerError("Signature-Input", err)
 	}
 	if err := h.sig.ParseDictionary(r.Header.Values("Signature")); err != nil {
-		return sig, malformed("Signature: %v", err)
+		return sig, headerError("Signature", err)
 	}
 	// Each web-bot-auth signature is tried on its own (the draft's
 	// §5.2.2), at most MaxSignatures of them: the first that verifies
@@ -396,7 +396,7 @@ func signatureAgent(r *SignedRequest, h *sigHeaders, m *sfv.Member) (agent strin
 func (h *sigHeaders) agentMember(r *SignedRequest, in *sfv.Field, it *sfv.Item) (*sfv.Item, error) {
 	if !h.agentDict {
 		if err := h.agent.ParseDictionary(r.Header.Values("Signature-Agent")); err != nil {
-			return nil, malformed("Signature-Agent: %v", err)
+			return nil, headerError("Signature-Agent", err)
 		}
 		h.agentDict = true
 	}

@@ -128,6 +128,10 @@ func TestWebBotAuthMinus01(t *testing.T) {
 	if r, err := v.VerifyRequest(ctx, "", 0, other, replayed); !errors.Is(err, ErrReplayed) || r.Verdict == Verified {
 		t.Fatalf("the same nonce from another client: %+v %v, want ErrReplayed", r, err)
 	}
+	// An unknown address proves no sameness: always a replay.
+	if _, err := v.VerifyRequest(ctx, "", 0, netip.Addr{}, replayed); !errors.Is(err, ErrReplayed) {
+		t.Fatalf("the same nonce from an unknown address: %v, want ErrReplayed", err)
+	}
 	// Explain records nothing: a nonce it saw first is still fresh.
 	fresh := signMember(t, fmt.Sprintf("%q", good.URL), "n-explained")
 	if x := v.ExplainRequest(ctx, "", 0, other, fresh); x.SignatureError != nil {
@@ -145,6 +149,49 @@ func TestWebBotAuthMinus01(t *testing.T) {
 		dict := strings.HasPrefix(sr.Header.Get("Signature-Agent"), "sig1=")
 		if r, err := verify(sr); err != nil || r.Verdict != Verified || dict != (name == "Sign") {
 			t.Errorf("%s (%q): %+v %v", name, sr.Header.Get("Signature-Agent"), r, err)
+		}
+	}
+}
+
+// TestMalformedSignatureHeaders: ErrMalformed (the draft's 400) is for
+// headers that cannot be read, not for this verifier's own bounds.
+func TestMalformedSignatureHeaders(t *testing.T) {
+	now := time.Now()
+	params := fmt.Sprintf(";created=%d;expires=%d;keyid=\"k\";tag=\"web-bot-auth\"", now.Unix(), now.Add(time.Minute).Unix())
+	many := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`("@authority"`)
+		for i := range n {
+			fmt.Fprintf(&b, ` "x-h%d"`, i)
+		}
+		return b.String() + ")" + params
+	}
+	members := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "s%d=(\"@authority\")%s, ", i, params)
+		}
+		return b.String() + `sig1=("@authority")` + params
+	}
+	for _, tc := range []struct {
+		name, input, sig string
+		malformed        bool
+	}{
+		{"not a structured field", `sig1=("@authority";tag="web-bot-auth"`, "sig1=:AAAA:", true},
+		{"Signature not a dictionary", `sig1=("@authority")` + params, "sig1=:AAAA", true},
+		{"no created", fmt.Sprintf(`sig1=("@authority");expires=%d;keyid="k";tag="web-bot-auth"`, now.Unix()), "sig1=:AAAA:", true},
+		{"no Signature member", `sig1=("@authority")` + params, "sig2=:AAAA:", true},
+		{"over 8 KiB", `sig1=("@authority")` + params + strings.Repeat(" ", MaxSignatureHeader), "sig1=:AAAA:", false},
+		{"25 covered components", "sig1=" + many(24), "sig1=:AAAA:", false},
+		{"70 covered components (past the parser's bound)", "sig1=" + many(69), "sig1=:AAAA:", false},
+		{"65 members (past the parser's bound)", members(64), "sig1=:AAAA:", false},
+	} {
+		sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: http.Header{}}
+		sr.Header.Set("Signature-Input", tc.input)
+		sr.Header.Set("Signature", tc.sig)
+		_, err := VerifySignature(sr, now, time.Hour, func(string, string) (PublicKey, bool) { return PublicKey{}, false })
+		if err == nil || errors.Is(err, ErrMalformed) != tc.malformed {
+			t.Errorf("%s: %v, malformed %v", tc.name, err, errors.Is(err, ErrMalformed))
 		}
 	}
 }

@@ -112,25 +112,29 @@ func buildServiceIndex(d feedDoc, names func(string) bool, matchers map[string]*
 	for _, se := range s.at {
 		se.services = slices.Clip(se.services)
 		if se.narrows() {
-			se.names = servicesMatcher(se.services, matchers)
+			var own []string // the services that are the operator's tokens
+			for _, name := range se.services {
+				if tokenRE.MatchString(name) && names(name) {
+					own = append(own, name)
+				}
+			}
+			se.names = servicesMatcher(own, matchers)
 		}
 	}
 	return s
 }
 
-// servicesMatcher returns a robots.txt group of the services that are
-// product tokens, made once per list: a header names a service the way
-// it names an operator's token (Operator.Tokens).
-func servicesMatcher(services []string, made map[string]*policy.Robots) *policy.Robots {
-	key := strings.Join(services, "\n")
+// servicesMatcher returns a robots.txt group of tokens (product tokens of
+// the operator), made once per list: a header names a service the way it
+// names an operator's token (Operator.Tokens).
+func servicesMatcher(tokens []string, made map[string]*policy.Robots) *policy.Robots {
+	key := strings.Join(tokens, " ") // product tokens hold no space
 	if m, ok := made[key]; ok {
 		return m
 	}
 	var b strings.Builder
-	for _, s := range services {
-		if tokenRE.MatchString(s) {
-			b.WriteString("User-agent: " + s + "\n")
-		}
+	for _, t := range tokens {
+		b.WriteString("User-agent: " + t + "\n")
 	}
 	b.WriteString("Disallow: /\n")
 	m := policy.Parse([]byte(b.String()))
@@ -168,20 +172,22 @@ func (e *serviceEntry) admits(ua string) bool {
 // servicesVerdict is the verdict of an operator's feeds on a claim by the
 // header ua from addr, which their merged prefixes hold: verified when a
 // feed without services holds it, or a feed whose most specific entry for
-// it admits ua. Otherwise the refusing entry and its feed are returned
-// (spoofed: the publisher says these addresses are its other crawlers').
-func (x *rangeIndex) servicesVerdict(addr netip.Addr, ua string) (ok bool, refusing *serviceEntry, src string) {
+// it admits ua (that entry and its feed are returned; nil for a feed
+// without services). Otherwise the refusing entry and its feed are
+// returned (spoofed: the publisher says these addresses are its other
+// crawlers').
+func (x *rangeIndex) servicesVerdict(addr netip.Addr, ua string) (ok bool, e *serviceEntry, src string) {
 	if x.svcs == nil || ua == "" || x.plain.contains(addr) {
 		return true, nil, ""
 	}
+	var refusing *serviceEntry
 	for _, s := range x.svcs {
-		e := s.lookup(addr)
-		switch {
-		case e == nil:
-		case e.admits(ua):
-			return true, nil, ""
+		switch se := s.lookup(addr); {
+		case se == nil:
+		case se.admits(ua):
+			return true, se, s.src
 		default:
-			refusing, src = e, s.src
+			refusing, src = se, s.src
 		}
 	}
 	return refusing == nil, refusing, src

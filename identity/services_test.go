@@ -44,7 +44,8 @@ func TestServicesVerdict(t *testing.T) {
 		{"198.51.103.9", "AcmeBot/1.0", true, ""},                          // services that are not the operator's: no narrowing
 		{"2001:db8::1", "AcmeBot/1.0", true, ""},
 		{"2001:db8:0:1::9", "AcmeBot/1.0", false, "2001:db8:0:1::/64"},
-		{"::ffff:198.51.101.200", "AcmeBot-Image/1.0", true, ""},
+		{"::ffff:198.51.101.200", "AcmeBot-News/2.0", false, "198.51.101.128/25"},                           // an IPv4-mapped address finds the /25
+		{"198.51.101.200", "AcmeBot/1.0 Partner/1.0", false, "198.51.101.128/25"},                           // Partner is not the operator's: it admits nothing
 		{"198.51.101.200", "Mozilla/5.0 (+https://acme.example/acmebot-image)", false, "198.51.101.128/25"}, // named in a URL only
 		{"198.51.101.200", "", true, ""},                                                                    // no header at hand (Verify)
 	} {
@@ -90,7 +91,7 @@ func BenchmarkVerifyServices(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if r, _ := v.VerifyRequest(ctx, ua, claims, a, nil); r.Verdict != Verified || false {
+		if r, _ := v.VerifyRequest(ctx, ua, claims, a, nil); r.Verdict != Verified {
 			b.Fatalf("%+v", r)
 		}
 	}

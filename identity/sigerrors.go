@@ -3,6 +3,8 @@ package identity
 import (
 	"errors"
 	"fmt"
+
+	"github.com/robotsguard/robotsguard/internal/sfv"
 )
 
 // Errors of signature verification: VerifySignature's, and ErrReplayed,
@@ -35,4 +37,15 @@ func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
 // malformed returns a malformedError of the formatted text.
 func malformed(format string, args ...any) error {
 	return &malformedError{fmt.Sprintf(format, args...)}
+}
+
+// headerError is the error of a signature header that did not parse: one
+// that matches ErrMalformed, unless the header is only past a bound of
+// the structured-field parser (a client error for nobody).
+func headerError(name string, err error) error {
+	var se *sfv.Error
+	if errors.As(err, &se) && se.Bound {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return malformed("%s: %v", name, err)
 }

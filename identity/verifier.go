@@ -546,18 +546,24 @@ func (v *Verifier) inRanges(res Result, x *rangeIndex, op *opEntry, addr netip.A
 		res.Verdict, res.Method = Verified, MethodIPRange // no entry lists services
 		return res
 	}
-	ok, refusing, src := x.servicesVerdict(addr, ua)
+	ok, e, src := x.servicesVerdict(addr, ua)
 	if !ok {
 		if how != nil {
 			*how = append(*how, fmt.Sprintf("%s is in %s, which %s's feed %s lists for %s only; the header names none of them: spoofed",
-				addr, refusing.prefix, op.Name, src, strings.Join(refusing.services, ", ")))
+				addr, e.prefix, op.Name, src, strings.Join(e.services, ", ")))
 		}
 		res.Verdict = Spoofed
 		return res
 	}
 	res.Verdict, res.Method = Verified, MethodIPRange
-	if how != nil {
-		*how = append(*how, v.whichFeed(op, addr))
+	switch {
+	case how == nil:
+	case e != nil && e.narrows():
+		*how = append(*how, fmt.Sprintf("%s is in %s of the feed %s, listed for %s, which the header names", addr, e.prefix, src, strings.Join(e.services, ", ")))
+	case e != nil:
+		*how = append(*how, fmt.Sprintf("%s is in %s of the feed %s", addr, e.prefix, src))
+	default:
+		*how = append(*how, v.whichFeed(op, addr, x))
 	}
 	return res
 }

@@ -10,6 +10,9 @@ import (
 type Error struct {
 	Offset int
 	What   string
+	// Bound reports that the field is past one of this parser's bounds
+	// (MaxMembers, MaxListLen), not that its syntax is wrong.
+	Bound bool
 }
 
 func (e *Error) Error() string { return "sfv: " + e.What + " at character " + strconv.Itoa(e.Offset) }
@@ -64,7 +67,7 @@ func (f *Field) addMember(m Member, off int) error {
 		return nil
 	}
 	if f.nm == MaxMembers {
-		return &Error{off, "more than " + strconv.Itoa(MaxMembers) + " dictionary members"}
+		return &Error{off, "more than " + strconv.Itoa(MaxMembers) + " dictionary members", true}
 	}
 	if f.nm < len(f.inMembers) {
 		f.inMembers[f.nm] = m
@@ -104,7 +107,10 @@ type parser struct {
 
 func (p *parser) eof() bool { return p.off >= len(p.s) }
 
-func (p *parser) fail(what string) error { return &Error{p.off, what} }
+func (p *parser) fail(what string) error { return &Error{p.off, what, false} }
+
+// pastBound is fail for input past one of the parser's bounds.
+func (p *parser) pastBound(what string) error { return &Error{p.off, what, true} }
 
 func (p *parser) skipSP() {
 	for p.off < len(p.s) && p.s[p.off] == ' ' {
@@ -148,7 +154,7 @@ func (p *parser) itemOrInnerList(f *Field, m *Member) error {
 			return p.fail("an inner-list item is not followed by a space or ')'")
 		}
 		if f.nItems-m.items.lo == MaxListLen {
-			return p.fail("more than " + strconv.Itoa(MaxListLen) + " items in an inner list")
+			return p.pastBound("more than " + strconv.Itoa(MaxListLen) + " items in an inner list")
 		}
 		if int(f.nItems) < len(f.inItems) {
 			f.inItems[f.nItems] = it
@@ -196,7 +202,7 @@ func (p *parser) params(f *Field) (span, error) {
 			continue
 		}
 		if s.hi-s.lo == MaxListLen {
-			return s, p.fail("more than " + strconv.Itoa(MaxListLen) + " parameters")
+			return s, p.pastBound("more than " + strconv.Itoa(MaxListLen) + " parameters")
 		}
 		if int(f.nParams) < len(f.inParams) {
 			f.inParams[f.nParams] = Param{key, v}
