@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	_ "github.com/robotsguard/robotsguard/caddymodule"
@@ -85,13 +86,21 @@ func load(t *testing.T, globals, sites string) *caddytest.Tester {
 // and its background work (the robots.txt fetch of every configured site
 // when a configuration starts, which stores trap clocks) may write there
 // while the directory is removed, which t.TempDir reports as a failure (CI
-// saw "directory not empty"). Removal is retried for a second.
+// saw "directory not empty"). The sites are stopped first, and removal is
+// retried for a second.
 func storageDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "robotsguard-caddy-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Stop the in-process Caddy's sites first, keeping its admin
+		// endpoint for the next test: their guards' background writes
+		// (robots.txt histories, trap clocks) would make the directory
+		// again after its removal, and leave it behind.
+		if err := caddy.Load([]byte(fmt.Sprintf(`{"admin":{"listen":"localhost:%d"}}`, adminPort)), true); err != nil {
+			t.Logf("stopping the sites before removing %s: %v", dir, err)
+		}
 		for range 20 {
 			if os.RemoveAll(dir) == nil {
 				if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
