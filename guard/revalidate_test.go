@@ -144,8 +144,7 @@ func TestNoRulesLogged(t *testing.T) {
 		for range n {
 			clk.Add(2 * time.Minute)
 			before := obs.get("fetch/ok") + obs.get("fetch/html") + obs.get("fetch/unavailable") + obs.get("fetch/unreachable")
-			do(h, uaChrome, "/")
-			testclock.WaitFor(t, func() bool {
+			testclock.WaitDoing(t, func() { do(h, uaChrome, "/") }, func() bool {
 				return obs.get("fetch/ok")+obs.get("fetch/html")+obs.get("fetch/unavailable")+obs.get("fetch/unreachable") > before
 			})
 		}
@@ -206,8 +205,7 @@ func TestOutagesLoggedEachTime(t *testing.T) {
 	refresh := func(key string, n int) {
 		t.Helper()
 		clk.Add(2 * time.Minute)
-		do(h, uaChrome, "/")
-		testclock.WaitFor(t, func() bool { return obs.get(key) == n })
+		testclock.WaitDoing(t, func() { do(h, uaChrome, "/") }, func() bool { return obs.get(key) == n })
 	}
 	s.Fail.Store(true)
 	refresh("fetch/unreachable", 1)

@@ -42,8 +42,7 @@ func TestRevalidateConditional(t *testing.T) {
 	browser := func() { c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, s, false, "") }
 	for i := range 3 {
 		clk.Add(61 * time.Second)
-		browser() // starts the refresh in the background
-		testclock.WaitFor(t, func() bool { return obs.get("not_modified") == i+1 })
+		testclock.WaitDoing(t, browser, func() bool { return obs.get("not_modified") == i+1 }) // starts the refresh in the background
 	}
 	if r := s.Last(); r.Header.Get("If-None-Match") == "" || r.Header.Get("If-Modified-Since") == "" {
 		t.Fatalf("revalidation without validators: %v", r.Header)
@@ -53,8 +52,7 @@ func TestRevalidateConditional(t *testing.T) {
 	}
 	s.Set("User-agent: *\nDisallow: /b\n")
 	clk.Add(61 * time.Second)
-	browser()
-	testclock.WaitFor(t, func() bool { return obs.get("ok") == 2 })
+	testclock.WaitDoing(t, browser, func() bool { return obs.get("ok") == 2 })
 	if st := get(c, "example.com", s); !denies(st, "/b") || denies(st, "/a") {
 		t.Fatal("the edit is not in force")
 	}
@@ -73,8 +71,10 @@ func TestRevalidateURLSource(t *testing.T) {
 	c := revalidating(URLSource(u, client), clk, obs)
 	get(c, "example.com", nil)
 	clk.Add(2 * time.Minute)
-	c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
-	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
+	testclock.WaitDoing(t, func() {
+		c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
+	},
+		func() bool { return obs.get("not_modified") == 1 })
 	if s.Served.Load() != 1 {
 		t.Fatalf("%d full answers, want 1", s.Served.Load())
 	}
@@ -91,23 +91,22 @@ func TestRevalidateFileSource(t *testing.T) {
 	if !denies(get(c, "example.com", nil), "/a") {
 		t.Fatal("first: /a allowed")
 	}
-	later := func() {
+	later := func(cond func() bool) {
 		clk.Add(2 * time.Minute)
-		c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
+		testclock.WaitDoing(t, func() {
+			c.Get(context.Background(), MakeKey("http", "example.com", 0), "example.com", 0, nil, false, "")
+		}, cond)
 	}
-	later()
-	testclock.WaitFor(t, func() bool { return obs.get("not_modified") == 1 })
+	later(func() bool { return obs.get("not_modified") == 1 })
 	os.WriteFile(file, []byte("User-agent: *\nDisallow: /bb\n"), 0o644)
 	os.Chtimes(file, time.Now(), time.Now().Add(time.Second))
-	later()
-	testclock.WaitFor(t, func() bool { return obs.get("ok") == 2 })
+	later(func() bool { return obs.get("ok") == 2 })
 	if !denies(get(c, "example.com", nil), "/bb") {
 		t.Fatal("after the edit: /bb allowed")
 	}
 	// The file disappears: the last good copy stays.
 	os.Remove(file)
-	later()
-	testclock.WaitFor(t, func() bool { return obs.get("unreachable") == 1 })
+	later(func() bool { return obs.get("unreachable") == 1 })
 	if st := get(c, "example.com", nil); !denies(st, "/bb") || st.Unreachable {
 		t.Fatal("file removed: the last copy is not in force")
 	}

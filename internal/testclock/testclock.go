@@ -43,3 +43,17 @@ func WaitFor(t testing.TB, cond func() bool) {
 	}
 	t.Fatal("condition not met within 5s")
 }
+
+// WaitDoing is WaitFor that calls do before each look. A background
+// refresh is started by a request that finds it due, and a request that
+// comes while the previous refresh is still finishing (its result already
+// observed, its flag not yet cleared) starts none: so the request is made
+// again until the work it starts is seen. Once that work has set its next
+// due time (the clock standing still), further requests start nothing.
+func WaitDoing(t testing.TB, do func(), cond func() bool) {
+	t.Helper()
+	WaitFor(t, func() bool {
+		do()
+		return cond()
+	})
+}
