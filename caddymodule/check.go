@@ -28,8 +28,8 @@ func init() {
 // ext_authz, HAProxy through the Lua action of docs/proxies.md) instead of
 // wrapping a handler. It reads the request from the proxy's forwarded
 // headers and answers 200 with X-Robots-Guard-* headers, or the guard's
-// own 403 or 429 with its body and Retry-After (see nethttp.Check, which
-// it runs).
+// own 403, 429 (with Retry-After) or 400 with its body (see nethttp.Check,
+// which it runs).
 //
 // Only questions from the server's trusted_proxies are answered (others
 // get 403), and the client address is Caddy's client_ip, so the

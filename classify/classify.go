@@ -22,6 +22,7 @@ import (
 	"github.com/mileusna/useragent"
 
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/settings"
 	"github.com/robotsguard/robotsguard/policy"
 )
 
@@ -89,18 +90,11 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.Apps, err = lowerTokens("apps", c.Apps); err != nil {
 		return c, err
 	}
-	switch c.PersonAgents {
-	case "":
-		c.PersonAgents = PersonAgentsOwn
-	case PersonAgentsOwn, PersonAgentsStar:
-	default:
-		return c, fmt.Errorf("robots_guard: bots: person_agents: must be %q or %q, got %q", PersonAgentsOwn, PersonAgentsStar, c.PersonAgents)
+	if err := settings.Either(&c.PersonAgents, PersonAgentsOwn, PersonAgentsStar, "bots", "person_agents"); err != nil {
+		return c, err
 	}
-	switch {
-	case c.CacheSize == 0:
-		c.CacheSize = DefaultCacheSize
-	case c.CacheSize < 0:
-		return c, fmt.Errorf("robots_guard: bots: cache_size: must be positive, got %d", c.CacheSize)
+	if err := settings.OrDefault(&c.CacheSize, DefaultCacheSize, "bots", "cache_size"); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -287,7 +287,7 @@ type ExplainVerification struct {
 	Verdict string `json:"verdict"`
 	// Operator is the claimed operator the verdict is about.
 	Operator string `json:"operator,omitempty"`
-	// Method is "ip_range" or "rdns" for a verified claim.
+	// Method is "ip_range", "rdns" or "signature" for a verified claim.
 	Method string `json:"method,omitempty"`
 	// Claimed lists every operator the header (or its group) names.
 	Claimed []string `json:"claimed,omitempty"`

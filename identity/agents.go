@@ -94,6 +94,37 @@ func NormalizeOrigin(u string) (string, error) {
 	return o, nil
 }
 
+// normalizeAgent returns the normal form of a signature agent reference:
+// an origin (NormalizeOrigin: its key directory), or the https URI of a
+// JWK Set as a draft -01 member may name (the origin's normal form and the
+// path as written; no query or fragment). "" when it is neither.
+func normalizeAgent(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.RawQuery != "" || p.Fragment != "" || p.User != nil {
+		return ""
+	}
+	o, err := NormalizeOrigin(u)
+	if err != nil {
+		return ""
+	}
+	if path := p.EscapedPath(); path != "" && path != "/" {
+		if !strings.HasPrefix(o, "https://") {
+			return "" // key sets are fetched over https only
+		}
+		return o + path
+	}
+	return o
+}
+
+// checkAgent checks a signature agent of configuration: an https origin,
+// or the https URI of a JWK Set. It returns its normal form.
+func checkAgent(u string) (string, error) {
+	if a := normalizeAgent(u); a != "" {
+		return a, nil
+	}
+	return "", fmt.Errorf("%q is not an https:// origin or the https:// URI of a JWK Set (no query or fragment)", u)
+}
+
 // directory is a cached key directory.
 type directory struct {
 	mu         sync.Mutex // guards the fields; never held during a fetch
@@ -128,7 +159,8 @@ type seenNonce struct {
 // kept. At most maxNonces are kept: a flood of fresh
 // nonces pushes out the oldest, whose replays then go unseen.
 func (s *signers) nonceReplayed(keyid, nonce string, expires, now time.Time, client netip.Addr, record bool) bool {
-	k := sha256.Sum256([]byte(keyid + "\x00" + nonce))
+	var buf [256]byte // most key ids and nonces fit: no allocation
+	k := sha256.Sum256(append(append(append(buf[:0], keyid...), 0), nonce...))
 	fresh := seenNonce{until: expires.UnixNano(), client: client}
 	var seen seenNonce
 	var ok bool
@@ -216,7 +248,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 	s.nonces, _ = lru.New[[32]byte, seenNonce](maxNonces)
 	for _, op := range ops {
 		for _, a := range op.SignatureAgents {
-			o, err := NormalizeOrigin(a)
+			o, err := checkAgent(a)
 			if err != nil {
 				return nil, fmt.Errorf("operator %q: signature_agents: %w", op.Name, err)
 			}
@@ -224,7 +256,7 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 		}
 	}
 	for _, a := range cfg.Agents {
-		o, err := NormalizeOrigin(a.Origin)
+		o, err := checkAgent(a.Origin)
 		if err != nil {
 			return nil, fmt.Errorf("web_bot_auth: agent: %w", err)
 		}
@@ -267,14 +299,18 @@ func (s *signers) named(origin string) bool {
 	return p || r
 }
 
-// known reports whether keys of origin may be trusted: named, or
-// discovered (Discover, https on the default port only, so a
-// Signature-Agent cannot choose the guard's outbound ports).
-func (s *signers) known(origin string) bool {
-	if s.named(origin) {
+// known reports whether keys of an agent (an origin or a JWK Set URI,
+// normalizeAgent's) may be fetched and trusted: named by configuration
+// (a JWK Set URI exactly: a client's Signature-Agent never chooses what
+// the guard fetches from a named origin), or discovered (Discover, https
+// on the default port only, so a Signature-Agent cannot choose the
+// guard's outbound ports).
+func (s *signers) known(agent string) bool {
+	if s.named(agent) {
 		return true
 	}
-	return s.cfg.Discover && strings.HasPrefix(origin, "https://") && !strings.Contains(strings.TrimPrefix(origin, "https://"), ":")
+	host, _, _ := strings.Cut(strings.TrimPrefix(agent, "https://"), "/")
+	return s.cfg.Discover && strings.HasPrefix(agent, "https://") && !strings.Contains(host, ":")
 }
 
 // lookup is the KeyLookup of verification: pinned keys first, then the
@@ -289,19 +325,15 @@ func (s *signers) lookup(ctx context.Context) KeyLookup {
 			}
 			return PublicKey{}, false
 		}
-		o, err := NormalizeOrigin(agent)
-		if err != nil || !s.known(o) {
-			return PublicKey{}, false
-		}
-		if m, ok := s.pinned[o]; ok {
-			k, ok := m[keyid]
-			return k, ok
-		}
 		// Keys are looked up by (URL, key): a JWK Set the member names,
 		// or the origin's key directory.
-		src := o
-		if isKeySetURI(agent) {
-			src = agent
+		src := normalizeAgent(agent)
+		if src == "" || !s.known(src) {
+			return PublicKey{}, false
+		}
+		if m, ok := s.pinned[src]; ok {
+			k, ok := m[keyid]
+			return k, ok
 		}
 		keys := s.directoryKeys(ctx, src)
 		k, ok := keys[keyid]

@@ -179,12 +179,10 @@ func (v *Verifier) restore(f *feed) time.Time {
 }
 
 // install puts a new copy of f in force and rebuilds the indexes of its
-// operators.
-//
-// The indexes come first and the copy after: a claim is judged by an
-// operator's feeds once all of them are loaded, so a feed must not count
-// as loaded before its prefixes verify (a crawler asking in between would
-// be found in none of them: spoofed).
+// operators. Each index counts the feeds whose copies it holds (rangeIndex.loaded):
+// a claim is judged by an operator's feeds once all of them are loaded,
+// and that count and the prefixes must be of one snapshot (a crawler
+// found in none of the feeds of an older index would be spoofed).
 func (v *Verifier) install(f *feed, d *feedData) {
 	v.idxMu.Lock()
 	defer v.idxMu.Unlock()
@@ -200,6 +198,7 @@ func (v *Verifier) install(f *feed, d *feedData) {
 			}
 		}
 		x := buildOpIndex(docs, op.names)
+		x.loaded = len(docs)
 		for _, s := range x.svcs {
 			if s.src == f.src && !s.own {
 				v.log.Warn("robots_guard: verify: an IP-range feed lists services, none of which is a product token of its operator: they narrow nothing, and each address of the feed verifies any of the operator's crawlers",
@@ -266,7 +265,7 @@ func (v *Verifier) fetch(ctx context.Context, f *feed) (time.Duration, error) {
 		// broken publisher says the same, and every claim would then be
 		// spoofed until the next refresh: believed at the second fetch.
 		f.emptyOnce, f.size, f.mtime = true, 0, time.Time{}
-		return 0, v.failed(f, FeedInvalid, fmt.Errorf("lists no prefixes where the copy in force lists %d: kept until a fetch an hour on says the same", len(old.doc.Prefixes)))
+		return 0, v.failed(f, FeedInvalid, fmt.Errorf("lists no prefixes where the copy in force lists %d: kept until the next fetch says the same", len(old.doc.Prefixes)))
 	}
 	f.emptyOnce = false
 	d := &feedData{doc: doc, created: doc.CreationTime, fetched: v.now()}
@@ -378,7 +377,7 @@ const jafarMediaType = "application/jafar+json"
 const jafarMajor = 1
 
 // errFeedVersion marks a feed of a JAFAR version this reader cannot read.
-var errFeedVersion = errors.New("a newer version of the format")
+var errFeedVersion = errors.New("a JAFAR version this reader does not read")
 
 // checkFeedType checks a feed's Content-Type: a JAFAR feed of a major
 // version above jafarMajor is not read (JAFAR §3.2: a consumer must not

@@ -49,6 +49,9 @@ func signMember(t *testing.T, member, nonce string) *SignedRequest {
 // /keys.json; with redirect, the well-known path redirects to another.
 func keyServer(t *testing.T, mediaType, redirect string) *httptest.Server {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/other/") {
+			t.Errorf("a key set no configuration names was fetched: %s", r.URL.Path)
+		}
 		switch r.URL.Path {
 		case DirectoryPath:
 			if redirect != "" {
@@ -72,14 +75,15 @@ func keyServer(t *testing.T, mediaType, redirect string) *httptest.Server {
 // with a member of no type (an origin: its directory; a URI with a path:
 // a JWK Set, as in -01), type=directory and type=jwks_uri (draft -00),
 // keys served by local servers; a directory that redirects, one served
-// with another media type, and a nonce seen before are refused; Sign's
+// with another media type, a JWK Set URI no configuration names (not
+// fetched), and a nonce seen before are refused; Sign's
 // own output (-01) verifies, and so does SignLegacy's string form.
 func TestWebBotAuthMinus01(t *testing.T) {
 	good := keyServer(t, directoryMediaType, "")
 	moved := keyServer(t, directoryMediaType, good.URL)
 	wrong := keyServer(t, "application/json", "")
 	tlsCfg := &tls.Config{RootCAs: good.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent"}, SignatureAgents: []string{good.URL, moved.URL, wrong.URL}}}
+	ops := []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{"/nonexistent"}, SignatureAgents: []string{good.URL, good.URL + "/keys.json", moved.URL, wrong.URL}}}
 	v, _ := newTestVerifier(t, ops, func(c *Config) {
 		c.WebBotAuth = &WebBotAuthConfig{AllowPrivate: true, TLS: tlsCfg}
 	})
@@ -100,6 +104,9 @@ func TestWebBotAuthMinus01(t *testing.T) {
 		{"a directory that redirects", fmt.Sprintf("%q", moved.URL)},
 		{"a directory of another media type", fmt.Sprintf("%q", wrong.URL)},
 		{"type=cimd", fmt.Sprintf("%q;type=cimd", good.URL+"/card")},
+		// A JWK Set URI on a named origin that no configuration names:
+		// a client's header never chooses what the guard fetches.
+		{"an unnamed JWK Set URI", fmt.Sprintf("%q", good.URL+"/other/keys.json")},
 	} {
 		if r, err := verify(signMember(t, c.member, "n-"+c.name)); err == nil || r.Verdict == Verified {
 			t.Errorf("%s: verified: %+v", c.name, r)

@@ -199,6 +199,9 @@ type rangeIndex struct {
 	// that does (nil otherwise).
 	plain *rangeIndex
 	svcs  []*serviceIndex
+	// loaded counts the operator's feeds whose copies the index holds, so
+	// that "every feed loaded" and the prefixes come from one snapshot.
+	loaded int
 }
 
 type indexPtr = atomic.Pointer[rangeIndex]

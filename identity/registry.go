@@ -39,10 +39,13 @@ type Operator struct {
 	// boundary: "crawl-1.googlebot.com" is under googlebot.com,
 	// "evilgooglebot.com" is not.
 	RDNS []string `json:"rdns,omitempty"`
-	// SignatureAgents are the origins of the operator's Web Bot Auth
-	// signature agents (the Signature-Agent its bots send), e.g.
-	// ["https://chatgpt.com"]: a request signed by one of them is the
-	// operator's, whatever its address.
+	// SignatureAgents are the operator's Web Bot Auth signature agents
+	// (the Signature-Agent its bots send): origins, whose key directory
+	// is fetched, e.g. ["https://chatgpt.com"], or the https URIs of JWK
+	// Sets, as draft -01 members may name. A request signed by one of them
+	// is the operator's, whatever its address. A JWK Set URI is fetched
+	// only when named here (or in web_bot_auth's agents, or with
+	// discover): a client's header never picks what the guard fetches.
 	SignatureAgents []string `json:"signature_agents,omitempty"`
 	// Source is the documentation page the entry comes from.
 	Source string `json:"source,omitempty"`
@@ -121,7 +124,7 @@ func Validate(ops []Operator) error {
 			}
 		}
 		for _, a := range op.SignatureAgents {
-			if _, err := NormalizeOrigin(a); err != nil {
+			if _, err := checkAgent(a); err != nil {
 				return errf("signature_agents", "%v", err)
 			}
 		}
@@ -177,12 +180,7 @@ func compile(ops []Operator) []*opEntry {
 		builtin[op.Name] = op
 	}
 	for i, op := range ops {
-		var b strings.Builder
-		for _, t := range op.Tokens {
-			b.WriteString("User-agent: " + t + "\n")
-		}
-		b.WriteString("Disallow: /\n")
-		e := &opEntry{Operator: op, bit: 1 << i, matcher: policy.Parse([]byte(b.String()))}
+		e := &opEntry{Operator: op, bit: 1 << i, matcher: tokensMatcher(op.Tokens)}
 		if bo, ok := builtin[op.Name]; !ok || !reflect.DeepEqual(bo, op) {
 			e.custom = true
 		}
@@ -195,6 +193,18 @@ func compile(ops []Operator) []*opEntry {
 		out[i] = e
 	}
 	return out
+}
+
+// tokensMatcher returns one robots.txt group of the product tokens, so
+// that a header is found to name one of them by the rules robots.txt
+// groups are chosen by.
+func tokensMatcher(tokens []string) *policy.Robots {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("User-agent: " + t + "\n")
+	}
+	b.WriteString("Disallow: /\n")
+	return policy.Parse([]byte(b.String()))
 }
 
 // ClaimedBy returns the operators of ops whose tokens ua names (see

@@ -83,6 +83,7 @@ func buildOpIndex(docs []feedDoc, names func(string) bool) *rangeIndex {
 // buildServiceIndex indexes one feed's entries.
 func buildServiceIndex(d feedDoc, names func(string) bool, matchers map[string]*policy.Robots) *serviceIndex {
 	s := &serviceIndex{src: d.src, at: make(map[netip.Prefix]*serviceEntry, len(d.doc.Prefixes))}
+	owned := make(map[*serviceEntry][]string) // each entry's services that are the operator's tokens
 	for _, e := range d.doc.Prefixes {
 		se := s.at[e.Prefix] // the same prefix in two entries: what both say
 		if se == nil {
@@ -91,11 +92,13 @@ func buildServiceIndex(d feedDoc, names func(string) bool, matchers map[string]*
 		}
 		se.all = se.all || e.Services == nil
 		for _, name := range e.Services {
-			if !slices.Contains(se.services, name) {
-				se.services = append(se.services, name)
+			if slices.Contains(se.services, name) {
+				continue
 			}
+			se.services = append(se.services, name)
 			if tokenRE.MatchString(name) && names(name) {
 				se.own, s.own = true, true
+				owned[se] = append(owned[se], name)
 			}
 		}
 		if p := e.Prefix; p.Addr().Is4() {
@@ -112,34 +115,14 @@ func buildServiceIndex(d feedDoc, names func(string) bool, matchers map[string]*
 	for _, se := range s.at {
 		se.services = slices.Clip(se.services)
 		if se.narrows() {
-			var own []string // the services that are the operator's tokens
-			for _, name := range se.services {
-				if tokenRE.MatchString(name) && names(name) {
-					own = append(own, name)
-				}
+			key := strings.Join(owned[se], " ") // product tokens hold no space
+			if se.names = matchers[key]; se.names == nil {
+				se.names = tokensMatcher(owned[se])
+				matchers[key] = se.names
 			}
-			se.names = servicesMatcher(own, matchers)
 		}
 	}
 	return s
-}
-
-// servicesMatcher returns a robots.txt group of tokens (product tokens of
-// the operator), made once per list: a header names a service the way it
-// names an operator's token (Operator.Tokens).
-func servicesMatcher(tokens []string, made map[string]*policy.Robots) *policy.Robots {
-	key := strings.Join(tokens, " ") // product tokens hold no space
-	if m, ok := made[key]; ok {
-		return m
-	}
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteString("User-agent: " + t + "\n")
-	}
-	b.WriteString("Disallow: /\n")
-	m := policy.Parse([]byte(b.String()))
-	made[key] = m
-	return m
 }
 
 // lookup returns the entry of the most specific prefix that holds a (a

@@ -141,7 +141,8 @@ type WebBotAuthSettings struct {
 
 // SignatureAgent is a pinned Web Bot Auth agent.
 type SignatureAgent struct {
-	// Origin is the agent's origin, e.g. "https://bot.example.com".
+	// Origin is the agent's origin, e.g. "https://bot.example.com", or
+	// the https URI of its JWK Set ("https://bot.example.com/keys.json").
 	Origin string `json:"origin"`
 	// Operator names the registry operator it stands for.
 	Operator string `json:"operator,omitempty"`
@@ -204,7 +205,7 @@ func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 	if w := c.WebBotAuth; w != nil {
 		for i, a := range w.Agents {
 			field := fmt.Sprintf("web_bot_auth: agents[%d]", i)
-			o, err := NormalizeOrigin(a.Origin)
+			o, err := checkAgent(a.Origin)
 			switch {
 			case err != nil:
 				return nil, errf(field, "%v", err)

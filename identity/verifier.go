@@ -293,9 +293,6 @@ func (v *Verifier) WebBotAuth() bool { return v.signers != nil }
 // operator verifies the claim only when ua names one of them. Verify,
 // which has no header, does not look at services.
 func (v *Verifier) VerifyRequest(ctx context.Context, ua string, claims Claims, addr netip.Addr, sr *SignedRequest) (Result, error) {
-	if sr == nil {
-		return v.verify(ctx, ua, claims, addr, Result{}), nil
-	}
 	signed, err := v.verifySignature(ctx, sr, addr, nil)
 	if claims == 0 {
 		return signed, err
@@ -323,7 +320,7 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, clien
 		}
 		return Result{}, err
 	}
-	origin, _ := NormalizeOrigin(sig.Agent)
+	origin := normalizeAgent(sig.Agent)
 	if origin == "" {
 		// No Signature-Agent: the key was pinned; find its agent.
 		for o, m := range v.signers.pinned {
@@ -333,7 +330,14 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, clien
 		}
 	}
 	res := Result{Verdict: Verified, Method: MethodSignature}
-	if op, ok := v.signers.opOf[origin]; ok {
+	op, ok := v.signers.opOf[origin]
+	if !ok && isKeySetURI(origin) {
+		// A JWK Set of a discovered URI: its keys are served by its
+		// origin, which may stand for an operator.
+		o, _ := NormalizeOrigin(origin)
+		op, ok = v.signers.opOf[o]
+	}
+	if ok {
 		res.Operator, res.key = op.Name, op.key
 	} else {
 		res.Operator, res.AgentOnly = "agent "+origin, true
@@ -488,13 +492,11 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 		res.Verdict, res.NotGlobal = Unverifiable, true
 		return res
 	}
-	loaded := op.loadedFeeds()
-	allLoaded := len(op.feeds) > 0 && loaded == len(op.feeds)
-	if x2 := op.index.Load(); allLoaded && x2 != x && x2.contains(addr) {
-		// A feed installed since x was read: install stores the index
-		// before it marks the feed loaded, so x2 holds every feed counted.
-		return v.inRanges(res, x2, op, addr, ua, how)
+	loaded := 0 // of the same snapshot as the prefixes looked in
+	if x != nil {
+		loaded = x.loaded
 	}
+	allLoaded := len(op.feeds) > 0 && loaded == len(op.feeds)
 	if how != nil && len(op.feeds) > 0 {
 		say(fmt.Sprintf("%s is in none of %s's %d loaded IP-range feeds (of %d)", addr, op.Name, loaded, len(op.feeds)))
 	}
@@ -566,17 +568,6 @@ func (v *Verifier) inRanges(res Result, x *rangeIndex, op *opEntry, addr netip.A
 		*how = append(*how, v.whichFeed(op, addr, x))
 	}
 	return res
-}
-
-// loadedFeeds counts the operator's feeds that have a copy in force.
-func (op *opEntry) loadedFeeds() int {
-	n := 0
-	for _, f := range op.feeds {
-		if f.data.Load() != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // OperatorNames returns the names of the operators in c, in registry order.

@@ -83,8 +83,9 @@ func WithTrustedProxy(trusted func(*http.Request) bool) Option {
 // default, the last X-Forwarded-For value, else X-Real-IP, else the
 // question's own address.
 //
-// It answers 200 when the request may pass, and otherwise e's own 403 or
-// 429 with Retry-After and its one-line body (or what WithDenyHandler and
+// It answers 200 when the request may pass, and otherwise e's own 403,
+// 429 with Retry-After, or 400 for unreadable Web Bot Auth signature
+// headers, with its one-line body (or what WithDenyHandler and
 // WithThrottleHandler write). Every answer carries X-Robots-Guard-Action
 // (allow, deny, throttle, dry_run_deny, dry_run_throttle),
 // X-Robots-Guard-Status (the status the client must get) and

@@ -49,7 +49,7 @@ var arrows = map[string][]string{
 	"identity":                      {"duration", "internal/settings", "internal/sfv", "policy"},
 	"report":                        {"identity", "limit", "policy"},
 	"dashboard":                     {"identity", "report"},
-	"classify":                      {"identity", "policy"},
+	"classify":                      {"identity", "internal/settings", "policy"},
 	"classify/internal/gencrawlers": {},
 	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites", "traps"},
 	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites", "traps"},
