@@ -276,7 +276,11 @@ type Info struct {
 	// A verified claim of one is judged only by a group that names it,
 	// unless Config.PersonAgents is PersonAgentsStar.
 	Class string
-	spec  atomic.Pointer[specMemo]
+	// PersonOperator names the operator of that agent (the verify
+	// registry's name, e.g. "openai"): only a claim verified as that
+	// operator's earns the agent's exemption from "*".
+	PersonOperator string
+	spec           atomic.Pointer[specMemo]
 }
 
 // specMemo holds the group choice weakly: a header cached for long does
@@ -390,8 +394,11 @@ func (c *Classifier) rebuild() {
 
 // info classifies ua without the cache.
 func (c *Classifier) info(ua string) *Info {
-	bot, browser, class := c.compute(ua)
-	v := &Info{Bot: bot, Browser: browser, Class: class}
+	bot, browser, person := c.compute(ua)
+	v := &Info{Bot: bot, Browser: browser}
+	if person != nil {
+		v.Class, v.PersonOperator = person.class, person.operator
+	}
 	if c.purposes != nil {
 		v.Crawler = c.purposes.Of(ua)
 	}
@@ -422,10 +429,10 @@ func (info *Info) Agent(r *policy.Robots, ua string, v *identity.Verifier) (poli
 }
 
 // compute classifies ua without the cache: is it a bot, is it a browser,
-// and the class of an agent that fetches for a person.
-func (c *Classifier) compute(ua string) (bot, browser bool, class string) {
+// and the agent that fetches for a person it names (nil for none).
+func (c *Classifier) compute(ua string) (bot, browser bool, person *personAgent) {
 	if strings.TrimSpace(ua) == "" {
-		return c.emptyBot, false, ""
+		return c.emptyBot, false, nil
 	}
 	return c.classifyFull(ua)
 }
@@ -437,9 +444,9 @@ func (c *Classifier) classify(ua string) bool {
 }
 
 // classifyFull says whether ua is a bot and whether it is a browser, with
-// at most one parse by mileusna/useragent, and for a bot the class of an
-// agent that fetches for a person, read from the same lower-cased header.
-func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
+// at most one parse by mileusna/useragent, and for a bot the agent that
+// fetches for a person it names, read from the same lower-cased header.
+func (c *Classifier) classifyFull(ua string) (bot, browser bool, person *personAgent) {
 	var buf [256]byte
 	h := buf[:0]
 	if len(ua) > len(buf) {
@@ -457,7 +464,7 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 		return true, false, personClass(h)
 	}
 	if kinds&kindApp != 0 {
-		return false, false, "" // the operator's word: a person's app
+		return false, false, nil // the operator's word: a person's app
 	}
 	// A crawler's own name wins over the HTTP library it runs on
 	// ("python-requests/2.32; RecipeRadar/0.1; +https://...").
@@ -467,7 +474,7 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 	if kinds&kindTool != 0 {
 		// A known tool that the operator did not opt in: mileusna/useragent
 		// must not override that choice. A tool is no browser either.
-		return false, false, ""
+		return false, false, nil
 	}
 	// A header with no platform or engine named is no person's software
 	// ("ApacheBench/2.3", "Mozilla/5.0 (compatible; Trance/1.0)").
@@ -479,7 +486,7 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, class string) {
 	case useragent.Chrome, useragent.Firefox, useragent.Safari, useragent.MobileSafari, useragent.Edge,
 		useragent.Opera, useragent.OperaMini, useragent.OperaTouch, useragent.Vivaldi,
 		useragent.SamsungBrowser, useragent.InternetExplorer:
-		return false, true, ""
+		return false, true, nil
 	}
-	return false, false, ""
+	return false, false, nil
 }

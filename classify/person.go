@@ -49,15 +49,15 @@ var personTokens = func() []knownToken {
 	return t
 }()
 
-// personClass returns the class of the agent of the registry that the
-// lower-cased header h names (as a whole word), "" for none.
-func personClass(h []byte) string {
+// personClass returns the agent of the registry that the lower-cased
+// header h names (as a whole word), nil for none.
+func personClass(h []byte) *personAgent {
 	for i, t := range personTokens {
 		if t.in(h) {
-			return personAgents[i].class
+			return &personAgents[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 // in reports whether t occurs in h on word boundaries.

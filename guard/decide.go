@@ -147,10 +147,12 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, bot) {
 		return v
 	}
-	if info.Class != "" && ver.Verdict == identity.Verified && !agent.Specific() && e.personOwn {
+	if info.Class != "" && ver.Verdict == identity.Verified && ver.Operator == info.PersonOperator && !agent.Specific() && e.personOwn {
 		// A verified agent that fetches for a person (a link preview, a
-		// user-triggered fetch): "*" is about crawls; only a group that
-		// names it could refuse it.
+		// user-triggered fetch), verified as its own operator's: "*" is
+		// about crawls; only a group that names it could refuse it. (A
+		// crawler verified as another operator's earns nothing by naming
+		// one in its header.)
 		v.Bot, v.Class, v.Reason = true, info.Class, ReasonPersonAgent
 		return v
 	}
