@@ -45,8 +45,9 @@ type RobotsGuardCheck struct {
 	Check nethttp.CheckConfig `json:"check,omitzero"`
 
 	handler http.Handler
-	// warned is when an untrusted question was last logged (Unix ns).
-	warned *atomic.Int64
+	// warned is when an untrusted question was last logged (Unix ns);
+	// unaddressed when one that names no client address was.
+	warned, unaddressed *atomic.Int64
 }
 
 // CaddyModule returns the Caddy module information.
@@ -71,10 +72,10 @@ func (c *RobotsGuardCheck) Provision(ctx caddy.Context) error {
 	if err := c.Check.Validate(); err != nil {
 		return err
 	}
-	c.warned = new(atomic.Int64)
+	c.warned, c.unaddressed = new(atomic.Int64), new(atomic.Int64)
 	c.handler = nethttp.Check(c.state.enforcer, c.Check,
 		nethttp.WithTrustedProxy(c.trusted),
-		nethttp.WithClientIP(caddyClientIP))
+		nethttp.WithClientIP(c.clientIP))
 	return nil
 }
 
@@ -85,7 +86,7 @@ func (c *RobotsGuardCheck) trusted(r *http.Request) bool {
 		return true
 	}
 	now := time.Now().UnixNano()
-	if last := c.warned.Load(); now-last > int64(time.Minute) && c.warned.CompareAndSwap(last, now) {
+	if everyMinute(c.warned, now) {
 		c.logger.Warn("robots_guard_check: question from an address that is not in the server's trusted_proxies refused (403); "+
 			"list the proxy's address there (servers { trusted_proxies static <ranges> })",
 			zap.String("remote_addr", r.RemoteAddr))
@@ -93,13 +94,35 @@ func (c *RobotsGuardCheck) trusted(r *http.Request) bool {
 	return false
 }
 
-// caddyClientIP is Caddy's client_ip (trusted_proxies applied), or the
-// connection's address without one.
-func caddyClientIP(r *http.Request) string {
-	if ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ip != "" {
-		return ip
+// clientIP is Caddy's client_ip (trusted_proxies applied). The question
+// comes from the proxy, so a client_ip that is the question's own address
+// means the proxy forwarded none: the request is judged by the proxy's
+// address, whose trap hit or ban would refuse everyone behind it, which a
+// WARN says (once a minute). A forwarded one is checked as robots_guard's
+// are: without trusted_proxies_strict, the client writes it.
+func (c *RobotsGuardCheck) clientIP(r *http.Request) string {
+	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	switch {
+	case ip == "" || sameAddr(r.RemoteAddr, ip):
+		if everyMinute(c.unaddressed, time.Now().UnixNano()) {
+			c.logger.Warn("robots_guard_check: a question names no client address (X-Forwarded-For): the request is judged by the proxy's own address, "+
+				"so a trap hit or a ban would refuse every client behind it; make the proxy send the client's address (see docs/proxies.md)",
+				zap.String("remote_addr", r.RemoteAddr))
+		}
+		return r.RemoteAddr
+	case !c.proxyChecked.Load():
+		if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil {
+			c.checkForwarded(srv, ip, r.RemoteAddr)
+		}
 	}
-	return r.RemoteAddr
+	return ip
+}
+
+// everyMinute reports whether a minute has passed since *last (Unix ns),
+// and if so sets it to now: at most one caller a minute gets true.
+func everyMinute(last *atomic.Int64, now int64) bool {
+	l := last.Load()
+	return now-l > int64(time.Minute) && last.CompareAndSwap(l, now)
 }
 
 // ServeHTTP answers the proxy's question; it never calls next.

@@ -11,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestCheckCaddyfile: robots_guard_check reads robots_guard's block and
@@ -86,5 +88,24 @@ func TestCheckProvision(t *testing.T) {
 	// The origin does not answer: robots.txt unreachable, bots refused.
 	if w := ask(true, "192.0.2.1", "example.com"); w.Code != 403 || w.Header().Get("X-Robots-Guard-Reason") != "unreachable" {
 		t.Errorf("unreachable origin: %d %v", w.Code, w.Header())
+	}
+
+	// A question that names no client address is judged by the proxy's,
+	// and a WARN says so; a forwarded address on a server without
+	// trusted_proxies_strict gets robots_guard's warning.
+	core, logs := observer.New(zap.WarnLevel)
+	c.logger = zap.New(core)
+	ask(true, "127.0.0.1", "example.com")
+	r := httptest.NewRequest(http.MethodGet, "http://check/", nil)
+	r.RemoteAddr = "127.0.0.1:5000"
+	r.Header.Set("User-Agent", "FooBot/1.0")
+	r.Header.Set("X-Forwarded-Uri", "/a")
+	vars := map[string]any{caddyhttp.TrustedProxyVarKey: true, caddyhttp.ClientIPVarKey: "192.0.2.9"}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars), caddyhttp.ServerCtxKey, &caddyhttp.Server{}))
+	c.ServeHTTP(httptest.NewRecorder(), r, nil)
+	for _, want := range []string{"names no client address", "without trusted_proxies_strict"} {
+		if logs.FilterMessageSnippet(want).Len() != 1 {
+			t.Errorf("no WARN %q: %v", want, logs.All())
+		}
 	}
 }
