@@ -36,7 +36,7 @@ const (
 	// DefaultMaxRows bounds the per-client rows (the guard's
 	// crawl_delay.max_keys default); requests of clients beyond it are
 	// counted in their site's Others.
-	DefaultMaxRows = 100000
+	DefaultMaxRows = limit.DefaultMaxKeys
 	// otherSites is the site of the requests of sites beyond the guard's
 	// robots_txt.max_sites.
 	otherSites = "_other"

@@ -18,9 +18,11 @@ import "bytes"
 // Google-Assess)") or in a "(compatible; ...)" comment after the browser
 // part, names a Google product with a hyphen ("Google-Lens",
 // "DuplexWeb-Google"), or has a word that only automated clients use:
-// one that ends in "bot", "spider" or "scraper", starts with "feed" or
-// "headless", or holds a stem of jobStems ("crawl", "monitor", "check",
-// "scan", ...), or one of toolWords.
+// one that ends in "bot", "check", "agent" (longer than 5 letters),
+// "spider" or "scraper", starts with "feed" or "headless", or holds a stem
+// of jobStems ("crawl", "monitor", "checker", ...), or one of toolWords;
+// or it holds a "|" (no browser or app header does: log lines and
+// scripts do).
 //
 // The platform part of an Android header names the phone ("XBot Junior",
 // "Spider 8", "Discovery DG500"): words are read after it.
@@ -138,9 +140,10 @@ var jobStems = []string{
 }
 
 // wordMarker reads the words (runs of letters and digits) of h: one that
-// ends in "bot" (but for the phone brands of notBotWord), "spider" or
-// "scraper", one that starts with "feed" or "headless", or one of
-// toolWords.
+// ends in "bot" (but for the phone brands of notBotWord), "check",
+// "agent" (longer than 5 letters), "spider" or "scraper", one that starts
+// with "feed" or "headless", or one of toolWords; and reports a "|"
+// between them.
 func wordMarker(h []byte) bool {
 	for i := 0; i < len(h); {
 		if !isAlnum(h[i]) {
@@ -171,8 +174,8 @@ func wordMarker(h []byte) bool {
 // toolWords are words that only automated clients put in their headers:
 // feed readers, browser automation, scraping.
 var toolWords = map[string]bool{
-	"fetcher": true, "rss": true, "phantomjs": true, "selenium": true, "puppeteer": true,
-	"playwright": true, "cypress": true, "scrape": true, "scraping": true, "scanner": true, "check": true,
+	"fetcher": true, "phantomjs": true, "selenium": true, "puppeteer": true,
+	"playwright": true, "cypress": true, "scrape": true, "scraping": true, "scanner": true,
 }
 
 // notBotWord reports the words ending in "bot" that browser and app

@@ -100,7 +100,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		denySpoof:  cfg.Verifying() && cfg.Verify.OnSpoofed == identity.SpoofedDeny,
 		personOwn:  cfg.Bots.PersonAgents == classify.PersonAgentsOwn,
 		starOnDNS:  cfg.Verifying() && cfg.Verify.OnDNSError == identity.DNSErrorStar,
-		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && (cfg.Verify.WebBotAuth.AcceptSignature == nil || *cfg.Verify.WebBotAuth.AcceptSignature),
+		acceptSig:  cfg.Verifying() && cfg.Verify.WebBotAuth != nil && *cfg.Verify.WebBotAuth.AcceptSignature,
 		limits:     o.limiter,
 		obs:        o.observer,
 		byGroup:    cfg.CrawlDelay.Key == limit.KeyGroup,

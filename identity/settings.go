@@ -215,14 +215,18 @@ func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 				return nil, errf(field, "%s: key directories are fetched over https only; pin its keys", o)
 			}
 		}
+		w2 := *w // the caller's block stays as it was
 		switch d := time.Duration(w.MaxWindow); {
 		case d == 0:
-			w2 := *w
 			w2.MaxWindow = duration.Duration(DefaultMaxWindow)
-			c.WebBotAuth = &w2
 		case d < time.Minute || d > 7*24*time.Hour:
 			return nil, errf("web_bot_auth: max_window", "must be between 1m and 168h, got %s", d)
 		}
+		if w2.AcceptSignature == nil {
+			on := true
+			w2.AcceptSignature = &on
+		}
+		c.WebBotAuth = &w2
 	}
 	ops := c.Registry()
 	if err := Validate(ops); err != nil {

@@ -227,6 +227,7 @@ func (c Config) checkOrigin() error {
 		return nil
 	}
 	u, err := url.Parse(c.Origin)
+	allow := makeAllowList(c.SiteNames)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return fmt.Errorf(field+"%q: write it as http://host[:port] or https://host[:port]", c.Origin)
@@ -234,7 +235,7 @@ func (c Config) checkOrigin() error {
 		return fmt.Errorf(field+"%q: give the address only (each site's /robots.txt is asked of it), e.g. %q", c.Origin, u.Scheme+"://"+u.Host)
 	case c.Source != "":
 		return fmt.Errorf(field+"set beside source %q: give one of them (source: one robots.txt for every site; origin: each site's own, asked of this address)", c.Source)
-	case len(makeAllowList(c.SiteNames).names) == 0 && len(makeAllowList(c.SiteNames).suffixes) == 0:
+	case len(allow.names) == 0 && len(allow.suffixes) == 0:
 		return errors.New(field + "needs site_names: the hosts whose robots.txt is fetched from it (any other host is an unknown site, whose bots are refused)")
 	}
 	return nil
