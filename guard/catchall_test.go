@@ -3,12 +3,20 @@ package guard
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 // TestTrapsUnderFreshHostNames: a catch-all server answers every Host
@@ -47,5 +55,46 @@ func TestRulesKey(t *testing.T) {
 	c := rulesKey(policy.Parse([]byte("User-agent: *\nDisallow: /no-robots/\nDisallow: /x/\n")))
 	if a != b || a == c {
 		t.Errorf("keys: a == b %v, a != c %v", a == b, a != c)
+	}
+}
+
+// TestTrapGraceNotBorrowedByAChangedSite: the rules' clock that a fresh
+// name adopts is not lent to a site whose earlier copy allowed the trap:
+// a crawler may still hold that copy, so the site's own grace runs.
+func TestTrapGraceNotBorrowedByAChangedSite(t *testing.T) {
+	const armed, open = "User-agent: *\nDisallow: /no-robots/\n", "User-agent: *\nDisallow:\n"
+	var yBody atomic.Value
+	yBody.Store(open)
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Host, "y.example") {
+			io.WriteString(w, yBody.Load().(string))
+			return
+		}
+		io.WriteString(w, armed)
+	})
+	clk := testclock.New()
+	obs := &countObserver{}
+	day := duration.Duration(24 * time.Hour)
+	e := mustNew(t, Config{Traps: traps.Config{Paths: []string{"/no-robots/"}, Grace: &day},
+		Bans: limit.BansConfig{For: duration.Duration(time.Hour), Max: duration.Duration(2 * time.Hour)}, RobotsTxt: sites.Config{Refresh: duration.Duration(time.Minute)}},
+		WithClock(clk.Now), WithObserver(obs))
+	t.Cleanup(func() { e.Close() })
+	decide := func(host, target, ua, ip string) Verdict {
+		r := httptest.NewRequest("GET", "http://"+host+target, nil)
+		r.Header.Set("User-Agent", ua)
+		return e.DecideHTTP(r, nil, ip, origin)
+	}
+	decide("x.example", "/", "WarmupBot/1.0", "192.0.2.250:1") // x's rules arm the trap from now
+	decide("y.example", "/", "WarmupBot/1.0", "192.0.2.250:1") // y's copy allows it
+	clk.Add(25 * time.Hour)
+	yBody.Store(armed) // y now has x's rules, armed under x for a day
+	before := obs.get("fetch/ok")
+	testclock.WaitDoing(t, func() { decide("y.example", "/", uaChrome, "192.0.2.251:1") }, func() bool { return obs.get("fetch/ok") > before })
+	if v := decide("y.example", e.TrapLinkFor("http://y.example", "198.51.100.9:1"), "Scraper/1.0", "198.51.100.9:1"); v.Reason == ReasonTrap || v.BanUntil != 0 {
+		t.Fatalf("y's trap armed at once with x's clock: %v %v", v.Action, v.Reason)
+	}
+	// A fresh name with those rules adopts their clock (TestTrapsUnderFreshHostNames).
+	if v := decide("z.example", e.TrapLinkFor("http://z.example", "198.51.101.9:1"), "Scraper/1.0", "198.51.101.9:1"); v.Reason != ReasonTrap {
+		t.Fatalf("a fresh name: %v %v", v.Action, v.Reason)
 	}
 }

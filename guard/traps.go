@@ -56,6 +56,11 @@ func (e *Engine) checkTraps(ent *sites.Site, r *policy.Robots) {
 	}
 	now := e.now().UnixNano()
 	rk := rulesKey(r)
+	// Only a name's first copy adopts the clock its rules keep under other
+	// names (a fresh name of a catch-all server): a site whose earlier
+	// copy allowed a trap may have handed that copy to a crawler, so its
+	// own grace runs.
+	first := since.rules == [32]byte{}
 	for i, p := range e.traps.Patterns() {
 		ok, by := traps.Armed(r, p)
 		switch {
@@ -90,7 +95,9 @@ func (e *Engine) checkTraps(ent *sites.Site, r *policy.Robots) {
 						zap.Int("bound", maxKeptClocks))
 				}
 			}
-			t = e.rulesClock(rk, i, t)
+			if first {
+				t = e.rulesClock(rk, i, t)
+			}
 			since.since[i].Store(t)
 			e.announceTrap(ent, i, t)
 		default:
