@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/traps"
 )
@@ -31,16 +32,34 @@ const (
 	maxNetCounts = 10000
 )
 
-// netCounters count recent bans per network, one counter per family.
+// netCounters count recent bans per network, one counter per family, of
+// distinct clients: a client counted within the window is not counted
+// again (a dry run bans nobody, so its trap hits would each count; a
+// shared store may hand back a ban already in force).
 type netCounters struct {
-	v4, v6 *traps.DenialCounter
+	v4, v6  *traps.DenialCounter
+	window  int64
+	counted *lru.Cache[limit.Client, int64] // client → when it was counted
 }
 
 func newNetCounters(window time.Duration) *netCounters {
-	return &netCounters{
-		v4: traps.NewDenialCounter(maxNetCounts, window, netBansV4),
-		v6: traps.NewDenialCounter(maxNetCounts, window, netBansV6),
+	n := &netCounters{
+		v4:     traps.NewDenialCounter(maxNetCounts, window, netBansV4),
+		v6:     traps.NewDenialCounter(maxNetCounts, window, netBansV6),
+		window: int64(window),
 	}
+	n.counted, _ = lru.New[limit.Client, int64](maxNetCounts)
+	return n
+}
+
+// first reports whether client was not counted within the window, and
+// records it now.
+func (n *netCounters) first(client limit.Client, now int64) bool {
+	if at, ok := n.counted.Get(client); ok && now-at < n.window {
+		return false
+	}
+	n.counted.Add(client, now)
+	return true
 }
 
 // netUntil returns when the ban of client's network ends, 0 when it has
@@ -53,12 +72,13 @@ func (e *Engine) netUntil(client limit.Client, now int64) int64 {
 	return e.bans.Until(n, now)
 }
 
-// countNetBan counts a ban of client in its network and, when that makes
+// countNetBan counts a ban of client in its network (once per client
+// within the window) and, when that makes
 // the network's count, bans the network (not in dry run, which only
 // logs).
 func (e *Engine) countNetBan(ctx context.Context, client limit.Client, now int64, reason string) {
 	n, ok := limit.NetOf(client, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)
-	if !ok || e.nets == nil {
+	if !ok || e.nets == nil || !e.nets.first(client, now) {
 		return
 	}
 	c, count := e.nets.v6, netBansV6

@@ -92,3 +92,28 @@ func BenchmarkBrowserBansHeld(b *testing.B) {
 		e.Decide(context.Background(), req)
 	}
 }
+
+// TestNetworkBanCountsClients: a network is counted by its distinct banned
+// clients: in dry run (which bans nobody) one client's repeated trap hits
+// would ban its network after 8 of them otherwise.
+func TestNetworkBanCountsClients(t *testing.T) {
+	clk := testclock.New()
+	e, logs := trapEngine(t, trapRobots, clk, func(c *Config) { c.DryRun = true })
+	const ip = "2001:db8:9::1"
+	for range 3 * netBansV6 {
+		v := e.Decide(context.Background(), Request{Host: "example.com", Target: e.TrapLinkFor(exampleSite, ip), UserAgent: uaChrome, ClientIP: ip, Method: "GET"})
+		if v.Reason != ReasonTrap {
+			t.Fatalf("%v %v", v.Action, v.Reason)
+		}
+	}
+	if n := logs.FilterMessageSnippet("would ban a network").Len(); n != 0 {
+		t.Fatalf("one client's trap hits would ban its network (%d lines)", n)
+	}
+	for i := range netBansV6 {
+		ip := fmt.Sprintf("2001:db8:9:%x::1", i+1)
+		e.Decide(context.Background(), Request{Host: "example.com", Target: e.TrapLinkFor(exampleSite, ip), UserAgent: uaChrome, ClientIP: ip, Method: "GET"})
+	}
+	if n := logs.FilterMessageSnippet("would ban a network").Len(); n != 1 {
+		t.Fatalf("8 more clients of the /48: %d lines, want 1", n)
+	}
+}
