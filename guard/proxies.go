@@ -4,8 +4,11 @@ import (
 	"hash/maphash"
 	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/robotsguard/robotsguard/limit"
 	"go.uber.org/zap"
 )
 
@@ -36,24 +39,28 @@ const (
 	proxySample = 16
 )
 
-// untrustedPeers keeps the peers seen forwarding without being trusted.
+// untrustedPeers keeps the peers seen forwarding without being trusted,
+// by client prefix (an IPv6 /64 by default), so that one client rotating
+// its addresses takes one place, not all of them.
 type untrustedPeers struct {
-	mu    sync.Mutex
-	peers *lru.Cache[netip.Addr, *peerSeen]
-	seed  maphash.Seed
+	mu     sync.Mutex
+	peers  *lru.Cache[limit.Client, *peerSeen]
+	seed   maphash.Seed
+	warned atomic.Int64 // when a new peer was last logged (Unix ns)
 }
 
 // peerSeen is one untrusted peer: the site it was first seen for, and
 // the hashes of the distinct client values it forwarded (up to
 // proxyClients).
 type peerSeen struct {
+	addr    netip.Addr // the first address seen
 	site    string
 	clients [proxyClients]uint64
 	n       int
 }
 
 func newUntrustedPeers() *untrustedPeers {
-	c, _ := lru.New[netip.Addr, *peerSeen](maxPeers)
+	c, _ := lru.New[limit.Client, *peerSeen](maxPeers)
 	return &untrustedPeers{peers: c, seed: maphash.MakeSeed()}
 }
 
@@ -65,13 +72,14 @@ func (e *Engine) proxied(req *Request, site string) bool {
 		return false
 	}
 	peer := clientAddr(req)
+	key := limit.ClientOfAddr(peer, e.cfg.Clients.IPv4Prefix, e.cfg.Clients.IPv6Prefix)
 	fwd := forwardedValue(req)
 	h := maphash.String(e.untrusted.seed, fwd)
 	e.untrusted.mu.Lock()
-	p, ok := e.untrusted.peers.Get(peer)
+	p, ok := e.untrusted.peers.Get(key)
 	if !ok {
-		p = &peerSeen{site: site}
-		e.untrusted.peers.Add(peer, p)
+		p = &peerSeen{addr: peer, site: site}
+		e.untrusted.peers.Add(key, p)
 	}
 	known := false
 	for _, c := range p.clients[:p.n] {
@@ -83,7 +91,8 @@ func (e *Engine) proxied(req *Request, site string) bool {
 	}
 	proxy := p.n >= proxyClients
 	e.untrusted.mu.Unlock()
-	if !ok {
+	if last, now := e.untrusted.warned.Load(), e.now().UnixNano(); !ok && now-last > int64(time.Minute) && e.untrusted.warned.CompareAndSwap(last, now) {
+		// At most one line a minute: peers are what clients make them.
 		e.log.Warn("robots_guard: requests carry forwarding headers (X-Forwarded-For, Forwarded, ...) from a peer that is not a trusted proxy: "+
 			"its visitors share its address for bans, traps and Crawl-delay. List its addresses in the server's trusted_proxies (Caddy, with trusted_proxies_strict), "+
 			"or drop the headers at the edge if no proxy stands in front. A peer that forwards for several clients is never banned",
@@ -110,9 +119,9 @@ func (e *Engine) untrustedFor(site string) []string {
 		return nil
 	}
 	var out []string
-	for _, peer := range e.untrusted.peers.Keys() {
-		if p, ok := e.untrusted.peers.Peek(peer); ok && p.site == site {
-			out = append(out, peer.String())
+	for _, key := range e.untrusted.peers.Keys() {
+		if p, ok := e.untrusted.peers.Peek(key); ok && p.site == site {
+			out = append(out, p.addr.String())
 		}
 	}
 	return out
