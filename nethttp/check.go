@@ -95,7 +95,8 @@ func WithTrustedProxy(trusted func(*http.Request) bool) Option {
 // is stopped (or would be, in dry-run mode) X-Robots-Guard-Message, the
 // body's line, for proxies that cannot pass a body on; with per-client
 // trap links, an allowed request's answer X-Robots-Guard-Trap-Link, for
-// the proxy to pass to the upstream that renders pages. nginx treats any
+// the proxy to pass to the upstream that renders pages (not for a
+// browser's subresources: rendersPage). nginx treats any
 // status but 2xx, 401 and 403 as an error, so a question in its contract
 // (X-Original-URI) is answered 403 for a throttle too, with
 // X-Robots-Guard-Status 429 and Retry-After, which the recipe turns back
@@ -150,8 +151,10 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !v.Enforced():
 		h[hdrStatus] = statusOK
-		if link := c.e.TrapLinkFor(v.Site, clientIP); link != "" {
-			h[hdrTrapLink] = []string{link}
+		if rendersPage(r.Header) {
+			if link := c.e.TrapLinkFor(v.Site, clientIP); link != "" {
+				h[hdrTrapLink] = []string{link}
+			}
 		}
 		w.WriteHeader(http.StatusOK)
 	case v.Action == guard.Throttle:
@@ -391,4 +394,17 @@ func lookupValue[T interface {
 		return t[v]
 	}
 	return []string{v.String()}
+}
+
+// rendersPage reports whether the request the question is about may get a
+// page that shows a trap link: one whose Sec-Fetch-Dest is absent (bots,
+// older clients) or a document or frame. A browser's images, scripts and
+// styles, most of its requests, get no link: it would be computed for
+// nothing (an HMAC and the header's strings, on the browser path).
+func rendersPage(h http.Header) bool {
+	switch dest := headerLast(h, "Sec-Fetch-Dest"); dest {
+	case "", "document", "iframe", "frame", "embed", "object":
+		return true
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/sites"
+	"github.com/robotsguard/robotsguard/traps"
 )
 
 // checkEngine judges robotsTxt for every site.
@@ -209,6 +210,31 @@ func TestCheckBrowserAllocs(t *testing.T) {
 	})
 	if allocs != 0 || w.status != 200 {
 		t.Errorf("a browser's check: %v allocations, status %d", allocs, w.status)
+	}
+
+	// With per-client trap links (the default once traps are set), a
+	// browser's subresources get no link and cost nothing; its page does.
+	e, err := guard.New(guard.Config{Verify: &identity.VerifyConfig{Off: true}, Traps: traps.Config{Paths: []string{"/no-robots/"}}},
+		guard.WithSource(sites.BytesSource([]byte(robotsTxt+"\nUser-agent: *\nDisallow: /no-robots/\n"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	h = Check(e, CheckConfig{})
+	r.Header.Set("Sec-Fetch-Dest", "image")
+	h.ServeHTTP(w, r)
+	allocs = testing.AllocsPerRun(200, func() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	})
+	if allocs != 0 || w.h.Get("X-Robots-Guard-Trap-Link") != "" {
+		t.Errorf("a browser's image with trap links: %v allocations, link %q", allocs, w.h.Get("X-Robots-Guard-Trap-Link"))
+	}
+	r.Header.Set("Sec-Fetch-Dest", "document")
+	clear(w.h)
+	h.ServeHTTP(w, r)
+	if w.h.Get("X-Robots-Guard-Trap-Link") == "" {
+		t.Errorf("a browser's page gets no trap link: %v", w.h)
 	}
 }
 
