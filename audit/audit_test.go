@@ -338,3 +338,25 @@ func TestLongLine(t *testing.T) {
 		t.Errorf("offenders: %+v", r)
 	}
 }
+
+// TestMaxRows: a log written by many clients keeps at most MaxRows rows;
+// the requests of the clients beyond it are counted in Others.
+func TestMaxRows(t *testing.T) {
+	a, err := New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, Options{MaxRows: 2, Versions: []Version{{Name: "r", Body: []byte(robots)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var log strings.Builder
+	for i := range 5 {
+		log.WriteString(combined(fmt.Sprintf("192.0.2.%d", i+1), t0.Add(time.Duration(i)*time.Minute), "/private/a", "FooBot/1.0"))
+	}
+	if err := a.Read(context.Background(), strings.NewReader(log.String()), "many.log"); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Result().Sites[0]
+	if rows := len(s.Offenders) + len(s.Compliant); rows != 2 || s.Others != 3 || s.Requests != 5 {
+		t.Errorf("rows %d, others %d, requests %d; want 2, 3, 5", rows, s.Others, s.Requests)
+	}
+}
