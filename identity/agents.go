@@ -76,7 +76,15 @@ type Agent struct {
 // case, no default port, no path), or an error.
 func NormalizeOrigin(u string) (string, error) {
 	p, err := url.Parse(strings.TrimSpace(u))
-	if err != nil || p.Host == "" || (p.Scheme != "https" && p.Scheme != "http") {
+	if err != nil {
+		return "", fmt.Errorf("%q is not an https:// origin", u)
+	}
+	return originOf(p, u)
+}
+
+// originOf is NormalizeOrigin of a parsed URL (u, its text, for the error).
+func originOf(p *url.URL, u string) (string, error) {
+	if p.Host == "" || (p.Scheme != "https" && p.Scheme != "http") {
 		return "", fmt.Errorf("%q is not an https:// origin", u)
 	}
 	host := strings.ToLower(p.Hostname())
@@ -100,10 +108,18 @@ func NormalizeOrigin(u string) (string, error) {
 // path as written; no query or fragment). "" when it is neither.
 func normalizeAgent(u string) string {
 	p, err := url.Parse(strings.TrimSpace(u))
-	if err != nil || p.RawQuery != "" || p.Fragment != "" || p.User != nil {
+	if err != nil {
 		return ""
 	}
-	o, err := NormalizeOrigin(u)
+	return normalizeParsed(p, u)
+}
+
+// normalizeParsed is normalizeAgent of a parsed URL.
+func normalizeParsed(p *url.URL, u string) string {
+	if p.RawQuery != "" || p.Fragment != "" || p.User != nil {
+		return ""
+	}
+	o, err := originOf(p, u)
 	if err != nil {
 		return ""
 	}
@@ -326,9 +342,9 @@ func (s *signers) lookup(ctx context.Context) KeyLookup {
 			return PublicKey{}, false
 		}
 		// Keys are looked up by (URL, key): a JWK Set the member names,
-		// or the origin's key directory.
-		src := normalizeAgent(agent)
-		if src == "" || !s.known(src) {
+		// or the origin's key directory (agent is agentRef's: normal).
+		src := agent
+		if !s.known(src) {
 			return PublicKey{}, false
 		}
 		if m, ok := s.pinned[src]; ok {

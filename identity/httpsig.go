@@ -441,23 +441,21 @@ func agentURI(f *sfv.Field, it *sfv.Item) string {
 // none): an origin names its key directory (the well-known path; -00's
 // default type "directory" and the string form), a URI with a path a JWK
 // Set to fetch as it is (-01, where every member is one, and -00's
-// "jwks_uri"). It returns the origin, or the URI, or "" when the member
-// does not fit its type (a directory with a path, a JWK Set without one),
-// is not https, or has a query or fragment (ignored, as the drafts say,
-// never cut to fit).
+// "jwks_uri"). It returns the origin, or the URI, in normalizeAgent's
+// form (so that the key lookup and the operator's attribution need no
+// second parse), or "" when the member does not fit its type (a directory
+// with a path, a JWK Set without one), is not https, or has a query or
+// fragment (ignored, as the drafts say, never cut to fit).
 func agentRef(u, typ string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.Scheme != "https" || p.Host == "" || p.RawQuery != "" || p.Fragment != "" || p.User != nil {
+	if err != nil || p.Scheme != "https" || p.Host == "" {
 		return ""
 	}
 	root := p.Path == "" || p.Path == "/"
-	switch {
-	case typ == "directory" && !root, typ == "jwks_uri" && root:
+	if typ == "directory" && !root || typ == "jwks_uri" && root {
 		return ""
-	case root:
-		return strings.TrimSuffix(u, "/")
 	}
-	return u
+	return normalizeParsed(p, u)
 }
 
 // isKeySetURI reports whether an agent reference of agentRef names a JWK

@@ -320,7 +320,7 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, clien
 		}
 		return Result{}, err
 	}
-	origin := normalizeAgent(sig.Agent)
+	origin := sig.Agent // agentRef's normal form
 	if origin == "" {
 		// No Signature-Agent: the key was pinned; find its agent.
 		for o, m := range v.signers.pinned {
