@@ -214,7 +214,7 @@ type Cache struct {
 	shares    map[netip.Prefix]*share // per client prefix, guarded by newMu
 	named     names                   // Config.SiteNames: never postponed
 	history   HistoryStore            // Deps.History: named sites' version histories
-	writes    sync.WaitGroup          // background history writes (Wait)
+	writes    historyWrites           // background history writes (Wait)
 	// only, with Config.Origin: the hosts that get a robots.txt; other
 	// hosts share unknown, whose state is unknownState.
 	only         *allowList

@@ -145,10 +145,40 @@ func (c *Cache) loadHistory(e *Site) {
 	})
 }
 
-// Wait waits for the history writes under way to end: the Engine's Close
-// calls it, so that nothing writes to a store after its owner is done
-// with it.
-func (c *Cache) Wait() { c.writes.Wait() }
+// Wait waits for the history writes under way to end, and starts no
+// more: the Engine's Close calls it, so that nothing writes to a store
+// after its owner is done with it (a background fetch may still finish
+// after it).
+func (c *Cache) Wait() { c.writes.close() }
+
+// historyWrites counts the background history writes. A WaitGroup alone
+// may not get an Add while it is waited on (a fetch that ends while the
+// Engine closes did so: the race detector saw it), so writes start under
+// a lock that closing takes too, and none starts after.
+type historyWrites struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// start reports whether a write may start, counting it when it may.
+func (w *historyWrites) start() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.wg.Add(1)
+	return true
+}
+
+// close refuses further writes and waits for those under way.
+func (w *historyWrites) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
 
 // storeHistory starts writing a named site's history to the store, in
 // the background (a remote storage may be slow; the fetch does not wait):
@@ -159,12 +189,14 @@ func (c *Cache) storeHistory(e *Site, now time.Time, changed bool) {
 	if c.history == nil || !e.named || (!changed && now.Sub(h.stored) < historyStoreEvery) {
 		return
 	}
+	if !c.writes.start() {
+		return // the Engine is closed: its store is no longer ours
+	}
 	h.stored = now
 	h.seq++
 	seq, vs := h.seq, append([]Version(nil), h.versions...)
-	c.writes.Add(1)
 	go func() {
-		defer c.writes.Done()
+		defer c.writes.wg.Done()
 		h.storeMu.Lock()
 		defer h.storeMu.Unlock()
 		if seq <= h.written {
