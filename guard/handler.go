@@ -118,6 +118,10 @@ func (e *Engine) DecideForwarded(r *http.Request, f *Forwarded, clientIP string)
 		}
 	}
 	e.fillHeader(&req, r, clientIP)
+	// The question's peer is the proxy that asks, trusted by the front
+	// (and its X-Forwarded-For the client's address by contract), never
+	// an untrusted proxy in front of the site.
+	req.peer = ""
 	if e.verifier != nil && e.verifier.WebBotAuth() && len(r.Header["Signature-Input"]) > 0 {
 		path, query, _ := strings.Cut(f.Target, "?")
 		req.Signed = &identity.SignedRequest{Method: f.Method, Scheme: req.Scheme, Authority: f.Host, Path: path, Query: query, Header: r.Header}

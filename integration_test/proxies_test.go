@@ -421,11 +421,22 @@ func proxyMatrix(t *testing.T, p proxyClient, site *proxySite, keyDir string, ch
 // startNginx runs nginx with docs/proxies/nginx.conf and returns its
 // address.
 func startNginx(t *testing.T, site string, checkPort int) string {
-	bin := daemon(t, "nginx")
 	port := freePort(t)
-	dir := t.TempDir()
 	server := recipe(t, "nginx.conf", site, checkPort, port)
 	server = strings.Replace(server, fmt.Sprintf("listen %d;", port), fmt.Sprintf("listen 127.0.0.1:%d;", port), 1)
+	runNginx(t, server)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitListening(t, addr)
+	return addr
+}
+
+// runNginx runs nginx with server, the http block's contents (server
+// blocks, maps, upstreams), for the test's duration; its error log is
+// shown when the test fails.
+func runNginx(t *testing.T, server string) {
+	t.Helper()
+	bin := daemon(t, "nginx")
+	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "site.conf"), []byte(server), 0o644)
 	user := ""
 	if os.Geteuid() == 0 {
@@ -447,15 +458,12 @@ http {
 `, user, dir)
 	os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644)
 	process(t, bin, nil, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitListening(t, addr)
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
 			t.Logf("nginx error.log:\n%s", b)
 		}
 	})
-	return addr
 }
 
 // startHAProxy runs HAProxy with docs/proxies/haproxy.cfg and
