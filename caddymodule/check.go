@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -62,8 +61,7 @@ func (RobotsGuardCheck) CaddyModule() caddy.ModuleInfo {
 // check handler on it.
 func (c *RobotsGuardCheck) Provision(ctx caddy.Context) error {
 	if c.RobotsTxt.Source == "" && c.RobotsTxt.Origin == "" {
-		return errors.New("robots_guard_check: robots_txt: set origin (the address each site's /robots.txt is asked of, with site_names), " +
-			"a URL or a file: the decision service does not serve the sites it protects")
+		return nethttp.ErrSelfSource
 	}
 	c.checkService = true
 	if err := c.RobotsGuard.Provision(ctx); err != nil {
@@ -73,9 +71,13 @@ func (c *RobotsGuardCheck) Provision(ctx caddy.Context) error {
 		return err
 	}
 	c.warned, c.unaddressed = new(atomic.Int64), new(atomic.Int64)
-	c.handler = nethttp.Check(c.state.enforcer, c.Check,
+	h, err := nethttp.Check(c.state.enforcer, c.Check,
 		nethttp.WithTrustedProxy(c.trusted),
 		nethttp.WithClientIP(c.clientIP))
+	if err != nil {
+		return err
+	}
+	c.handler = h
 	return nil
 }
 
@@ -104,10 +106,13 @@ func (c *RobotsGuardCheck) clientIP(r *http.Request) string {
 	ip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	switch {
 	case ip == "" || sameAddr(r.RemoteAddr, ip):
-		if everyMinute(c.unaddressed, time.Now().UnixNano()) {
-			c.logger.Warn("robots_guard_check: a question names no client address (X-Forwarded-For): the request is judged by the proxy's own address, "+
+		// A forwarded address that is the proxy's own is a client on
+		// the proxy's machine (a test with curl there), not a proxy
+		// that forwards none.
+		if len(r.Header["X-Forwarded-For"]) == 0 && len(r.Header["X-Real-Ip"]) == 0 && everyMinute(c.unaddressed, time.Now().UnixNano()) {
+			c.logger.Warn("robots_guard_check: a question from "+r.RemoteAddr+" carries no X-Forwarded-For or X-Real-IP: the request is judged by the proxy's own address, "+
 				"so a trap hit or a ban would refuse every client behind it; make the proxy send the client's address (see docs/proxies.md)",
-				zap.String("remote_addr", r.RemoteAddr))
+				zap.String("remote_addr", r.RemoteAddr), zap.String("user_agent", r.Header.Get("User-Agent")))
 		}
 		return r.RemoteAddr
 	case !c.proxyChecked.Load():

@@ -95,6 +95,18 @@ func TestCheckProvision(t *testing.T) {
 	// trusted_proxies_strict gets robots_guard's warning.
 	core, logs := observer.New(zap.WarnLevel)
 	c.logger = zap.New(core)
+	// A client on the proxy's own machine: its address is forwarded, and
+	// is the proxy's; nothing to warn about.
+	local := httptest.NewRequest(http.MethodGet, "http://check/", nil)
+	local.RemoteAddr = "127.0.0.1:5000"
+	local.Header.Set("User-Agent", "FooBot/1.0")
+	local.Header.Set("X-Forwarded-Uri", "/a")
+	local.Header.Set("X-Forwarded-For", "127.0.0.1")
+	localVars := map[string]any{caddyhttp.TrustedProxyVarKey: true, caddyhttp.ClientIPVarKey: "127.0.0.1"}
+	c.ServeHTTP(httptest.NewRecorder(), local.WithContext(context.WithValue(local.Context(), caddyhttp.VarsCtxKey, localVars)), nil)
+	if n := logs.FilterMessageSnippet("carries no X-Forwarded-For").Len(); n != 0 {
+		t.Errorf("a forwarded address that is the proxy's own: %d WARNs that it names none", n)
+	}
 	ask(true, "127.0.0.1", "example.com")
 	r := httptest.NewRequest(http.MethodGet, "http://check/", nil)
 	r.RemoteAddr = "127.0.0.1:5000"
@@ -103,7 +115,7 @@ func TestCheckProvision(t *testing.T) {
 	vars := map[string]any{caddyhttp.TrustedProxyVarKey: true, caddyhttp.ClientIPVarKey: "192.0.2.9"}
 	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars), caddyhttp.ServerCtxKey, &caddyhttp.Server{}))
 	c.ServeHTTP(httptest.NewRecorder(), r, nil)
-	for _, want := range []string{"names no client address", "without trusted_proxies_strict"} {
+	for _, want := range []string{"carries no X-Forwarded-For or X-Real-IP", "without trusted_proxies_strict"} {
 		if logs.FilterMessageSnippet(want).Len() != 1 {
 			t.Errorf("no WARN %q: %v", want, logs.All())
 		}

@@ -411,8 +411,13 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 	}
 }
 
+// decodedViews are the readings of a path that decideDecoded judges
+// (SEMANTICS.md §6a): backslashes read as '/', then kept, then path
+// parameters dropped as servlet containers do.
+var decodedViews = [...]policy.ViewOptions{{}, {KeepBackslash: true}, {PathParams: true}}
+
 // decideDecoded decides the decoded views of a target
-// (policy.AppendDecodedView, with backslashes read as '/' and kept) and
+// (policy.AppendDecodedView, in each of decodedViews that changes it) and
 // reports whether one is denied. The views are built in a pooled buffer
 // (which goes back to the pool unless a huge target grew it) and given to
 // Decide as strings of their own.
@@ -420,10 +425,10 @@ func (e *Engine) decideDecoded(agent policy.Agent, path, query string) (policy.D
 	bp := e.bufs.Get().(*respBuf)
 	var d policy.Decision
 	denied := false
-	for _, keepBackslash := range [...]bool{false, true} {
+	for _, opts := range decodedViews {
 		var start int
 		var ok bool
-		if bp.b, start, ok = policy.AppendDecodedView(bp.b[:0], path, query, keepBackslash); !ok {
+		if bp.b, start, ok = policy.AppendDecodedView(bp.b[:0], path, query, opts); !ok {
 			continue
 		}
 		if d = agent.Decide(string(bp.b[start:])); !d.Allowed && !d.Exempt {

@@ -49,6 +49,7 @@ type Engine struct {
 	byGroup    bool
 	blockScope string // crawl_delay_scope block: the site part of every limiter key
 	allowUnrch bool
+	selfSource bool               // robots.txt comes from the sites themselves (sites.SelfSource)
 	verifier   *identity.Verifier // nil when verification is off
 	// purposes is the registry of crawler purposes, nil when
 	// content_signals is off; signalsReport: content_signals report.
@@ -158,6 +159,9 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
+	// The default source is a comparable value: another source (of
+	// another type) compares unequal without a panic.
+	e.selfSource = src == sites.SelfSource()
 	deps := sites.Deps{Source: src, Now: injected, Logger: e.log, Observer: o.observer, History: o.history}
 	if e.traps != nil {
 		deps.OnRules, deps.OnConfirm = e.checkTraps, e.confirmTraps
@@ -210,6 +214,12 @@ func (e *Engine) buildLimits(o options) error {
 
 // Config returns the configuration in force, defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
+
+// SelfSourced reports whether e asks each site itself for its robots.txt
+// (sites.SelfSource: the default, when neither Config.RobotsTxt nor
+// WithSource names another source), which only a front end that serves
+// the site can answer.
+func (e *Engine) SelfSourced() bool { return e.selfSource }
 
 // Close waits for the background writes of robots.txt histories,
 // releases idle connections of the robots.txt HTTP client, stops the

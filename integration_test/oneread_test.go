@@ -121,8 +121,7 @@ server {
 // as shipped, its origin the file server, and returns its port.
 func plainCheckService(t *testing.T, origin string) int {
 	port := freePort(t)
-	conf := recipe(t, "check.Caddyfile", origin, port, 0)
-	conf = strings.Replace(conf, "{\n", "{\n\tadmin off\n\tpersist_config off\n", 1)
+	conf := checkRecipe(t, origin, port)
 	file := filepath.Join(t.TempDir(), "Caddyfile")
 	os.WriteFile(file, []byte(conf), 0o644)
 	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},

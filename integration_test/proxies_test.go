@@ -185,8 +185,7 @@ func fileExists(p string) bool {
 func checkService(t *testing.T, site *proxySite, feed, resolver, keyDir, caFile string) int {
 	t.Helper()
 	port := freePort(t)
-	conf := recipe(t, "check.Caddyfile", site.addr, port, 0)
-	conf = strings.Replace(conf, "{\n", "{\n\tadmin off\n\tpersist_config off\n", 1)
+	conf := checkRecipe(t, site.addr, port)
 	extra := fmt.Sprintf(`
 		verify {
 			builtin off
@@ -225,6 +224,18 @@ func checkService(t *testing.T, site *proxySite, feed, resolver, keyDir, caFile 
 		"run", "--config", file, "--adapter", "caddyfile")
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
 	return port
+}
+
+// checkRecipe returns docs/proxies/check.Caddyfile for a service on port
+// whose origin is site, without its admin API (the tests run several).
+func checkRecipe(t *testing.T, site string, port int) string {
+	t.Helper()
+	conf := recipe(t, "check.Caddyfile", site, port, 0)
+	const admin = "\tadmin localhost:2020\n"
+	if !strings.Contains(conf, admin) {
+		t.Fatalf("check.Caddyfile has no line %q: its admin address is its own, beside the demo", admin)
+	}
+	return strings.Replace(conf, admin, "\tadmin off\n\tpersist_config off\n", 1)
 }
 
 // proxyClient sends requests to a proxy as a load balancer in front of it

@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -70,6 +71,13 @@ func WithTrustedProxy(trusted func(*http.Request) bool) Option {
 	}
 }
 
+// ErrSelfSource is the error of a decision service (Check, the Caddy
+// module's robots_guard_check) whose engine would ask each site itself
+// for its robots.txt, the default: the service does not serve the sites
+// it protects, so it could not.
+var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the address each site's /robots.txt is asked of, with site_names), " +
+	"a URL or a file: the decision service does not serve the sites it protects")
+
 // Check returns the decision service: the handler a proxy asks, before it
 // serves a request, whether e allows it (nginx auth_request, Traefik
 // forwardAuth, Caddy forward_auth, Envoy ext_authz, the HAProxy Lua action
@@ -109,15 +117,22 @@ func WithTrustedProxy(trusted func(*http.Request) bool) Option {
 // with a forwarded header other than X-Forwarded-For sent twice, 400. A
 // header's value is taken whole: a comma in a target is part of it.
 //
-// e's robots.txt source must not be the default (the site itself, which
-// the service does not serve): set robots_txt origin (with site_names),
-// a URL or a file. cfg must pass Validate.
-func Check(e *guard.Engine, cfg CheckConfig, opts ...Option) http.Handler {
+// Check refuses, with ErrSelfSource, an engine whose robots.txt source is
+// the default (the site itself, which the service does not serve): set
+// robots_txt origin (with site_names), a URL, a file or guard.WithSource.
+// It refuses a cfg that fails Validate with Validate's error.
+func Check(e *guard.Engine, cfg CheckConfig, opts ...Option) (http.Handler, error) {
+	if e.SelfSourced() {
+		return nil, ErrSelfSource
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	o := collect(e, opts)
 	if !o.clientIPSet {
 		o.clientIP = forwardedFor
 	}
-	return &checker{e: e, cfg: cfg, o: o}
+	return &checker{e: e, cfg: cfg, o: o}, nil
 }
 
 type checker struct {
@@ -134,6 +149,11 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, nginx, msg := readForwarded(r, c.cfg.PathPrefix)
 	if msg != "" {
+		if nginx {
+			// nginx's auth_request takes 403, not 400, for a refusal;
+			// the recipe answers X-Robots-Guard-Status.
+			w = &statusAs{ResponseWriter: w, from: http.StatusBadRequest, to: http.StatusForbidden}
+		}
 		refuse(w, http.StatusBadRequest, "robots_guard: check: "+msg)
 		return
 	}
@@ -226,6 +246,9 @@ func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx boo
 		return f, nginx, "the question carries " + twice + " twice: the proxy must write it once, replacing the client's"
 	case !originForm(f.Target):
 		return f, nginx, "the forwarded target " + strconv.Quote(f.Target[:min(len(f.Target), 200)]) + " is not in origin form (/path?query)"
+	case !plainHost(f.Host):
+		return f, nginx, "the forwarded Host " + strconv.Quote(f.Host[:min(len(f.Host), 200)]) + " is not one host name: " +
+			"a list, a trailing dot, an empty label or a character no host name has, which the proxy and the site may read differently"
 	case proto == "" || strings.EqualFold(proto, "http"):
 		f.Scheme = "http"
 	case strings.EqualFold(proto, "https"):
@@ -241,6 +264,55 @@ func readForwarded(r *http.Request, prefix string) (f guard.Forwarded, nginx boo
 		f.Port = n
 	}
 	return f, nginx, ""
+}
+
+// plainHost reports whether h, a Host header, is one host name or IP
+// literal with an optional port, spelled as every server reads it alike:
+// letters, digits, '-', '_' and '.' between non-empty labels (no trailing
+// dot, which nginx drops and Caddy keeps), or an IPv6 literal in
+// brackets; then ":" and digits. A list ("a,b", which some proxies read
+// as its last value and sites as a whole), spaces and anything else are
+// refused, so that the site the guard judges is the site that is served.
+func plainHost(h string) bool {
+	name := h
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+		name = h[:i]
+		port := h[i+1:]
+		if port == "" || len(port) > 5 {
+			return false
+		}
+		for j := 0; j < len(port); j++ {
+			if port[j] < '0' || port[j] > '9' {
+				return false
+			}
+		}
+	}
+	if strings.HasPrefix(name, "[") {
+		if len(name) < 3 || name[len(name)-1] != ']' {
+			return false
+		}
+		for j := 1; j < len(name)-1; j++ {
+			if c := name[j]; !(c == ':' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+		return true
+	}
+	label := 0 // the length of the label so far
+	for j := 0; j < len(name); j++ {
+		switch c := name[j]; {
+		case c == '.':
+			if label == 0 {
+				return false
+			}
+			label = 0
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			label++
+		default:
+			return false
+		}
+	}
+	return label > 0
 }
 
 // questionURI is the question's own request-target in origin form, as
@@ -334,6 +406,7 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	h["Cache-Control"] = []string{"no-store"}
 	h[hdrStatus] = []string{strconv.Itoa(status)}
+	h[hdrMessage] = []string{headerSafe(msg)}
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(msg + "\n"))
 }

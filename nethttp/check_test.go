@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,47 @@ import (
 func checkEngine(t *testing.T) *guard.Engine {
 	t.Helper()
 	return newEngine(t, guard.WithSource(sites.BytesSource([]byte(robotsTxt))))
+}
+
+// mustCheck is Check for an engine and a cfg that it accepts.
+func mustCheck(tb testing.TB, e *guard.Engine, cfg CheckConfig, opts ...Option) http.Handler {
+	tb.Helper()
+	h, err := Check(e, cfg, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// TestCheckRefuses: the service refuses an engine that would ask each site
+// itself for its robots.txt (the default, or sites.SelfSource given
+// explicitly), which it does not serve, with the Caddy module's error, and
+// a cfg that fails Validate; another source passes.
+func TestCheckRefuses(t *testing.T) {
+	const want = "robots_guard_check: robots_txt: set origin (the address each site's /robots.txt is asked of, with site_names), " +
+		"a URL or a file: the decision service does not serve the sites it protects"
+	for name, e := range map[string]*guard.Engine{
+		"default":    newEngine(t),
+		"SelfSource": newEngine(t, guard.WithSource(sites.SelfSource())),
+	} {
+		if h, err := Check(e, CheckConfig{}); h != nil || !errors.Is(err, ErrSelfSource) || err.Error() != want {
+			t.Errorf("%s: Check = %v, %v; want %q", name, h, err, want)
+		}
+	}
+	if h, err := Check(checkEngine(t), CheckConfig{PathPrefix: "check/"}); h != nil || err == nil || !strings.Contains(err.Error(), "path_prefix") {
+		t.Errorf("bad path_prefix: Check = %v, %v", h, err)
+	}
+
+	fromURL, err := guard.New(guard.Config{Verify: &identity.VerifyConfig{Off: true}, RobotsTxt: sites.Config{Source: "https://example.com/robots.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fromURL.Close() })
+	for name, e := range map[string]*guard.Engine{"WithSource": checkEngine(t), "a URL": fromURL} {
+		if _, err := Check(e, CheckConfig{PathPrefix: "/check"}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }
 
 // ask sends a question from peer with the headers h (name, value pairs)
@@ -34,7 +76,7 @@ func ask(h http.Handler, peer, target string, hdr ...string) *httptest.ResponseR
 // TestCheckContracts: each proxy's documented question is read as the
 // request it stands for, and answered as the Engine decides it.
 func TestCheckContracts(t *testing.T) {
-	h := Check(checkEngine(t), CheckConfig{PathPrefix: "/check"})
+	h := mustCheck(t, checkEngine(t), CheckConfig{PathPrefix: "/check"})
 	const proxy = "127.0.0.1:40000"
 	cases := []struct {
 		name   string
@@ -67,7 +109,16 @@ func TestCheckContracts(t *testing.T) {
 		// Questions the service cannot place: never an allow.
 		{"no target", "/", []string{"User-Agent", uaChrome}, 400, "names no request"},
 		{"absolute-form target", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "http://example.com/"}, 400, "not in origin form"},
-		{"asterisk target", "/", []string{"User-Agent", uaChrome, "X-Original-URI", "*"}, 400, "not in origin form"},
+		{"asterisk target", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "*"}, 400, "not in origin form"},
+		// A Host the proxy and the site may read as different sites.
+		{"host list", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/", "X-Forwarded-Host", "example.com,open.example.com"}, 400, "not one host name"},
+		{"host list with a space", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/", "X-Forwarded-Host", "example.com, a.test"}, 400, "not one host name"},
+		{"host with a trailing dot", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/", "X-Forwarded-Host", "example.com."}, 400, "not one host name"},
+		{"host with an empty label", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/", "X-Forwarded-Host", "a..example.com"}, 400, "not one host name"},
+		{"host with an empty port", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/", "X-Forwarded-Host", "example.com:"}, 400, "not one host name"},
+		{"host with a user", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/", "X-Forwarded-Host", "a@example.com"}, 400, "not one host name"},
+		{"host with a port", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/public", "X-Forwarded-Host", "Example.COM:8443"}, 200, ""},
+		{"IPv6 host", "/", []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/public", "X-Forwarded-Host", "[::1]:8443"}, 200, ""},
 		{"both contracts", "/", []string{"User-Agent", uaChrome, "X-Original-URI", "/private/x", "X-Forwarded-Uri", "/public"}, 400, "both"},
 		{"bad proto", "/", []string{"User-Agent", uaChrome, "X-Forwarded-Uri", "/", "X-Forwarded-Proto", "gopher"}, 400, "neither http nor https"},
 		// A comma is part of the target, never a list separator.
@@ -89,6 +140,19 @@ func TestCheckContracts(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesNginx: nginx's auth_request takes 401 and 403 only (any
+// other status is its own 500), so a question in its contract that the
+// service cannot place gets 403 with X-Robots-Guard-Status 400 and the
+// reason in X-Robots-Guard-Message, which the recipe answers.
+func TestCheckRefusesNginx(t *testing.T) {
+	h := mustCheck(t, checkEngine(t), CheckConfig{})
+	rec := ask(h, "127.0.0.1:4000", "/", "User-Agent", uaChrome, "X-Original-URI", "*")
+	if rec.Code != 403 || rec.Header().Get("X-Robots-Guard-Status") != "400" ||
+		!strings.Contains(rec.Header().Get("X-Robots-Guard-Message"), "not in origin form") {
+		t.Errorf("nginx, asterisk target: %d %v", rec.Code, rec.Header())
+	}
+}
+
 func itoa(n int) string {
 	return map[int]string{200: "200", 400: "400", 403: "403", 429: "429"}[n]
 }
@@ -96,7 +160,7 @@ func itoa(n int) string {
 // TestCheckUntrusted: a question from an address the service does not
 // trust is refused whatever it names, browser or bot.
 func TestCheckUntrusted(t *testing.T) {
-	h := Check(checkEngine(t), CheckConfig{})
+	h := mustCheck(t, checkEngine(t), CheckConfig{})
 	for _, ua := range []string{uaChrome, "FooBot/1.0"} {
 		rec := ask(h, "203.0.113.5:4000", "/", "User-Agent", ua, "X-Forwarded-Uri", "/public", "X-Forwarded-Host", "example.com")
 		if rec.Code != 403 || !strings.Contains(rec.Body.String(), "not a proxy this service trusts") {
@@ -104,7 +168,7 @@ func TestCheckUntrusted(t *testing.T) {
 		}
 	}
 	// WithTrustedProxy widens it.
-	h = Check(checkEngine(t), CheckConfig{}, WithTrustedProxy(func(r *http.Request) bool { return strings.HasPrefix(r.RemoteAddr, "203.0.113.") }))
+	h = mustCheck(t, checkEngine(t), CheckConfig{}, WithTrustedProxy(func(r *http.Request) bool { return strings.HasPrefix(r.RemoteAddr, "203.0.113.") }))
 	if rec := ask(h, "203.0.113.5:4000", "/", "User-Agent", uaChrome, "X-Forwarded-Uri", "/public"); rec.Code != 200 {
 		t.Errorf("trusted proxy: %d %q", rec.Code, rec.Body.String())
 	}
@@ -114,7 +178,7 @@ func TestCheckUntrusted(t *testing.T) {
 // and the client address read from the proxy's X-Forwarded-For (the last
 // value: the one the proxy wrote).
 func TestCheckAnswerHeaders(t *testing.T) {
-	h := Check(checkEngine(t), CheckConfig{})
+	h := mustCheck(t, checkEngine(t), CheckConfig{})
 	rec := ask(h, "127.0.0.1:1", "/", "User-Agent", "FooBot/1.0", "X-Forwarded-Uri", "/private/a", "X-Forwarded-Host", "example.com")
 	want := map[string]string{
 		"X-Robots-Guard-Action":  "deny",
@@ -152,7 +216,7 @@ func TestCheckAnswerHeaders(t *testing.T) {
 // only, so a throttle in its contract is a 403 that says 429, with
 // Retry-After; in the other contracts it is the 429 itself.
 func TestCheckNginxThrottle(t *testing.T) {
-	h := Check(checkEngine(t), CheckConfig{})
+	h := mustCheck(t, checkEngine(t), CheckConfig{})
 	throttled := func(uri string, ip string) *httptest.ResponseRecorder {
 		var rec *httptest.ResponseRecorder
 		for range 10 {
@@ -185,7 +249,7 @@ func TestCheckBadSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	h := Check(e, CheckConfig{})
+	h := mustCheck(t, e, CheckConfig{})
 	bad := []string{"User-Agent", "FooBot/1.0", "X-Forwarded-Host", "example.com", "Signature-Agent", `sig1="https://bot.example"`,
 		"Signature-Input", `sig1=("@authority";tag="web-bot-auth"`, "Signature", "sig1=:AAAA:"}
 	if rec := ask(h, "127.0.0.1:1", "/", append([]string{"X-Original-URI", "/public"}, bad...)...); rec.Code != 403 || rec.Header().Get("X-Robots-Guard-Status") != "400" ||
@@ -200,7 +264,7 @@ func TestCheckBadSignature(t *testing.T) {
 // TestCheckBrowserAllocs: a browser's question allocates nothing in the
 // service (the answer's header map and the question are the caller's).
 func TestCheckBrowserAllocs(t *testing.T) {
-	h := Check(checkEngine(t), CheckConfig{})
+	h := mustCheck(t, checkEngine(t), CheckConfig{})
 	r := question(uaChrome, "/private/a?b=1")
 	w := &headerOnly{h: make(http.Header, 8)}
 	h.ServeHTTP(w, r) // the site's first fetch
@@ -220,7 +284,7 @@ func TestCheckBrowserAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	h = Check(e, CheckConfig{})
+	h = mustCheck(t, e, CheckConfig{})
 	r.Header.Set("Sec-Fetch-Dest", "image")
 	h.ServeHTTP(w, r)
 	allocs = testing.AllocsPerRun(200, func() {
@@ -273,7 +337,7 @@ func benchCheck(b *testing.B, ua string) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	h := Check(e, CheckConfig{})
+	h := mustCheck(b, e, CheckConfig{})
 	r := question(ua, "/public/page?b=1")
 	w := &headerOnly{h: make(http.Header, 8)}
 	h.ServeHTTP(w, r)

@@ -121,9 +121,16 @@ func SplitTarget(t string) (path, query string) {
 	return path, query
 }
 
-// NeedsDecodedView reports whether the decoded view of path can differ from
-// path: it holds an escape, an empty segment or a dot-segment.
+// NeedsDecodedView reports whether a decoded view of path can differ from
+// path: it holds an escape, an empty segment, a dot-segment, a backslash
+// or a path parameter (';').
 func NeedsDecodedView(path string) bool {
+	return needsView(path, true)
+}
+
+// needsView is NeedsDecodedView, with path parameters counted only when
+// params is set (the views without ViewOptions.PathParams keep them).
+func needsView(path string, params bool) bool {
 	for i := 0; i < len(path); i++ {
 		switch path[i] {
 		case '%':
@@ -134,9 +141,27 @@ func NeedsDecodedView(path string) bool {
 			}
 		case '\\':
 			return true
+		case ';':
+			if params {
+				return true
+			}
 		}
 	}
 	return len(path) == 0 || path[0] != '/'
+}
+
+// ViewOptions chooses how a decoded view reads what servers disagree on.
+// The zero value reads a backslash as '/' and keeps path parameters.
+type ViewOptions struct {
+	// KeepBackslash reads a backslash (raw or %5C) as an ordinary
+	// character, as some servers do, instead of as '/'.
+	KeepBackslash bool
+	// PathParams drops each segment's path parameters, as servlet
+	// containers (Tomcat, Jetty) do before they decode the path: a raw
+	// ';' and what follows it up to the next raw '/' are removed, so
+	// "/private;x/y" reads "/private/y" and "/a/..;/b" reads "/b". An
+	// escaped ';' (%3B) is data.
+	PathParams bool
 }
 
 // DecodedTarget returns the second, defensive view of a request-target
@@ -147,25 +172,30 @@ func NeedsDecodedView(path string) bool {
 // re-escaped, so decoding happens exactly once. ok is false when the view
 // equals the target, so callers can skip it.
 //
-// A backslash (raw or %5C) is read as '/', as some servers do; since others
-// read it as an ordinary character, AppendDecodedView with keepBackslash
-// gives the view for those, and a path that holds one is judged in both.
+// A backslash (raw or %5C) is read as '/', as some servers do, and path
+// parameters are kept; AppendDecodedView's ViewOptions give the other
+// readings, and the enforcer judges a path in each that applies.
 func DecodedTarget(path, query string) (string, bool) {
-	b, start, ok := AppendDecodedView(nil, path, query, false)
+	b, start, ok := AppendDecodedView(nil, path, query, ViewOptions{})
 	return string(b[start:]), ok
 }
 
-// AppendDecodedView is DecodedTarget into a caller's buffer: it appends
-// working bytes and then the view to buf, and returns the buffer and where
-// the view starts in it. It allocates only when buf is too small, and
-// works in time linear in len(path). With keepBackslash, backslashes are
-// ordinary characters, and ok is false when path holds none (the view
-// would equal the one without keepBackslash).
-func AppendDecodedView(buf []byte, path, query string, keepBackslash bool) ([]byte, int, bool) {
-	if keepBackslash && !hasBackslash(path) {
+// AppendDecodedView is DecodedTarget into a caller's buffer, read as opts
+// says: it appends working bytes and then the view to buf, and returns the
+// buffer and where the view starts in it. It allocates only when buf is
+// too small, and works in time linear in len(path). ok is false when the
+// view would equal the target, and also, so that callers can skip a
+// reading that changes nothing, with opts.KeepBackslash when path holds no
+// backslash (the view would equal the one without it) and with
+// opts.PathParams when path holds no raw ';'.
+func AppendDecodedView(buf []byte, path, query string, opts ViewOptions) ([]byte, int, bool) {
+	if opts.KeepBackslash && !hasBackslash(path) ||
+		opts.PathParams && strings.IndexByte(path, ';') < 0 ||
+		!needsView(path, opts.PathParams) {
 		return buf, len(buf), false
 	}
-	return appendDecoded(buf, path, query, !keepBackslash)
+	buf, start := appendDecoded(buf, path, query, opts)
+	return buf, start, true
 }
 
 // hasBackslash reports whether path holds a backslash, raw or as %5C.
@@ -181,23 +211,30 @@ func hasBackslash(path string) bool {
 	return false
 }
 
-func appendDecoded(buf []byte, path, query string, backslashIsSlash bool) ([]byte, int, bool) {
-	if !NeedsDecodedView(path) {
-		return buf, len(buf), false
-	}
+// appendDecoded appends the decoded path to buf (path parameters dropped
+// first with opts.PathParams) and removes its dot-segments there, then
+// appends the view, re-escaped, and query; it returns the buffer and where
+// the view starts.
+func appendDecoded(buf []byte, path, query string, opts ViewOptions) ([]byte, int) {
 	base := len(buf)
 	if len(path) == 0 || path[0] != '/' {
 		buf = append(buf, '/')
 	}
 	for i := 0; i < len(path); i++ {
 		c := path[i]
+		if c == ';' && opts.PathParams {
+			for i+1 < len(path) && path[i+1] != '/' {
+				i++
+			}
+			continue
+		}
 		if c == '%' && i+2 < len(path) {
 			if v, ok := escapeAt(path, i); ok {
 				c = v
 				i += 2
 			}
 		}
-		if c == '\\' && backslashIsSlash {
+		if c == '\\' && !opts.KeepBackslash {
 			c = '/' // some servers treat a backslash as a separator
 		}
 		buf = append(buf, c)
@@ -217,7 +254,7 @@ func appendDecoded(buf []byte, path, query string, backslashIsSlash bool) ([]byt
 		}
 	}
 	buf = append(buf, query...)
-	return buf, start, true
+	return buf, start
 }
 
 // removeDotSegments collapses repeated slashes and removes "." and ".."

@@ -84,7 +84,7 @@ var bigFuncs = map[string]string{
 // (one line per function, type, method-less constructor and const or var
 // group). Growing past it is a decision, made here in the same change.
 var budgets = map[string]int{
-	"policy":       34,
+	"policy":       35, // ViewOptions: the decoded view's readings (backslash kept, path parameters dropped)
 	"sites":        32, // issue 36: OriginSource, the decision service's robots.txt source; issue 37: Version and HistoryStore, each site's robots.txt history
 	"identity":     57, // issue 38: SignLegacy (the string form of Signature-Agent for verifiers before -01); FeedDocument and FeedPrefix (ParseFeed reads JAFAR services); ErrMalformed (the 400 of -01)
 	"limit":        36, // issue 34: NetOf, NetKey and NetBitsV4/V6, the network keys of aggregated bans
@@ -93,7 +93,7 @@ var budgets = map[string]int{
 	"dashboard":    15, // issue 37: Version, a site's robots.txt history on its page; the audit's page (AuditPage, AuditSite, AuditClient, LineCount, WriteAudit)
 	"guard":        39, // the engine: issue 35 holds it to 40; issue 36: Forwarded, the decision service's question; issue 37: WithHistory; issue 38: SetAnswerHeaders (Caddy's handle_errors answers carry what Respond's do)
 	"caddymodule":  4,  // issue 36: RobotsGuardCheck, the decision service
-	"nethttp":      15, // issue 36: Check, CheckConfig and WithTrustedProxy, the decision service
+	"nethttp":      16, // issue 36: Check, CheckConfig and WithTrustedProxy, the decision service; ErrSelfSource, its refusal of an engine that asks the sites themselves, the text both fronts give
 	"traps":        16,
 	"internal/sfv": 9,
 }
