@@ -333,6 +333,69 @@ func TestOneReading(t *testing.T) {
 			})
 		}
 	}
+	// nginx that serves the files itself (docs/proxies/nginx-files.conf):
+	// the site is nginx, and the service's origin.
+	t.Run("nginx_files", func(t *testing.T) {
+		addr, port := startNginxFiles(t, roots[siteDefault])
+		oneReading(t, addr, port, rd, seed)
+	})
+}
+
+// startNginxFiles runs nginx with docs/proxies/nginx-files.conf serving
+// root itself, and the decision service whose origin it is; it returns
+// nginx's address and port.
+func startNginxFiles(t *testing.T, root string) (string, int) {
+	port, checkPort := freePort(t), freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	server := recipe(t, "nginx-files.conf", "", checkPort, port)
+	server = strings.Replace(server, fmt.Sprintf("listen %d;", port), "listen "+addr+";", 1)
+	server = strings.Replace(server, "root /var/www/example.com;", "root "+root+";", 1)
+	runNginx(t, server)
+	waitListening(t, addr)
+	checkAt := checkRecipe(t, addr, checkPort)
+	file := filepath.Join(t.TempDir(), "Caddyfile")
+	os.WriteFile(file, []byte(checkAt), 0o644)
+	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
+		"run", "--config", file, "--adapter", "caddyfile")
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", checkPort))
+	return addr, port
+}
+
+// TestNginxServesFiles: nginx serving a site itself asks the service again
+// for each internal redirect of one request (the index file of a
+// directory URL); the recipe's $request_id makes that one Crawl-delay
+// unit, so a bot's three requests to a directory URL at once pass (the
+// tolerance of Crawl-delay 60) and the fourth gets 429, as in Caddy.
+func TestNginxServesFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs nginx and the built Caddy")
+	}
+	roots := siteTrees(t)
+	addr, _ := startNginxFiles(t, roots[siteDefault])
+	dir := hostileRequest{method: "GET", target: "/public/", proto: "HTTP/1.1", hosts: []string{siteDefault}, ua: "DelayBot/1.0"}
+	var got []string
+	for i := range 4 {
+		status, body := dir.send(addr, "198.51.100.50")
+		got = append(got, fmt.Sprintf("%d %s", status, body))
+		want := http.StatusOK
+		if i == 3 {
+			want = http.StatusTooManyRequests
+		}
+		if status != want {
+			t.Errorf("request %d to a directory URL: %d %q, want %d (all: %q)", i+1, status, body, want, got)
+		}
+	}
+	if !strings.HasPrefix(got[0], "200 served example.com /public/index.html") {
+		t.Errorf("the directory URL's answer %q, want its index file", got[0])
+	}
+	// Another bot, to a file: one question each, the same tolerance.
+	file := dir
+	file.target, file.ua = "/public/x", "DelayBot/2.0"
+	for i := range 4 {
+		if status, _ := file.send(addr, "198.51.100.51"); (status == http.StatusOK) != (i < 3) {
+			t.Errorf("request %d to a file: %d", i+1, status)
+		}
+	}
 }
 
 // oneReading runs the named and generated requests through the proxy at

@@ -114,8 +114,16 @@ var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the 
 // address gets 403; one without a forwarded target, with a target that
 // is not in origin form ("/path?query"), with both X-Forwarded-Uri and
 // X-Original-URI (one of them the client's, passed on by the proxy), or
-// with a forwarded header other than X-Forwarded-For sent twice, 400. A
-// header's value is taken whole: a comma in a target is part of it.
+// with a forwarded header other than X-Forwarded-For sent twice, or with a
+// Host that is not one plain host name (a list, a trailing dot), 400 (in
+// nginx's contract 403 with X-Robots-Guard-Status 400). A header's value
+// is taken whole: a comma in a target is part of it.
+//
+// One client request is judged once: in nginx's contract, a question that
+// carries the X-Robots-Guard-Request-Id of an earlier one about the same
+// request (nginx's $request_id, which its internal redirects keep) gets
+// the earlier bot's verdict again, spending no second Crawl-delay unit
+// and recording no second row (at most 10 times, for a minute).
 //
 // Check refuses, with ErrSelfSource, an engine whose robots.txt source is
 // the default (the site itself, which the service does not serve): set
@@ -132,13 +140,14 @@ func Check(e *guard.Engine, cfg CheckConfig, opts ...Option) (http.Handler, erro
 	if !o.clientIPSet {
 		o.clientIP = forwardedFor
 	}
-	return &checker{e: e, cfg: cfg, o: o}, nil
+	return &checker{e: e, cfg: cfg, o: o, repeats: newRepeats()}, nil
 }
 
 type checker struct {
-	e   *guard.Engine
-	cfg CheckConfig
-	o   options
+	e       *guard.Engine
+	cfg     CheckConfig
+	o       options
+	repeats *repeats // nginx's questions asked again for one request
 }
 
 func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +167,7 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clientIP := c.o.clientIP(r)
-	v := c.e.DecideForwarded(r, &f, clientIP)
+	v := c.decide(r, &f, clientIP, nginx)
 	h := w.Header()
 	h[hdrAction] = actionValues[v.ActionName()]
 	h[hdrReason] = reasonValues(v.Reason)
@@ -197,6 +206,30 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h[hdrStatus] = statusDeny
 		c.o.deny(w, r, v)
 	}
+}
+
+// decide judges the request f with the engine, once per client request:
+// a question nginx asks again under the same request id (see repeats)
+// gets the verdict of the first.
+func (c *checker) decide(r *http.Request, f *guard.Forwarded, clientIP string, nginx bool) guard.Verdict {
+	id := ""
+	if nginx {
+		id = requestID(r.Header)
+	}
+	if id == "" {
+		return c.e.DecideForwarded(r, f, clientIP)
+	}
+	ua := ""
+	if v := r.Header["User-Agent"]; len(v) > 0 {
+		ua = v[0]
+	}
+	request := c.repeats.hash(f, clientIP, ua)
+	if v, ok := c.repeats.lookup(id, request); ok {
+		return v
+	}
+	v := c.e.DecideForwarded(r, f, clientIP)
+	c.repeats.keep(id, request, v)
+	return v
 }
 
 // readForwarded reads the request a question is about from the proxy's
