@@ -356,6 +356,8 @@ func FuzzReadForwarded(f *testing.F) {
 	f.Add("", "/private/x", "", "http", "", "/")
 	f.Add("http://x/", "*", "a,b", "HTTPS", "0", "/check")
 	f.Add("/a", "/b", "x", "gopher", "99999", "")
+	f.Add("/a", "", "example.com.", "http", "", "")
+	f.Add("", "/a", "[::1]:80", "http", "80", "")
 	f.Fuzz(func(t *testing.T, fwdURI, origURI, host, proto, port, path string) {
 		r := httptest.NewRequest(http.MethodGet, "http://check/", nil)
 		r.RequestURI = path
@@ -372,5 +374,26 @@ func FuzzReadForwarded(f *testing.F) {
 		if !originForm(f.Target) || (f.Scheme != "http" && f.Scheme != "https") || f.Port < 0 || f.Port > 65535 {
 			t.Errorf("placed %+v", f)
 		}
+		// A placed host is one name every server reads alike.
+		if strings.ContainsAny(f.Host, ", \t") || strings.HasSuffix(f.Host, ".") || strings.Contains(f.Host, "..") || f.Host == "" {
+			t.Errorf("placed the host %q", f.Host)
+		}
 	})
+}
+
+// TestPlainHost: the hosts the service places, and those it refuses as
+// servers read them differently.
+func TestPlainHost(t *testing.T) {
+	for h, want := range map[string]bool{
+		"example.com": true, "Example.COM": true, "example.com:8080": true, "a-b_c.example": true, "localhost": true,
+		"127.0.0.1:80": true, "[::1]": true, "[::1]:8443": true, "[2001:db8::1]": true, "xn--bcher-kva.example": true,
+		"": false, "example.com.": false, "example.com..": false, ".example.com": false, "a..b": false,
+		"example.com,open.example.com": false, "example.com, a": false, "example.com ": false, "example.com:": false,
+		"example.com:123456": false, "example.com:8a": false, "a@b": false, "[::1": false, "[]": false, "[::g]": false,
+		"example.com%2e": false, "exa\x00mple": false, "ex\u00e4mple.com": false, ":80": false,
+	} {
+		if got := plainHost(h); got != want {
+			t.Errorf("plainHost(%q) = %v, want %v", h, got, want)
+		}
+	}
 }
