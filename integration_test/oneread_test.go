@@ -94,10 +94,7 @@ http://:%[1]d {
 	file_server
 }
 `, port, siteOpen, filepath.ToSlash(roots[siteOpen]), filepath.ToSlash(roots[siteDefault]))
-		file := filepath.Join(t.TempDir(), "Caddyfile")
-		os.WriteFile(file, []byte(conf), 0o644)
-		process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
-			"run", "--config", file, "--adapter", "caddyfile")
+		runCaddyfile(t, conf)
 	case "nginx_static":
 		runNginx(t, fmt.Sprintf(`server {
 	listen %[1]s default_server;
@@ -121,13 +118,19 @@ server {
 // as shipped, its origin the file server, and returns its port.
 func plainCheckService(t *testing.T, origin string) int {
 	port := freePort(t)
-	conf := checkRecipe(t, origin, port)
+	runCaddyfile(t, checkRecipe(t, origin, port))
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
+	return port
+}
+
+// runCaddyfile runs the built Caddy with the Caddyfile conf for the test's
+// duration.
+func runCaddyfile(t *testing.T, conf string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "Caddyfile")
 	os.WriteFile(file, []byte(conf), 0o644)
 	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
 		"run", "--config", file, "--adapter", "caddyfile")
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
-	return port
 }
 
 // hostileRequest is one request as its bytes are written: a request line,
@@ -314,16 +317,8 @@ func TestOneReading(t *testing.T) {
 	t.Logf("seed %d (go test ./integration_test -run TestOneReading -oneread.seed %d)", seed, seed)
 	roots := siteTrees(t)
 	rd := newReadings()
-	proxies := []struct {
-		name  string
-		start func(t *testing.T, site string, checkPort int) string
-	}{
-		{"nginx", startNginx},
-		{"haproxy", startHAProxy},
-		{"caddy_forward_auth", startForwardAuth},
-	}
 	for _, upstream := range []string{"caddy_file_server", "nginx_static"} {
-		for _, px := range proxies {
+		for _, px := range recipeProxies {
 			t.Run(px.name+"/"+upstream, func(t *testing.T) {
 				origin := startFileServer(t, upstream, roots)
 				addr := px.start(t, origin, plainCheckService(t, origin))
@@ -352,11 +347,7 @@ func startNginxFiles(t *testing.T, root string) (string, int) {
 	server = strings.Replace(server, "root /var/www/example.com;", "root "+root+";", 1)
 	runNginx(t, server)
 	waitListening(t, addr)
-	checkAt := checkRecipe(t, addr, checkPort)
-	file := filepath.Join(t.TempDir(), "Caddyfile")
-	os.WriteFile(file, []byte(checkAt), 0o644)
-	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
-		"run", "--config", file, "--adapter", "caddyfile")
+	runCaddyfile(t, checkRecipe(t, addr, checkPort))
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", checkPort))
 	return addr, port
 }

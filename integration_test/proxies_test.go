@@ -218,10 +218,7 @@ func checkService(t *testing.T, site *proxySite, feed, resolver, keyDir, caFile 
 		}
 `, resolver, feed, filepath.ToSlash(filepath.Join(t.TempDir(), "missing.json")), keyDir, filepath.ToSlash(caFile))
 	conf = strings.Replace(conf, "\t\tpath_prefix /check\n", "\t\tpath_prefix /check\n"+extra, 1)
-	file := filepath.Join(t.TempDir(), "Caddyfile")
-	os.WriteFile(file, []byte(conf), 0o644)
-	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
-		"run", "--config", file, "--adapter", "caddyfile")
+	runCaddyfile(t, conf)
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
 	return port
 }
@@ -287,15 +284,7 @@ func TestProxies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs nginx, HAProxy and the built Caddy")
 	}
-	proxies := []struct {
-		name  string
-		start func(t *testing.T, site string, checkPort int) string
-	}{
-		{"nginx", startNginx},
-		{"haproxy", startHAProxy},
-		{"caddy_forward_auth", startForwardAuth},
-	}
-	for _, px := range proxies {
+	for _, px := range recipeProxies {
 		t.Run(px.name, func(t *testing.T) {
 			site := startProxySite(t)
 			feed, _ := googleFeed(t)
@@ -311,6 +300,17 @@ func TestProxies(t *testing.T) {
 			proxyMatrix(t, p, site, dir.URL, checkPort)
 		})
 	}
+}
+
+// recipeProxies are the proxies whose recipes run here: each starts with
+// the site's address and the service's port and returns its address.
+var recipeProxies = []struct {
+	name  string
+	start func(t *testing.T, site string, checkPort int) string
+}{
+	{"nginx", startNginx},
+	{"haproxy", startHAProxy},
+	{"caddy_forward_auth", startForwardAuth},
 }
 
 // proxyMatrix is the e2e matrix through one proxy.
@@ -504,10 +504,7 @@ func startForwardAuth(t *testing.T, site string, checkPort int) string {
 	port := freePort(t)
 	conf := recipe(t, "forward_auth.Caddyfile", site, checkPort, port)
 	conf = strings.Replace(conf, "{\n", "{\n\tadmin off\n\tpersist_config off\n", 1)
-	file := filepath.Join(t.TempDir(), "Caddyfile")
-	os.WriteFile(file, []byte(conf), 0o644)
-	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
-		"run", "--config", file, "--adapter", "caddyfile")
+	runCaddyfile(t, conf)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitListening(t, addr)
 	return addr
