@@ -57,6 +57,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        fetch_feeds on_demand|at_start
 //	        refresh <duration>
 //	        dns_timeout <duration>
+//	        feed_wait <duration>
 //	        resolver <host:port>
 //	        dns_cache_size <n>
 //	        builtin on|off

@@ -158,6 +158,8 @@ func parseVerify(d *caddyfile.Dispenser) (*identity.VerifyConfig, error) {
 			err = dur(&vc.Refresh)
 		case "dns_timeout":
 			err = dur(&vc.DNSTimeout)
+		case "feed_wait":
+			err = dur(&vc.FeedWait)
 		case "resolver":
 			vc.Resolver, err = one()
 		case "cache_dir":

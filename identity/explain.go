@@ -148,7 +148,9 @@ func (v *Verifier) Feeds() []FeedStatus {
 func (v *Verifier) RefreshFeeds(ctx context.Context) error {
 	var errs []error
 	for _, f := range v.feeds {
-		if _, err := v.fetch(ctx, f); err != nil {
+		_, err := v.fetch(ctx, f)
+		f.settle()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -32,6 +32,10 @@ const (
 	retryFirst = 5 * time.Minute
 	// DefaultFeedTimeout bounds one feed fetch.
 	DefaultFeedTimeout = 30 * time.Second
+	// DefaultFeedWait bounds the wait of a claim for a feed that has
+	// never loaded (Config.FeedWait): a new site's wait for its
+	// robots.txt (sites.Config.FetchTimeout) by default.
+	DefaultFeedWait = 5 * time.Second
 )
 
 // Feed outcomes, as passed to Observer.ObserveFeed.
@@ -105,6 +109,11 @@ type feed struct {
 	// started is set once a goroutine keeps the feed fresh (at New, or at
 	// the first claim that needs it with Config.OnDemand).
 	started atomic.Bool
+	// settled is closed once a copy is in force or the first fetch has
+	// ended (loaded or failed): claims wait for it (Config.FeedWait)
+	// until then, never after.
+	settled    chan struct{}
+	settleOnce sync.Once
 
 	mu sync.Mutex // one fetch at a time
 	// emptyOnce: the last fetch found no prefixes while the copy in
@@ -140,6 +149,9 @@ func (f *feed) storageKey() string {
 	sum := sha256.Sum256([]byte(f.src))
 	return "robots_guard/feeds/" + hex.EncodeToString(sum[:12]) + ".json"
 }
+
+// settle closes f.settled, once.
+func (f *feed) settle() { f.settleOnce.Do(func() { close(f.settled) }) }
 
 // restore loads the feed's last good copy from storage, if any, and returns
 // when it was fetched.
@@ -208,6 +220,7 @@ func (v *Verifier) install(f *feed, d *feedData) {
 		op.index.Store(x)
 	}
 	f.data.Store(d)
+	f.settle() // after the indexes: a claim that waited finds them
 }
 
 // fetch fetches f once (a conditional request when a copy is known) and
@@ -440,7 +453,11 @@ func (v *Verifier) nextRefresh(maxAge time.Duration) time.Duration {
 func (v *Verifier) run(f *feed) {
 	defer v.wg.Done()
 	wait := time.Duration(0)
-	if fetched := v.restore(f); !fetched.IsZero() {
+	fetched := v.restore(f)
+	if d := f.data.Load(); fetched.IsZero() && d != nil && d.stored {
+		fetched = d.fetched // restored at start (Config.OnDemand)
+	}
+	if !fetched.IsZero() {
 		wait = max(0, fetched.Add(v.cfg.Refresh).Sub(v.now()))
 	}
 	retry := v.retryFirst
@@ -453,6 +470,7 @@ func (v *Verifier) run(f *feed) {
 		case <-t.C:
 		}
 		next, err := v.fetch(v.ctx, f)
+		f.settle() // the first fetch has ended, loaded or not
 		switch {
 		case err == nil:
 			retry = v.retryFirst
@@ -473,5 +491,58 @@ func (v *Verifier) run(f *feed) {
 func (v *Verifier) observeFeed(f *feed, outcome string) {
 	if v.cfg.Observer != nil {
 		v.cfg.Observer.ObserveFeed(f.src, outcome)
+	}
+}
+
+// awaitFeeds waits, at most FeedWait in all and never past ctx, for the
+// feeds of op that have never settled: started, with no copy in force, and
+// their first fetch not ended. It returns at once when every feed has
+// settled, as it has in all but the first moments after a start.
+func (v *Verifier) awaitFeeds(ctx context.Context, op *opEntry) {
+	var timer *time.Timer
+	for _, f := range op.feeds {
+		select {
+		case <-f.settled:
+			continue
+		default:
+		}
+		if !f.started.Load() || v.cfg.FeedWait < 0 {
+			continue // nothing loads it (NoBackground), or never wait
+		}
+		if timer == nil {
+			timer = time.NewTimer(v.cfg.FeedWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-f.settled:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// start starts keeping f fresh in the background, once, unless the
+// Verifier is closed.
+func (v *Verifier) start(f *feed) {
+	v.startMu.Lock()
+	defer v.startMu.Unlock()
+	if v.closed || f.started.Load() {
+		return
+	}
+	f.started.Store(true)
+	v.wg.Add(1)
+	go v.run(f)
+}
+
+// restoreAll reads the stored copy of every feed, in the background of
+// New with Config.OnDemand (no network: the fetches wait for a claim).
+func (v *Verifier) restoreAll() {
+	defer v.wg.Done()
+	for _, f := range v.feeds {
+		if v.ctx.Err() == nil {
+			v.restore(f)
+		}
 	}
 }

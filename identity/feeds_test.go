@@ -551,3 +551,72 @@ func TestCheckFeedType(t *testing.T) {
 		}
 	}
 }
+
+// slowFeed serves body after delay (or, with status, fails after it).
+func slowFeed(t *testing.T, body string, delay time.Duration, status int) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		if status != 200 {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestFeedWait: a crawler's claim made while its operator's feed has never
+// loaded waits for it (FeedWait), so the first request after a start is
+// judged by what the feed says, not refused by "*" meanwhile; past the
+// bound it is unverifiable; a feed whose first fetch failed is not waited
+// for again; and a stored copy is read at start, so a restart waits for
+// nothing.
+func TestFeedWait(t *testing.T) {
+	const listed = "11.0.2.9"
+	body := feedJSON("11.0.2.0/24")
+	ops := func(url string) []Operator {
+		return []Operator{{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{url}}}
+	}
+	timed := func(v *Verifier) (Verdict, time.Duration) {
+		start := time.Now()
+		r := verify(v, "AcmeBot/1.0", listed)
+		return r.Verdict, time.Since(start)
+	}
+	for _, onDemand := range []bool{true, false} {
+		v, _ := newTestVerifier(t, ops(slowFeed(t, body, 300*time.Millisecond, 200).URL), func(c *Config) { c.OnDemand = onDemand })
+		if got, took := timed(v); got != Verified || took < 200*time.Millisecond {
+			t.Errorf("on demand %v: the first claim, feed 300 ms late: %v after %s, want verified after waiting", onDemand, got, took)
+		}
+	}
+
+	v, _ := newTestVerifier(t, ops(slowFeed(t, body, 2*time.Second, 200).URL), func(c *Config) { c.OnDemand, c.FeedWait = true, 100*time.Millisecond })
+	if got, took := timed(v); got != Unverifiable || took > time.Second {
+		t.Errorf("feed 2 s late, FeedWait 100 ms: %v after %s, want unverifiable after the bound", got, took)
+	}
+
+	v, _ = newTestVerifier(t, ops(slowFeed(t, body, 100*time.Millisecond, 500).URL), func(c *Config) { c.OnDemand = true })
+	if got, _ := timed(v); got != Unverifiable {
+		t.Errorf("a feed that fails: %v, want unverifiable", got)
+	}
+	if got, took := timed(v); got != Unverifiable || took > 50*time.Millisecond {
+		t.Errorf("after the failed first fetch: %v after %s, want unverifiable at once", got, took)
+	}
+
+	// A restart: the copy the first verifier stored is read at start.
+	dir := DirStorage(t.TempDir())
+	srv := newFeedServer(t, body)
+	v1, _ := newTestVerifier(t, ops(srv.URL+"/acme.json"), func(c *Config) { c.Storage = dir })
+	waitFeeds(t, v1, 1)
+	v1.Close()
+	srv.set("", "", http.StatusServiceUnavailable) // the network is no help now
+	v2, _ := newTestVerifier(t, ops(srv.URL+"/acme.json"), func(c *Config) { c.Storage, c.OnDemand = dir, true })
+	if got, took := timed(v2); got != Verified || took > time.Second {
+		t.Errorf("after a restart with a stored copy: %v after %s, want verified at once", got, took)
+	}
+}

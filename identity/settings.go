@@ -26,6 +26,9 @@ const (
 	FeedsOnDemand  = "on_demand"
 )
 
+// maxFeedWait bounds VerifyConfig.FeedWait.
+const maxFeedWait = time.Minute
+
 // MaxDNSTimeout bounds VerifyConfig.DNSTimeout.
 const MaxDNSTimeout = 30 * time.Second
 
@@ -66,9 +69,21 @@ type VerifyConfig struct {
 	// reachable address (or, for an operator of Operators, from any
 	// address), so that a server no crawler reaches sends nothing;
 	// "at_start" fetches every feed when the configuration loads. Either
-	// way they are refreshed every Refresh, and a claim made before its
-	// operator's feeds have loaded is unverifiable, never spoofed.
+	// way the stored copies (Caddy's storage, or CacheDir) are read at
+	// start, the feeds are refreshed every Refresh, and a claim made
+	// before its operator's feeds have loaded waits for them (FeedWait),
+	// then is unverifiable, never spoofed.
 	FetchFeeds string `json:"fetch_feeds,omitempty"`
+
+	// FeedWait bounds how long a crawler's claim waits for an operator's
+	// feed that has never loaded (no stored copy, and its first fetch
+	// under way), as a new site's first request waits for its
+	// robots.txt: a real crawler's first request after a start is judged
+	// by its own group, not refused by "*" while its feed arrives. A
+	// claim still unproven when the bound runs out is unverifiable
+	// (judged by its group and "*"). A feed whose first fetch has ended,
+	// loaded or failed, is never waited for. Default 5s; at most 1m.
+	FeedWait duration.Duration `json:"feed_wait,omitempty"`
 
 	// Refresh is how often each IP-range feed is fetched again
 	// (conditionally). Default 24h; at least 1h. A shorter Cache-Control
@@ -187,6 +202,12 @@ func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 	case r < MinRefresh:
 		return nil, errf("refresh", "must be at least 1h (the operators' feeds change slowly), got %s", r)
 	}
+	switch d := time.Duration(c.FeedWait); {
+	case d == 0:
+		c.FeedWait = duration.Duration(DefaultFeedWait)
+	case d < 0 || d > maxFeedWait:
+		return nil, errf("feed_wait", "must be between 0 and 1m, got %s", d)
+	}
 	switch d := time.Duration(c.DNSTimeout); {
 	case d == 0:
 		c.DNSTimeout = duration.Duration(DefaultDNSTimeout)
@@ -263,6 +284,7 @@ func (c VerifyConfig) NewVerifier(d Deps) (*Verifier, error) {
 		Operators:  c.Registry(),
 		Refresh:    time.Duration(c.Refresh),
 		DNSTimeout: time.Duration(c.DNSTimeout),
+		FeedWait:   time.Duration(c.FeedWait),
 		Resolver:   c.Resolver,
 		CacheSize:  c.DNSCacheSize,
 		Storage:    d.Storage,

@@ -48,11 +48,18 @@ type Config struct {
 	Now func() time.Time
 	// WebBotAuth turns on Web Bot Auth signature verification; nil: off.
 	WebBotAuth *WebBotAuthConfig
-	// OnDemand starts loading a feed (its stored copy, then the network)
-	// the first time a claim from a globally reachable address needs it,
-	// not in New: a server that no crawler claim reaches sends nothing.
-	// Until it loads, claims are checked as while any feed loads.
+	// OnDemand starts fetching a feed the first time a claim from a
+	// globally reachable address needs it, not in New: a server that no
+	// crawler claim reaches sends nothing. Stored copies (Storage) are
+	// still read at start, in the background.
 	OnDemand bool
+	// FeedWait bounds how long a claim waits for an operator's feed that
+	// has never loaded (no stored copy, its first fetch under way), so
+	// that a crawler is not judged unverifiable, by "*" too, in the
+	// moments after a start while its feed arrives. A feed whose first
+	// fetch has ended, loaded or failed, is never waited for. Default
+	// DefaultFeedWait; negative: never wait.
+	FeedWait time.Duration
 	// NoBackground leaves feeds unloaded until RefreshFeeds is called (for
 	// one-shot tools such as "caddy robots test"): no goroutine, no
 	// storage.
@@ -131,6 +138,9 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.FeedTimeout <= 0 {
 		cfg.FeedTimeout = DefaultFeedTimeout
 	}
+	if cfg.FeedWait == 0 {
+		cfg.FeedWait = DefaultFeedWait
+	}
 	if cfg.DNSTimeout < 0 {
 		return nil, fmt.Errorf("dns_timeout: must be positive, got %s", cfg.DNSTimeout)
 	}
@@ -182,7 +192,7 @@ func New(cfg Config) (*Verifier, error) {
 		for _, src := range op.IPRanges {
 			f := bySrc[src]
 			if f == nil {
-				f = &feed{src: src}
+				f = &feed{src: src, settled: make(chan struct{})}
 				bySrc[src] = f
 				v.feeds = append(v.feeds, f)
 			}
@@ -199,21 +209,13 @@ func New(cfg Config) (*Verifier, error) {
 		for _, f := range v.feeds {
 			v.start(f)
 		}
+		return v, nil
 	}
-	return v, nil
-}
-
-// start starts keeping f fresh in the background, once, unless the
-// Verifier is closed.
-func (v *Verifier) start(f *feed) {
-	v.startMu.Lock()
-	defer v.startMu.Unlock()
-	if v.closed || f.started.Load() {
-		return
-	}
-	f.started.Store(true)
+	// On demand, the stored copies are read now (no network): a restart
+	// verifies a crawler's first request from the copy it had.
 	v.wg.Add(1)
-	go v.run(f)
+	go v.restoreAll()
+	return v, nil
 }
 
 // Close stops the background refresh and waits for it. The Verifier stays
@@ -479,6 +481,7 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 			}
 		}
 	}
+	v.awaitFeeds(b.parent, op)
 	x := op.index.Load()
 	if x.contains(addr) {
 		return v.inRanges(res, x, op, addr, ua, how)

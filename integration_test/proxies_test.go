@@ -106,8 +106,8 @@ func recipe(t *testing.T, name string, site string, checkPort, proxyPort int) st
 }
 
 // process runs a server for the test's duration and shows its output when
-// the test fails.
-func process(t *testing.T, name string, env []string, args ...string) {
+// the test fails; stop ends it sooner (a restart).
+func process(t *testing.T, name string, env []string, args ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -124,15 +124,17 @@ func process(t *testing.T, name string, env []string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); cmd.Wait() }) }
 	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
+		stop()
 		if t.Failed() {
 			mu.Lock()
 			t.Logf("%s output:\n%s", filepath.Base(name), logs.String())
 			mu.Unlock()
 		}
 	})
+	return stop
 }
 
 type writerFunc func([]byte) (int, error)
