@@ -7,7 +7,9 @@ import (
 
 // BenchmarkClassifyUncached: what a header the cache has not seen costs
 // (a flood of made-up headers pays it on every request), over the
-// labelled lists' browser headers, their bots, and a 1 KiB header.
+// labelled lists' browser headers, their bots, device-detector's client
+// fixtures (people's apps, readers, players, libraries), and a 1 KiB
+// header.
 func BenchmarkClassifyUncached(b *testing.B) {
 	c := mustClassifier(b, Config{})
 	for _, bc := range []struct {
@@ -16,6 +18,7 @@ func BenchmarkClassifyUncached(b *testing.B) {
 	}{
 		{"browsers", uas(b, "matomo-devices-browser.jsonl")},
 		{"bots", uas(b, "matomo-bots.jsonl")},
+		{"clients", uas(b, "matomo-clients.jsonl")},
 		{"1KiB", []string{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) " + strings.Repeat("AppleWebKit/537.36 ", 50)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -1,11 +1,14 @@
 // Package classify decides who a client is from its User-Agent header: a
 // bot (a known crawler token, a configured one, an HTTP tool where tools
 // count as bots, a header that claims a registered crawler operator, one
-// that says it is automated in the ways crawlers do, one with no
-// platform or browser engine named, or what mileusna/useragent calls a
-// bot), a browser (a header that mileusna/useragent names as one of the
-// major browsers), or neither (an app, an HTTP tool where tools are not
-// bots). It
+// that says it is automated in the ways crawlers do, one that neither the
+// crawler list nor the list of people's apps knows and that names no
+// platform or browser engine, or what mileusna/useragent calls a bot), a
+// browser (a header that mileusna/useragent names as one of the major
+// browsers), or neither (a person's app, an HTTP tool where tools are not
+// bots). A header whose first product is a known people's app (apps.txt:
+// media players, feed and podcast readers, mail clients, text browsers,
+// app frameworks' default clients) is a person's, whatever its shape. It
 // keeps a bounded cache of its answers, read without locks. It knows
 // nothing of sites or robots.txt beyond the group choice it memoises.
 package classify
@@ -27,6 +30,7 @@ import (
 )
 
 //go:generate go run ./internal/gencrawlers -in ../testdata/useragents -out crawlers.txt
+//go:generate go run ./internal/genapps -in ../testdata/useragents -crawlers crawlers.txt -out apps.txt
 
 // DefaultCacheSize is Config.CacheSize's default.
 const DefaultCacheSize = 10000
@@ -119,6 +123,16 @@ func lowerTokens(field string, in []string) ([]string, error) {
 //
 //go:embed crawlers.txt
 var crawlersTxt string
+
+// appsTxt is the list of the software people run besides web browsers,
+// derived from ua-parser/uap-core's regexes (Apache-2.0; attribution in
+// the file's header), with the names it adds and leaves out.
+//
+//go:embed apps.txt
+var appsTxt string
+
+// builtinApps is appsTxt, parsed once.
+var builtinApps = parseApps(appsTxt)
 
 // maxCachedUA is the longest User-Agent header whose classification is
 // cached; longer ones are classified every time, so that a flood of huge
@@ -234,8 +248,10 @@ func (t knownToken) at(h []byte, i int, startOK bool) uint8 {
 // Results are kept in a bounded LRU cache. It is safe for concurrent use.
 type Classifier struct {
 	tokens    *tokenSet
+	apps      *appSet
 	emptyBot  bool
 	toolsBots bool
+	noShape   bool // tests: the shape rule off, to measure what it alone catches
 	// cache is the authority: at most ua_cache_size classifications,
 	// least recently used out first.
 	cache *lru.Cache[string, *Info]
@@ -271,10 +287,13 @@ type Info struct {
 	// Crawler: the registry's entry of the crawler the header names, for
 	// Content-Signal (nil: none, or content_signals off).
 	Crawler *identity.CrawlerPurpose
-	// Class is Unfurler or Fetcher for an agent that fetches for a person
-	// (a link preview, a user-triggered fetch), "" for any other client.
-	// A verified claim of one is judged only by a group that names it,
-	// unless Config.PersonAgents is PersonAgentsStar.
+	// Class is Unfurler, Fetcher or Reader for an agent that fetches for
+	// a person (a link preview, a user-triggered fetch, a feed or podcast
+	// reader), "" for any other client. With Bot true it is an agent of
+	// the registry, run by an operator: a verified claim of one is judged
+	// only by a group that names it, unless Config.PersonAgents is
+	// PersonAgentsStar. With Bot false it is an agent that no operator
+	// vouches for (UnverifiablePersonAgent).
 	Class string
 	// PersonOperator names the operator of that agent (the verify
 	// registry's name, e.g. "openai"): only a claim verified as that
@@ -282,6 +301,18 @@ type Info struct {
 	PersonOperator string
 	spec           atomic.Pointer[specMemo]
 }
+
+// UnverifiablePersonAgent reports whether the header is that of an agent
+// that fetches for a person and that no operator vouches for, so that
+// there is nothing to verify: a feed or podcast reader fetching what the
+// person subscribed to (Class Reader), a link preview that the person's
+// own device fetches (Class Unfurler: WhatsApp, Signal, iMessage), Gmail's
+// image proxy fetching a mail's images as the person opens it (Class
+// Fetcher). Such a header is no bot's (Bot is false): like any client, it
+// is judged by a group of robots.txt that names it, and "*" does not
+// apply to it, unless Config.PersonAgents is PersonAgentsStar, which
+// judges it by "*" as a crawler.
+func (info *Info) UnverifiablePersonAgent() bool { return !info.Bot && info.Class != "" }
 
 // specMemo holds the group choice weakly: a header cached for long does
 // not keep a replaced robots.txt alive (up to ua_cache_size of them).
@@ -313,7 +344,7 @@ func New(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *Classif
 		s.add(b, kindApp)
 	}
 	cache, _ := lru.New[string, *Info](max(cfg.CacheSize, 1))
-	return &Classifier{tokens: s, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes}
+	return &Classifier{tokens: s, apps: builtinApps, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes}
 }
 
 // hotSet is a copy of the classifier's cache, read without locks.
@@ -459,12 +490,26 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, person *personA
 		}
 		h = append(h, ch)
 	}
+	if a, before := deviceAgent(h); a != nil && c.tokens.match(before)&kindCrawler == 0 && !crawlerMarker(before) {
+		// A person's own fetch that carries crawlers' tokens (iMessage's
+		// link preview names facebookexternalhit and Twitterbot).
+		return false, false, a
+	}
 	kinds := c.tokens.match(h)
 	if kinds&kindCrawler != 0 || c.toolsBots && kinds&kindTool != 0 {
 		return true, false, personClass(h)
 	}
 	if kinds&kindApp != 0 {
 		return false, false, nil // the operator's word: a person's app
+	}
+	if a, rest := c.apps.first(h); a != nil {
+		// A known people's app names itself first: its name and version
+		// are not read for markers ("Feeder/2.6.30", "NetNewsWire (RSS
+		// Reader; https://...)"), what follows is.
+		if a.marked(rest) {
+			return true, false, personClass(h)
+		}
+		return false, false, a.agent
 	}
 	// A crawler's own name wins over the HTTP library it runs on
 	// ("python-requests/2.32; RecipeRadar/0.1; +https://...").
@@ -476,10 +521,11 @@ func (c *Classifier) classifyFull(ua string) (bot, browser bool, person *personA
 		// must not override that choice. A tool is no browser either.
 		return false, false, nil
 	}
-	// A header with no platform or engine named is no person's software
-	// ("ApacheBench/2.3", "Mozilla/5.0 (compatible; Trance/1.0)").
+	// A header that neither list knows and that names no platform or
+	// engine is no person's software ("ApacheBench/2.3", "Mozilla/5.0
+	// (compatible; Trance/1.0)").
 	p := useragent.Parse(ua)
-	if p.Bot || !personShaped(h) {
+	if p.Bot || !c.noShape && !personShaped(h) {
 		return true, false, personClass(h)
 	}
 	switch p.Name {

@@ -68,7 +68,7 @@ func TestBrowsersAreNeverBots(t *testing.T) {
 var notCrawlerPatterns = map[string]bool{
 	`AP3A\.240617\.008`: true, `Code\/1\.`: true, "Expanse": true, "Fluid": true, "GTmetrix": true,
 	"MetaIAB Facebook": true, `Miniature\.io\/`: true, "TSM-turingos": true, `Trae\/`: true,
-	"Viber": true, "WhatsApp": true, "YLT Chrome": true,
+	"Viber": true, "WhatsApp": true, "YLT Chrome": true, "GoogleImageProxy": true,
 }
 
 func TestEveryCrawlerInstanceIsBot(t *testing.T) {

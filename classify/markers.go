@@ -38,7 +38,7 @@ func crawlerMarker(h []byte) bool {
 			return true
 		}
 	}
-	return wordMarker(rest)
+	return wordMarker(rest, false)
 }
 
 // androidPlatformEnd returns where the platform comment of an Android
@@ -62,11 +62,12 @@ func androidPlatformEnd(h []byte) int {
 }
 
 // contactMarker: a URL ("+https://example.com/bot", "github.com/x (https://...)"),
-// "www.", "mailto:", "[at]" or an e-mail address (a '@' before a domain
-// name: "ops@example.net", never "android@111.0" or "en_IR@calendar").
+// a crawler's "+" before a host name ("(+example.com/bot.html)"), "www.",
+// "mailto:", "[at]" or an e-mail address (a '@' before a domain name:
+// "ops@example.net", never "android@111.0" or "en_IR@calendar").
 func contactMarker(h []byte) bool {
 	if bytes.Contains(h, []byte("://")) || bytes.Contains(h, []byte("www.")) ||
-		bytes.Contains(h, []byte("mailto:")) || bytes.Contains(h, []byte("[at]")) {
+		bytes.Contains(h, []byte("mailto:")) || bytes.Contains(h, []byte("[at]")) || plusHost(h) {
 		return true
 	}
 	for i := bytes.IndexByte(h, '@'); i >= 0; {
@@ -80,6 +81,29 @@ func contactMarker(h []byte) bool {
 			return true
 		}
 		next := bytes.IndexByte(d, '@')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// plusHost reports a '+' that starts a word and is followed by a host name
+// ("+example.com/bot"): the crawlers' way of giving their page. A phone's
+// name ("Tech Pad +Q545") has no dot after it.
+func plusHost(h []byte) bool {
+	for i := bytes.IndexByte(h, '+'); i >= 0; {
+		if i == 0 || h[i-1] == ' ' || h[i-1] == '(' || h[i-1] == ';' {
+			j := i + 1
+			for j < len(h) && (isAlnum(h[j]) || h[j] == '-') {
+				j++
+			}
+			if j > i+1 && j+1 < len(h) && h[j] == '.' && 'a' <= h[j+1] && h[j+1] <= 'z' {
+				return true
+			}
+		}
+		next := bytes.IndexByte(h[i+1:], '+')
 		if next < 0 {
 			break
 		}
@@ -137,14 +161,19 @@ var jobStems = []string{
 	"valid", "lookup", "extract", "detect", "collect", "inspect", "analy", "classif", "transcod",
 	"preview", "synthetic", "diagnos", "health", "finder", "report", "recon", "observ", "uptime",
 	"bench", "loader", "sentinel", "devtools", "snapshot", "rss", "advisor",
+	// screenshot, rendering and translation services (issue 45):
+	// "WordPress.com mShots", "wkhtmltoimage", "webkit2png", "url2png",
+	// "Yandex.Translate"; no people's header of the labelled lists holds
+	// one.
+	"screenshot", "thumbnail", "translat", "2png", "2pdf", "2image", "toimage", "topdf", "mshots",
 }
 
 // wordMarker reads the words (runs of letters and digits) of h: one that
 // ends in "bot" (but for the phone brands of notBotWord), "check",
 // "agent" (longer than 5 letters), "spider" or "scraper", one that starts
-// with "feed" or "headless", or one of toolWords; and reports a "|"
-// between them.
-func wordMarker(h []byte) bool {
+// with "feed" (unless feedOK: a feed reader's own header) or "headless",
+// or one of toolWords; and reports a "|" between them.
+func wordMarker(h []byte, feedOK bool) bool {
 	for i := 0; i < len(h); {
 		if !isAlnum(h[i]) {
 			if h[i] == '|' {
@@ -163,7 +192,7 @@ func wordMarker(h []byte) bool {
 		case len(w) > 3 && bytes.HasSuffix(w, []byte("bot")) && !notBotWord(w), bytes.HasSuffix(w, []byte("check")),
 			len(w) > 5 && bytes.HasSuffix(w, []byte("agent")),
 			bytes.HasSuffix(w, []byte("spider")), bytes.HasSuffix(w, []byte("scraper")),
-			bytes.HasPrefix(w, []byte("feed")), bytes.HasPrefix(w, []byte("headless")),
+			!feedOK && bytes.HasPrefix(w, []byte("feed")), bytes.HasPrefix(w, []byte("headless")),
 			toolWords[string(w)]:
 			return true
 		}

@@ -10,6 +10,12 @@ const (
 	// Fetcher: a user-triggered fetcher, fetching for a person's request
 	// (ChatGPT-User, Perplexity-User, Google-Read-Aloud).
 	Fetcher = "fetcher"
+	// Reader: a feed or podcast reader, fetching the feeds and episodes a
+	// person subscribed to (NetNewsWire, Liferea, Feeder, AntennaPod):
+	// the readers of the list of people's apps (apps.txt), on the
+	// person's own device, which no operator vouches for
+	// (Info.UnverifiablePersonAgent).
+	Reader = "reader"
 )
 
 // personAgent is one agent of the registry of agents that fetch for a

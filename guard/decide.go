@@ -147,13 +147,8 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	if e.bans != nil && !vouched(ver) && e.banned(ctx, req, tr, &v, ent, st, agent, target, targetOK, bot) {
 		return v
 	}
-	if info.Class != "" && ver.Verdict == identity.Verified && ver.Operator == info.PersonOperator && !agent.Specific() && e.personOwn {
-		// A verified agent that fetches for a person (a link preview, a
-		// user-triggered fetch), verified as its own operator's: "*" is
-		// about crawls; only a group that names it could refuse it. (A
-		// crawler verified as another operator's earns nothing by naming
-		// one in its header.)
-		v.Bot, v.Class, v.Reason = true, info.Class, ReasonPersonAgent
+	var passes bool
+	if bot, passes = e.personAgent(&v, info, ver, agent, bot); passes {
 		return v
 	}
 	if !bot && !agent.Specific() {
@@ -174,6 +169,34 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 		e.proxied(req, v.Site) // said once per peer: its visitors share one budget
 	}
 	return v
+}
+
+// personAgent judges an agent that fetches for a person (info.Class): it
+// reports whether the request passes as one (v says so) and whether it is
+// judged as a bot. "*" is about crawls; only a group that names such an
+// agent could refuse it (person_agents own), once it is verified as its
+// own operator's (a crawler verified as another operator's earns nothing
+// by naming one in its header), or when no operator can vouch for it: a
+// person's reader, link preview or image proxy
+// (classify.Info.UnverifiablePersonAgent), which person_agents star judges
+// by "*" as every crawler.
+func (e *Engine) personAgent(v *Verdict, info *classify.Info, ver identity.Result, agent policy.Agent, bot bool) (isBot, passes bool) {
+	if info.Class == "" {
+		return bot, false
+	}
+	switch {
+	case ver.Verdict == identity.Verified && ver.Operator == info.PersonOperator && !agent.Specific() && e.personOwn:
+		v.Bot, v.Class, v.Reason = true, info.Class, ReasonPersonAgent
+		return true, true
+	case bot:
+		return true, false
+	case !e.personOwn:
+		return true, false
+	case !agent.Specific():
+		v.Class, v.Reason = info.Class, ReasonPersonAgent
+		return false, true
+	}
+	return false, false
 }
 
 // crawlerOf is the crawler whose purpose Content-Signal judges: the

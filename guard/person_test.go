@@ -40,3 +40,29 @@ func TestPersonAgents(t *testing.T) {
 		t.Errorf("the report's row of a fetcher: %+v", r.Sites)
 	}
 }
+
+// TestUnverifiablePersonAgents: a feed reader and a link preview from a
+// person's own device, which no operator vouches for (issue 45), pass "*"
+// as person agents (reason person_agent, their class, no bot) under
+// person_agents own, answer to a group that names them, and are judged by
+// "*" as crawlers under person_agents star.
+func TestUnverifiablePersonAgents(t *testing.T) {
+	const (
+		reader  = "NetNewsWire (RSS Reader; https://netnewswire.com/)"
+		preview = "WhatsApp/2.24.22.79 A"
+	)
+	cfg := verifyConfig(t, "", "")
+	own := newVerifying(t, cfg)
+	for ua, class := range map[string]string{reader: classify.Reader, preview: classify.Unfurler} {
+		if v := decideAt(own, ua, "/private/x", spoofIP); v.Action != Allow || v.Reason != ReasonPersonAgent || v.Class != class || v.Bot {
+			t.Errorf("own: %s: %+v", ua, v)
+		}
+	}
+	cfg.Bots.PersonAgents = classify.PersonAgentsStar
+	star := newVerifying(t, cfg)
+	for _, ua := range []string{reader, preview} {
+		if v := decideAt(star, ua, "/private/x", spoofIP); v.Action != Deny || v.Reason != ReasonDisallowed || !v.Bot {
+			t.Errorf("star: %s: %+v", ua, v)
+		}
+	}
+}

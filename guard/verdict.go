@@ -149,9 +149,11 @@ const (
 	// decision service protects (robots_txt.origin with site_names), so no
 	// robots.txt applies and bots are refused.
 	ReasonUnknownSite
-	// ReasonPersonAgent: a verified agent that fetches for a person (a
-	// link preview, a user-triggered fetch: Verdict.Class), judged only
-	// by a group that names it, and the site's robots.txt has none.
+	// ReasonPersonAgent: an agent that fetches for a person (a link
+	// preview, a user-triggered fetch, a feed reader: Verdict.Class),
+	// verified as its operator's or one no operator vouches for (a
+	// person's own device), judged only by a group that names it, and
+	// the site's robots.txt has none.
 	ReasonPersonAgent
 	// ReasonSignatureReplayed: the request's Web Bot Auth signature
 	// verifies, but its nonce was seen in another request within the

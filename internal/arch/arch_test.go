@@ -51,6 +51,7 @@ var arrows = map[string][]string{
 	"dashboard":                     {"identity", "report"},
 	"classify":                      {"identity", "internal/settings", "policy"},
 	"classify/internal/gencrawlers": {},
+	"classify/internal/genapps":     {},
 	"guard":                         {"classify", "duration", "identity", "internal/logsample", "limit", "policy", "report", "sites", "traps"},
 	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites", "traps"},
 	"nethttp":                       {"dashboard", "guard", "identity", "report"},

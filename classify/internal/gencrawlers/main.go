@@ -79,6 +79,8 @@ var notCrawlers = map[string]string{
 	"gtmetrix":         "GTmetrix, a page test a person starts for their own page",
 	"amzn-user":        "Amazon's user-triggered fetcher (it fetches because a person asked)",
 	"miniature.io/":    "a screenshot service a person asks for (isbot: a QtWebEngine browser)",
+	"grammarly/":       "the Grammarly desktop app (\"Grammarly/1.0 (Windows 10)\", apps.txt); Grammarly's own fetcher gives its URL, a contact marker",
+	"googleimageproxy": "Gmail's image proxy, which fetches a mail's images when a person opens it (classify: a fetcher for a person)",
 }
 
 // extraTokens are added by hand where a pattern's literal does not end on a
@@ -96,6 +98,11 @@ var serviceAgents = map[string]string{
 	"^duckduckgo/":   "the DuckDuckGo apps' own fetches (favicons); the DuckDuckGo browser writes \"Mozilla/5.0 ... DuckDuckGo/5\"",
 	"^ddg_android/":  "the DuckDuckGo Android app's own fetches",
 	"^ddg-android-":  "the DuckDuckGo Android app's own fetches",
+	// Monitoring and screenshot services (issue 45) whose headers are a
+	// browser's with the service's name added, and no generic marker.
+	"neustar wpm": "Neustar's Web Performance Management: synthetic monitoring",
+	"debugbear":   "DebugBear: scheduled page-speed monitoring",
+	"webthumb":    "Webthumb: a screenshot service",
 }
 
 func main() {
