@@ -1,6 +1,8 @@
 // Package caddymodule is the Caddy shell around the robotsguard engine: the
-// http.handlers.robots_guard module, its Caddyfile directive robots_guard,
-// Prometheus metrics and the "caddy robots" command. All decisions are made
+// http.handlers.robots_guard module and its Caddyfile directive
+// robots_guard, the decision service http.handlers.robots_guard_check
+// (robots_guard_check), the admin API's robots_guard endpoints and
+// dashboard, Prometheus metrics and the "caddy robots" command. All decisions are made
 // by guard.Engine; this package only translates between Caddy and it.
 package caddymodule
 

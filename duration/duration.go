@@ -1,3 +1,7 @@
+// Package duration is the one duration type of the configuration: every
+// block's durations read "90s", "1h30m" or "1d12h" (or nanoseconds) in
+// JSON, as Caddy's caddy.Duration does, in the Caddy module and in a JSON
+// file read by a net/http program alike.
 package duration
 
 import (

@@ -14,7 +14,7 @@
 // Unverifiable, so that a feed that is late never turns the real crawler into
 // a spoofer.
 //
-// The package has no HTTP front end and no Caddy import: package middleware
+// The package has no HTTP front end and no Caddy import: package guard
 // calls it for each request whose User-Agent names a registered token.
 //
 // Costs: Claims scans a header once per operator and is meant to be cached

@@ -5,7 +5,7 @@
 // banned for ignoring robots.txt (Bans); both in memory or shared by a
 // fleet through a Redis-protocol server (Redis, RedisBans), keyed by a
 // client's address prefix (Client). It knows nothing of HTTP; the enforcer
-// in package middleware asks it one question per bot request that has a
+// in package guard asks it one question per bot request that has a
 // Crawl-delay, and one per request while bans exist. Every call that can
 // touch the network takes a context.Context and gives up when it ends.
 //

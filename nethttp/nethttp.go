@@ -1,9 +1,11 @@
 // Package nethttp is the net/http front of the guard: Handler wraps an
 // http.Handler with an Engine (package guard), so that bots get the 403
 // and 429 their site's robots.txt calls for and every other request goes
-// on untouched, and Backend gives the operator's dashboard (package
-// dashboard) one Engine's facts. The Caddy module is the other front; both
-// ask the same engine call, Engine.DecideHTTP.
+// on untouched; Check is the decision service that nginx, HAProxy,
+// Traefik, Envoy and Caddy's forward_auth ask about a request they hold
+// (Engine.DecideForwarded, once per client request); and Backend gives
+// the operator's dashboard (package dashboard) one Engine's facts. The
+// Caddy module is the other front; all ask the same engine.
 //
 //	e, err := guard.New(guard.Config{})
 //	if err != nil {

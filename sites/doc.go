@@ -3,7 +3,7 @@
 // the fetch with its redirects and the RFC 9309 §2.3.1 reading of the
 // answer, conditional revalidation, and the bounded cache of compiled
 // copies. It knows nothing of bots' verdicts, traps or bans: the enforcer
-// in package middleware asks it for a site's copy and decides.
+// in package guard asks it for a site's copy and decides.
 //
 // # Where robots.txt comes from
 //

@@ -413,3 +413,53 @@ func declarations(t *testing.T) (decls, types, pkgs map[string]bool) {
 	}
 	return decls, types, pkgs
 }
+
+// notPackages are the words that follow "package" in prose without naming
+// one ("the package only ...", "this package has ...").
+var notPackages = map[string]bool{"only": true, "has": true, "also": true, "is": true, "that": true, "of": true, "and": true, "it": true, "to": true, "in": true}
+
+// TestPackageComments: every package's comment opens with its own name
+// ("Package guard ...", or "Command caddy ..." for a command), and every
+// package it names ("package sites", "packages limit") is one of the
+// module's or of the standard library's, so that a renamed or removed
+// package leaves no comment behind that still names it.
+func TestPackageComments(t *testing.T) {
+	known := map[string]bool{}
+	out, err := exec.Command("go", "list", "std").Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		known[p[strings.LastIndexByte(p, '/')+1:]] = true
+	}
+	docs := map[string]string{} // package directory: its comment
+	names := map[string]string{}
+	for _, f := range goFiles(t) {
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, f), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.ToSlash(filepath.Dir(f))
+		names[dir] = file.Name.Name
+		known[file.Name.Name], known[dir[strings.LastIndexByte(dir, '/')+1:]] = true, true
+		if file.Doc != nil {
+			docs[dir] += file.Doc.Text()
+		}
+	}
+	mention := regexp.MustCompile(`(?i)\bpackages? ([a-z][a-z0-9]*)\b`)
+	for _, dir := range packages(t) {
+		doc, name := docs[dir], names[dir]
+		want := "Package " + name + " "
+		if name == "main" {
+			want = "Command " + dir[strings.LastIndexByte(dir, '/')+1:] + " "
+		}
+		if !strings.HasPrefix(doc, want) {
+			t.Errorf("%s: the package comment does not open with %q: %.60q", dir, want, doc)
+		}
+		for _, m := range mention.FindAllStringSubmatch(doc, -1) {
+			if w := m[1]; !known[w] && !notPackages[strings.ToLower(w)] {
+				t.Errorf("%s: the package comment names package %q, which is none of the module's or the standard library's", dir, w)
+			}
+		}
+	}
+}
