@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/robotsguard/robotsguard/internal/sfv"
+	"github.com/robotsguard/robotsguard/internal/testkeys"
 )
 
 // vector is one signed request of testdata/webbotauth (see its SOURCES.md).
@@ -524,6 +525,35 @@ func TestComponentComparisonBounded(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(50, func() { VerifySignature(r, now, time.Hour, known) }); n > 64 {
 			t.Errorf("%s: %.0f allocations per request, want at most 64", c.name, n)
+		}
+	}
+}
+
+// TestSignErrorsNameTheField: Sign refuses what it cannot put into a
+// signature with an error that names the argument.
+func TestSignErrorsNameTheField(t *testing.T) {
+	key, err := PrivateJWK(testkeys.PrivateJWK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, c := range []struct {
+		key                 ed25519.PrivateKey
+		keyid, agent, nonce string
+		created, expires    time.Time
+		want                string
+	}{
+		{key[:10], "kid", "", "n", now, now.Add(time.Minute), "key: 10 bytes"},
+		{key, "", "", "n", now, now.Add(time.Minute), "keyid: empty"},
+		{key, "k\nid", "", "n", now, now.Add(time.Minute), "keyid: byte 0xa at 1"},
+		{key, "kid", "https://bot.example/\x01", "n", now, now.Add(time.Minute), "agent: byte 0x1"},
+		{key, "kid", "", "nonce-é", now, now.Add(time.Minute), "nonce: byte 0xc3"},
+		{key, "kid", "", "n", now, now.Add(-time.Minute), "expires"},
+	} {
+		sr := &SignedRequest{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/", Header: http.Header{}}
+		err := Sign(sr, c.key, c.keyid, c.agent, c.created, c.expires, c.nonce)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "identity: sign: ") {
+			t.Errorf("%q %q %q: %v, want an error with %q", c.keyid, c.agent, c.nonce, err, c.want)
 		}
 	}
 }

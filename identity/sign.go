@@ -31,6 +31,9 @@ func SignLegacy(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, 
 }
 
 func sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, created, expires time.Time, nonce string, legacy bool) error {
+	if err := checkSignArgs(key, keyid, agent, nonce, created, expires); err != nil {
+		return err
+	}
 	const label = "sig1"
 	covered := `("@authority")`
 	switch {
@@ -45,18 +48,42 @@ func sign(sr *SignedRequest, key ed25519.PrivateKey, keyid, agent string, create
 		covered, created.Unix(), expires.Unix(), strconvQuote(keyid), strconvQuote(nonce), WebBotAuthTag)
 	var h sigHeaders
 	if err := h.input.ParseDictionary([]string{label + "=" + in}); err != nil {
-		return err
+		return fmt.Errorf("identity: sign: Signature-Input: %w", err)
 	}
 	m := h.input.Member(0)
 	if _, err := signatureAgent(sr, &h, m); err != nil {
-		return err
+		return fmt.Errorf("identity: sign: agent %q: %w", agent, err)
 	}
 	base, err := signatureBase(nil, sr, &h, m)
 	if err != nil {
-		return err
+		return fmt.Errorf("identity: sign: the signature base: %w", err)
 	}
 	sr.Header.Set("Signature-Input", label+"="+in)
 	sr.Header.Set("Signature", label+"=:"+base64.StdEncoding.EncodeToString(ed25519.Sign(key, base))+":")
+	return nil
+}
+
+// checkSignArgs refuses, naming the argument, what Sign cannot put into
+// a signature: a key that is no Ed25519 private key, an empty key id, a
+// key id, agent or nonce that a structured-field string cannot hold
+// (control characters, bytes beyond ASCII), an expiry before creation.
+func checkSignArgs(key ed25519.PrivateKey, keyid, agent, nonce string, created, expires time.Time) error {
+	if len(key) != ed25519.PrivateKeySize {
+		return fmt.Errorf("identity: sign: key: %d bytes, not an Ed25519 private key (%d)", len(key), ed25519.PrivateKeySize)
+	}
+	if keyid == "" {
+		return errors.New("identity: sign: keyid: empty (the key's JWK thumbprint)")
+	}
+	for _, f := range [...]struct{ name, v string }{{"keyid", keyid}, {"agent", agent}, {"nonce", nonce}} {
+		for i := 0; i < len(f.v); i++ {
+			if c := f.v[i]; c < 0x20 || c > 0x7e {
+				return fmt.Errorf("identity: sign: %s: byte %#x at %d: a structured-field string holds visible ASCII and spaces only", f.name, c, i)
+			}
+		}
+	}
+	if expires.Before(created) {
+		return fmt.Errorf("identity: sign: expires %s is before created %s", expires.Format(time.RFC3339), created.Format(time.RFC3339))
+	}
 	return nil
 }
 
