@@ -279,16 +279,18 @@ func TestUnban(t *testing.T) {
 // TestProblemsFirst: a site whose robots.txt is not in force as written,
 // and a feed that fails, are listed at the top of the overview.
 func TestProblemsFirst(t *testing.T) {
-	f := newFixture(4, 1, 4)
+	f := newFixture(5, 1, 4)
 	f.sites[0].Outcome, f.sites[0].Text = "html", ""
 	f.sites[1].Unreachable, f.sites[1].Error = true, "dial tcp 127.0.0.1:9: connection refused"
 	f.sites[2].Text = ""
+	f.sites[4].Outcome, f.sites[4].Status, f.sites[4].Text = "unavailable", http.StatusForbidden, ""
 	f.feeds[0].Loaded, f.feeds[0].LastError = false, strings.Repeat("x", 500)
 	body := serve(Handler(f, Options{}), http.MethodGet, "", "").Body.String()
 	for _, want := range []string{
 		"https://site000.example: robots.txt is an HTML page: no rule is in force",
 		"https://site001.example: robots.txt unreachable (dial tcp 127.0.0.1:9: connection refused): bots get on_unreachable",
 		"https://site002.example: an empty robots.txt: every bot may fetch everything",
+		"https://site004.example: robots.txt answered 403, which counts as no robots.txt: every bot may fetch everything; is the file behind authentication or a firewall by mistake?",
 		"feed https://example.com/gptbot.json: not loaded, its operator&#39;s claims are unverifiable (" + strings.Repeat("x", 160) + "…)",
 	} {
 		if !strings.Contains(body, want) {

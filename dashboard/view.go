@@ -244,6 +244,9 @@ func problem(s Site) string {
 		return "robots.txt unreachable (" + cmp.Or(s.Error, "status "+strconv.Itoa(s.Status)) + "): bots get on_unreachable"
 	case s.Outcome == "html":
 		return "robots.txt is an HTML page: no rule is in force"
+	case s.Outcome == "unavailable" && (s.Status == http.StatusUnauthorized || s.Status == http.StatusForbidden):
+		return "robots.txt answered " + strconv.Itoa(s.Status) + ", which counts as no robots.txt: every bot may fetch everything; " +
+			"is the file behind authentication or a firewall by mistake?"
 	case s.Outcome == "unavailable":
 		return "no robots.txt (status " + strconv.Itoa(s.Status) + "): every bot may fetch everything"
 	case s.Outcome == "ok" && strings.TrimSpace(s.Text) == "":

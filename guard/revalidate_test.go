@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,8 +130,9 @@ func TestExplain(t *testing.T) {
 }
 
 // TestNoRulesLogged: every state in which a site has no rules for bots is
-// logged once per site and per change, at Info, or Warn for an HTML page
-// and an unreachable file; the copy is still parsed.
+// logged once per site and per change, at Info, or Warn for an HTML page,
+// an unreachable file and a robots.txt answered 4xx (which RFC 9309 reads
+// as none, so the guard enforces nothing); the copy is still parsed.
 func TestNoRulesLogged(t *testing.T) {
 	clk := testclock.New()
 	obs := &countObserver{}
@@ -190,6 +192,18 @@ func TestNoRulesLogged(t *testing.T) {
 	}
 	if n := count("HTML page"); n != 2 {
 		t.Fatalf("HTML page logged %d times after a change, want 2", n)
+	}
+	// A robots.txt behind authentication by mistake: RFC 9309 reads a
+	// 403 as no robots.txt, and the guard enforces nothing; one WARN
+	// says so, and names the likely mistake.
+	set(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) })
+	step(3)
+	if l := logs.FilterMessageSnippet("answered 403").All(); len(l) != 1 || l[0].Level != zapcore.WarnLevel ||
+		!strings.Contains(l[0].Message, "authentication") || !strings.Contains(l[0].Message, "enforces nothing") {
+		t.Fatalf("a robots.txt answered 403 logged %v", l)
+	}
+	if rec := do(h, uaAhrefs, "/y"); rec.Code != 200 {
+		t.Fatalf("403 is no robots.txt (RFC 9309 §2.3.1.3): %d", rec.Code)
 	}
 }
 

@@ -184,8 +184,10 @@ func (c *Cache) reportState(e *Site, st *State) {
 		if st.Err != nil {
 			f = append(f, zap.Error(st.Err))
 		}
-		c.logChange(e, "unavailable:"+strconv.Itoa(st.Status), zapcore.InfoLevel,
-			"robots_guard: no robots.txt; every bot may fetch everything (RFC 9309 §2.3.1.3)", f...)
+		// The rule stays RFC 9309's, but the guard then enforces nothing
+		// on the site, which its operator wants to hear of: a WARN, once
+		// per site and status.
+		c.logChange(e, "unavailable:"+strconv.Itoa(st.Status), zapcore.WarnLevel, unavailableMessage(st.Status), f...)
 	case st.Outcome == OK && st.Size == 0:
 		// What a misrouted fetch often gets: Caddy answers a Host no
 		// site matches with an empty 200.
@@ -201,6 +203,18 @@ func (c *Cache) reportState(e *Site, st *State) {
 		}
 		c.logChange(e, "rules", lvl, "robots_guard: robots.txt rules in force", site, zap.Int("bytes", st.Size))
 	}
+}
+
+// unavailableMessage is the WARN of a robots.txt answered 4xx: what it
+// means, and for a 401 or 403, the likely mistake.
+func unavailableMessage(status int) string {
+	const means = "every bot may fetch everything, and the guard enforces nothing on this site (RFC 9309 §2.3.1.3)"
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return "robots_guard: robots.txt answered " + strconv.Itoa(status) + ", which counts as no robots.txt: " + means +
+			"; is the file behind authentication or a firewall by mistake? Let everyone fetch /robots.txt"
+	}
+	return "robots_guard: no robots.txt (status " + strconv.Itoa(status) + "): " + means
 }
 
 // logChange writes a line when a site's class differs from the last one
