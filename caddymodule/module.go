@@ -454,6 +454,12 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	}
 	var origin http.Handler
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if toDashboard(g.dashboards, srv, r) {
+		// The operator's way in: the dashboard is never refused (a ban of
+		// the operator's own address would lock them out of lifting it),
+		// so it is not judged, and nothing counts it as refused.
+		return next.ServeHTTP(w, r)
+	}
 	if srv != nil {
 		origin = srv // robots.txt is asked of the server that serves the site
 		if g.proxyChecked != nil && !g.proxyChecked.Load() && !sameAddr(r.RemoteAddr, clientIP) {
@@ -471,9 +477,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if vars != nil {
 		vars[varMark] = mark // as caddyhttp.SetVar does
 	}
-	if !v.Enforced() || toDashboard(g.dashboards, srv, r) {
-		// The operator's way in: the dashboard is never refused (a ban of
-		// the operator's own address would lock them out of lifting it).
+	if !v.Enforced() {
 		return next.ServeHTTP(w, r)
 	}
 	return g.stop(w, r, srv, &v)

@@ -133,6 +133,25 @@ Disallow: /no-robots/
 		t.Fatalf("unban from the dashboard: %d", resp.StatusCode)
 	}
 	get(t, tc, port, "/page", browserUA, operator...).check(t, "the site after the unban", 200, "page")
+	// The dashboard's requests were never judged: the report counts the
+	// one refusal of the site's page, not the page and the form too.
+	var rep struct {
+		Sites []struct {
+			Site     string
+			LastHour []struct {
+				Client string
+				Banned int64
+			} `json:"last_hour"`
+		}
+	}
+	adminJSON(t, "GET", "/robots_guard/report", &rep)
+	for _, s := range rep.Sites {
+		for _, row := range s.LastHour {
+			if row.Client == "198.51.100.90/32" && row.Banned != 1 {
+				t.Errorf("%s: the operator's row counts %d requests refused by the ban, want 1 (the dashboard's are not refused)", s.Site, row.Banned)
+			}
+		}
+	}
 }
 
 // TestCatchAllTrapUnderFreshNames: a catch-all block with a trap (grace
