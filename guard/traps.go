@@ -362,7 +362,7 @@ func (e *Engine) SiteOf(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + sites.MakeKey(scheme, r.Host, localPort(r)).HostPort()
+	return sites.MakeKey(scheme, r.Host, localPort(r)).Name()
 }
 
 // trapScope is what a trap link's token names: the site, or the block

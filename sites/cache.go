@@ -279,7 +279,7 @@ func (c *Cache) entryFor(k Key, host string, port int) *Site {
 	if k.https {
 		scheme = "https"
 	}
-	e := &Site{key: k, site: scheme + "://" + k.HostPort(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}, named: c.named.has(k.host)}
+	e := &Site{key: k, site: k.Name(), siteURL: &url.URL{Scheme: scheme, Host: fetchHost(k, host, port)}, named: c.named.has(k.host)}
 	if c.lru.add(k, e) {
 		e.protected.Store(true)
 	}

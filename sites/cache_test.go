@@ -2,6 +2,7 @@ package sites
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,9 @@ func TestMakeKey(t *testing.T) {
 		k := MakeKey(c.scheme, c.host, c.port)
 		if k != c.want || k.HostPort() != c.site {
 			t.Errorf("MakeKey(%q, %q, %d) = %+v %q, want %+v %q", c.scheme, c.host, c.port, k, k.HostPort(), c.want, c.site)
+		}
+		if name := k.Name(); name != strings.ToLower(c.scheme)+"://"+c.site {
+			t.Errorf("MakeKey(%q, %q, %d).Name() = %q", c.scheme, c.host, c.port, name)
 		}
 	}
 	if n := testing.AllocsPerRun(100, func() { MakeKey("http", "example.com:443", 8080) }); n != 0 {

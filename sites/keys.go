@@ -101,6 +101,16 @@ func fetchHost(k Key, host string, port int) string {
 	return name
 }
 
+// Name is the site's name, as verdicts, the report, the dashboard and the
+// audit write it: the scheme and the authority ("https://example.com",
+// "http://127.0.0.1:8080"). Every name of a site is made here.
+func (k Key) Name() string {
+	if k.https {
+		return "https://" + k.HostPort()
+	}
+	return "http://" + k.HostPort()
+}
+
 // HostPort is the authority of the site: its host name, in brackets when
 // it is an IPv6 address, and its port unless it is the default.
 func (k Key) HostPort() string {
