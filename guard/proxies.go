@@ -3,6 +3,7 @@ package guard
 import (
 	"hash/maphash"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +44,12 @@ const (
 // by client prefix (an IPv6 /64 by default), so that one client rotating
 // its addresses takes one place, not all of them.
 type untrustedPeers struct {
-	mu     sync.Mutex
-	peers  *lru.Cache[limit.Client, *peerSeen]
+	mu    sync.Mutex
+	peers *lru.Cache[limit.Client, *peerSeen]
+	// bySite indexes peers by the site each was first seen for, kept in
+	// step with peers (evicted), so that a site's status reads its own
+	// peers, not all maxPeers of them.
+	bySite map[string]map[limit.Client]*peerSeen
 	seed   maphash.Seed
 	warned atomic.Int64 // when a new peer was last logged (Unix ns)
 }
@@ -60,8 +65,31 @@ type peerSeen struct {
 }
 
 func newUntrustedPeers() *untrustedPeers {
-	c, _ := lru.New[limit.Client, *peerSeen](maxPeers)
-	return &untrustedPeers{peers: c, seed: maphash.MakeSeed()}
+	u := &untrustedPeers{bySite: make(map[string]map[limit.Client]*peerSeen), seed: maphash.MakeSeed()}
+	u.peers, _ = lru.NewWithEvict(maxPeers, u.evicted)
+	return u
+}
+
+// add keeps the new peer p under key; u.mu is held.
+func (u *untrustedPeers) add(key limit.Client, p *peerSeen) {
+	u.peers.Add(key, p) // may evict the least recent peer (evicted)
+	m := u.bySite[p.site]
+	if m == nil {
+		m = make(map[limit.Client]*peerSeen)
+		u.bySite[p.site] = m
+	}
+	m[key] = p
+}
+
+// evicted drops an evicted peer from its site's index; it runs within
+// add, under u.mu.
+func (u *untrustedPeers) evicted(key limit.Client, p *peerSeen) {
+	if m := u.bySite[p.site]; m[key] == p {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(u.bySite, p.site)
+		}
+	}
 }
 
 // proxied reports whether req comes from a peer that forwards for many
@@ -79,7 +107,7 @@ func (e *Engine) proxied(req *Request, site string) bool {
 	p, ok := e.untrusted.peers.Get(key)
 	if !ok {
 		p = &peerSeen{addr: peer, site: site}
-		e.untrusted.peers.Add(key, p)
+		e.untrusted.add(key, p)
 	}
 	known := false
 	for _, c := range p.clients[:p.n] {
@@ -111,19 +139,20 @@ func forwardedValue(req *Request) string {
 	return ""
 }
 
-// untrustedFor returns the untrusted peers first seen for site.
+// untrustedFor returns the untrusted peers first seen for site, in
+// address order.
 func (e *Engine) untrustedFor(site string) []string {
 	e.untrusted.mu.Lock()
-	defer e.untrusted.mu.Unlock()
-	if e.untrusted.peers.Len() == 0 {
+	m := e.untrusted.bySite[site]
+	out := make([]string, 0, len(m))
+	for _, p := range m {
+		out = append(out, p.addr.String())
+	}
+	e.untrusted.mu.Unlock()
+	if len(out) == 0 {
 		return nil
 	}
-	var out []string
-	for _, key := range e.untrusted.peers.Keys() {
-		if p, ok := e.untrusted.peers.Peek(key); ok && p.site == site {
-			out = append(out, p.addr.String())
-		}
-	}
+	slices.Sort(out)
 	return out
 }
 

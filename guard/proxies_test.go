@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/robotsguard/robotsguard/internal/testclock"
+	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/traps"
 )
 
@@ -52,5 +55,33 @@ func TestUntrustedProxyNotBanned(t *testing.T) {
 	}
 	if v := send("198.51.100.60:4000", "", "/no-robots/x"); v.Reason != ReasonTrap || v.BanUntil == 0 {
 		t.Fatalf("a direct client's trap hit: %v %v", v.Action, v.Reason)
+	}
+}
+
+// TestUntrustedPeersBySite: the untrusted peers are indexed by the site
+// each was first seen for, in step with the bounded set (an evicted peer
+// leaves its site's list), so that a site's status reads only its own.
+func TestUntrustedPeersBySite(t *testing.T) {
+	u := newUntrustedPeers()
+	e := &Engine{untrusted: u}
+	for i := range maxPeers + 10 {
+		site := "https://a.example"
+		if i%2 == 1 {
+			site = "https://b.example"
+		}
+		addr := netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)})
+		u.mu.Lock()
+		u.add(limit.ClientOfAddr(addr, 32, 64), &peerSeen{addr: addr, site: site})
+		u.mu.Unlock()
+	}
+	a, b := e.untrustedFor("https://a.example"), e.untrustedFor("https://b.example")
+	if len(a)+len(b) != maxPeers || len(a) != maxPeers/2 {
+		t.Fatalf("indexed %d + %d peers, want %d in all, %d each", len(a), len(b), maxPeers, maxPeers/2)
+	}
+	if slices.Contains(a, "198.51.0.0") || !slices.Contains(a, "198.51.4.8") {
+		t.Errorf("an evicted peer is still listed, or a kept one is not: %v", a[:4])
+	}
+	if got := e.untrustedFor("https://c.example"); got != nil {
+		t.Errorf("a site with no peers: %v", got)
 	}
 }
