@@ -146,15 +146,18 @@ func parseCheckCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 // block, plus
 //
 //	path_prefix <prefix>
+//	request_ids
 //
-// for Envoy's ext_authz (the check block's path_prefix).
+// for Envoy's ext_authz (the check block's path_prefix), and for nginx's
+// recipes, which send their $request_id (the check block's request_ids).
 func (c *RobotsGuardCheck) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.Errf("robots_guard_check takes no arguments (only a matcher and a block), got %q", d.Val())
 	}
 	for d.NextBlock(0) {
-		if d.Val() == "path_prefix" {
+		switch d.Val() {
+		case "path_prefix":
 			if !d.NextArg() {
 				return d.ArgErr()
 			}
@@ -162,6 +165,12 @@ func (c *RobotsGuardCheck) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if d.NextArg() {
 				return d.ArgErr()
 			}
+			continue
+		case "request_ids":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			c.Check.RequestIDs = true
 			continue
 		}
 		if err := c.parseSetting(d); err != nil {

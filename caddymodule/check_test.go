@@ -18,13 +18,13 @@ import (
 // TestCheckCaddyfile: robots_guard_check reads robots_guard's block and
 // path_prefix, into the JSON of both.
 func TestCheckCaddyfile(t *testing.T) {
-	in := "robots_guard_check {\n robots_txt {\n origin http://127.0.0.1:9000\n site_names example.com *.example.com\n }\n path_prefix /check\n dry_run\n}"
+	in := "robots_guard_check {\n robots_txt {\n origin http://127.0.0.1:9000\n site_names example.com *.example.com\n }\n path_prefix /check\n request_ids\n dry_run\n}"
 	c := new(RobotsGuardCheck)
 	if err := c.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(c)
-	want := `{"robots_txt":{"site_names":["example.com","*.example.com"],"origin":"http://127.0.0.1:9000"},"dry_run":true,"check":{"path_prefix":"/check"}}`
+	want := `{"robots_txt":{"site_names":["example.com","*.example.com"],"origin":"http://127.0.0.1:9000"},"dry_run":true,"check":{"path_prefix":"/check","request_ids":true}}`
 	if string(b) != want {
 		t.Errorf("JSON %s\nwant %s", b, want)
 	}
@@ -34,6 +34,7 @@ func TestCheckCaddyfile(t *testing.T) {
 		{"robots_guard_check {\n robots_txt {\n origin http://a/robots.txt\n site_names a.test\n }\n}", "robots_txt: origin"},
 		{"robots_guard_check {\n robots_txt {\n origin http://a\n }\n}", "needs site_names"},
 		{"robots_guard_check {\n path_prefix check/\n}", "path_prefix: must start with /"},
+		{"robots_guard_check {\n request_ids on\n}", "wrong argument count"},
 	} {
 		err := new(RobotsGuardCheck).UnmarshalCaddyfile(caddyfile.NewTestDispenser(bad.in))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

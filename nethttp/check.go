@@ -23,6 +23,17 @@ type CheckConfig struct {
 	// X-Original-URI is about the rest of its path. Empty (the default)
 	// means no Envoy question is expected.
 	PathPrefix string `json:"path_prefix,omitempty"`
+
+	// RequestIDs answers a question that nginx asks again for one client
+	// request (after an internal redirect: an index file, try_files,
+	// error_page) with the verdict of the first, so that the request
+	// spends one Crawl-delay unit and records one row: such questions
+	// carry the same X-Robots-Guard-Request-Id, which docs/proxies'
+	// nginx recipes set to nginx's $request_id over any value a client
+	// sent. Read in nginx's contract (X-Original-URI) only. Default off:
+	// an nginx configuration that does not write the header passes a
+	// client's own value on, which would let the client choose its id.
+	RequestIDs bool `json:"request_ids,omitempty"`
 }
 
 // Validate checks c, naming the field: PathPrefix starts with '/' and
@@ -119,11 +130,12 @@ var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the 
 // nginx's contract 403 with X-Robots-Guard-Status 400). A header's value
 // is taken whole: a comma in a target is part of it.
 //
-// One client request is judged once: in nginx's contract, a question that
-// carries the X-Robots-Guard-Request-Id of an earlier one about the same
-// request (nginx's $request_id, which its internal redirects keep) gets
-// the earlier bot's verdict again, spending no second Crawl-delay unit
-// and recording no second row (at most 10 times, for a minute).
+// One client request is judged once: with cfg.RequestIDs, in nginx's
+// contract, a question that carries the X-Robots-Guard-Request-Id of an
+// earlier one about the same request (nginx's $request_id, which its
+// internal redirects keep) gets the earlier bot's verdict again, spending
+// no second Crawl-delay unit and recording no second row (at most 10
+// times, for a minute).
 //
 // Check refuses, with ErrSelfSource, an engine whose robots.txt source is
 // the default (the site itself, which the service does not serve): set
@@ -213,7 +225,7 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // gets the verdict of the first.
 func (c *checker) decide(r *http.Request, f *guard.Forwarded, clientIP string, nginx bool) guard.Verdict {
 	id := ""
-	if nginx {
+	if nginx && c.cfg.RequestIDs {
 		id = requestID(r.Header)
 	}
 	if id == "" {

@@ -3,6 +3,7 @@ package nethttp
 import (
 	"hash/maphash"
 	"net/http"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -17,8 +18,9 @@ import (
 // X-Robots-Guard-Request-Id; a bot's verdict is kept under it, and a later
 // question with the same id about the same request (target, method, host,
 // client address and User-Agent) gets the same answer without being judged
-// again. The header is read only in nginx's contract, where the recipe
-// writes it over any value a client sent.
+// again. The header is read only with CheckConfig.RequestIDs and in
+// nginx's contract, where the recipe writes it over any value a client
+// sent.
 const (
 	hdrRequestID = "X-Robots-Guard-Request-Id"
 
@@ -37,9 +39,11 @@ const (
 	maxRequestID = 64
 )
 
-// repeats keeps the bots' verdicts by request id.
+// repeats keeps the bots' verdicts by request id. Its mutex makes a
+// look-up and its count one step (the cache's own lock covers one call).
 type repeats struct {
 	seed  maphash.Seed
+	mu    sync.Mutex
 	cache *lru.Cache[string, repeat]
 	now   func() time.Time
 }
@@ -84,6 +88,8 @@ func (rp *repeats) hash(f *guard.Forwarded, clientIP, userAgent string) uint64 {
 // counts the use; ok is false when there is none (another request under
 // the id, too old, or used up).
 func (rp *repeats) lookup(id string, request uint64) (guard.Verdict, bool) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
 	r, ok := rp.cache.Get(id)
 	if !ok || r.request != request || rp.now().Sub(r.at) > repeatFor || r.uses >= maxRepeatUses {
 		return guard.Verdict{}, false
@@ -97,6 +103,8 @@ func (rp *repeats) lookup(id string, request uint64) (guard.Verdict, bool) {
 // again, and keeping it would allocate on the browser path).
 func (rp *repeats) keep(id string, request uint64, v guard.Verdict) {
 	if v.Bot {
+		rp.mu.Lock()
 		rp.cache.Add(id, repeat{request: request, at: rp.now(), uses: 1, v: v})
+		rp.mu.Unlock()
 	}
 }

@@ -16,7 +16,9 @@ import (
 // about twice or more, the fourth request still gets the 429, not the
 // second. An id names one request only (another target, address or agent
 // under it is judged anew), answers at most maxRepeatUses questions, and
-// is not read outside nginx's contract, where a client could send it.
+// is not read outside nginx's contract, where a client could send it, nor
+// without CheckConfig.RequestIDs (an nginx configuration that does not
+// write the header would pass a client's own on).
 func TestCheckRepeats(t *testing.T) {
 	const bingbot = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
 	nginxQ := func(target, id, ip string) []string {
@@ -25,7 +27,7 @@ func TestCheckRepeats(t *testing.T) {
 	}
 	status := func(rec *httptest.ResponseRecorder) string { return rec.Header().Get("X-Robots-Guard-Status") }
 	t.Run("internal redirects", func(t *testing.T) {
-		h := mustCheck(t, checkEngine(t), CheckConfig{})
+		h := mustCheck(t, checkEngine(t), CheckConfig{RequestIDs: true})
 		for i := range 3 {
 			id := "req" + strconv.Itoa(i)
 			for range 3 { // the question, then two internal redirects
@@ -39,7 +41,7 @@ func TestCheckRepeats(t *testing.T) {
 		}
 	})
 	t.Run("one request per id", func(t *testing.T) {
-		h := mustCheck(t, checkEngine(t), CheckConfig{})
+		h := mustCheck(t, checkEngine(t), CheckConfig{RequestIDs: true})
 		ask(h, "127.0.0.1:4000", "/", nginxQ("/a", "same", "192.0.2.2")...)
 		// Another target, another agent: judged, each spends a unit.
 		ask(h, "127.0.0.1:4000", "/", nginxQ("/b", "same", "192.0.2.2")...)
@@ -49,7 +51,7 @@ func TestCheckRepeats(t *testing.T) {
 		}
 	})
 	t.Run("bounded uses", func(t *testing.T) {
-		h := mustCheck(t, checkEngine(t), CheckConfig{})
+		h := mustCheck(t, checkEngine(t), CheckConfig{RequestIDs: true})
 		got := map[string]int{}
 		for range maxRepeatUses*3 + 1 {
 			got[status(ask(h, "127.0.0.1:4000", "/", nginxQ("/a", "forever", "192.0.2.3")...))]++
@@ -59,7 +61,7 @@ func TestCheckRepeats(t *testing.T) {
 		}
 	})
 	t.Run("not outside nginx's contract", func(t *testing.T) {
-		h := mustCheck(t, checkEngine(t), CheckConfig{})
+		h := mustCheck(t, checkEngine(t), CheckConfig{RequestIDs: true})
 		q := []string{"User-Agent", bingbot, "X-Forwarded-Uri", "/a", "X-Forwarded-Host", "example.com",
 			"X-Forwarded-For", "192.0.2.4", "X-Robots-Guard-Request-Id", "client-chosen"}
 		for range 3 {
@@ -67,6 +69,15 @@ func TestCheckRepeats(t *testing.T) {
 		}
 		if rec := ask(h, "127.0.0.1:4000", "/", q...); status(rec) != "429" {
 			t.Errorf("a client's own request id through forward_auth: %s, want 429", status(rec))
+		}
+	})
+	t.Run("off by default", func(t *testing.T) {
+		h := mustCheck(t, checkEngine(t), CheckConfig{})
+		for range 3 {
+			ask(h, "127.0.0.1:4000", "/", nginxQ("/a", "client-chosen", "192.0.2.5")...)
+		}
+		if rec := ask(h, "127.0.0.1:4000", "/", nginxQ("/a", "client-chosen", "192.0.2.5")...); status(rec) != "429" {
+			t.Errorf("a request id without request_ids: %s, want 429", status(rec))
 		}
 	})
 	t.Run("expires", func(t *testing.T) {
