@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,11 +65,57 @@ func siteTrees(t *testing.T) map[string]string {
 		os.WriteFile(filepath.Join(root, "robots.txt"), []byte(robots), 0o644)
 		for _, f := range siteFiles {
 			os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755)
-			os.WriteFile(filepath.Join(root, f), []byte("served "+site+" /"+f+"\n"), 0o644)
+			os.WriteFile(filepath.Join(root, f), []byte(siteFile(site, f)), 0o644)
 		}
 		roots[site] = root
 	}
 	return roots
+}
+
+// siteFile is the body of a site's file: a line that names it, padded to
+// a size no other file has, so that the answer to a HEAD request (no
+// body) names the file by its Content-Length (servedBySize).
+func siteFile(site, f string) string {
+	line := "served " + site + " /" + f + "\n"
+	i := slices.Index(siteFiles, f)
+	if site == siteOpen {
+		i += len(siteFiles)
+	}
+	return line + strings.Repeat("#", 100+8*i-len(line))
+}
+
+// servedBySize names the file of each size siteFile gives.
+var servedBySize = func() map[int64]string {
+	m := map[int64]string{}
+	for _, site := range []string{siteDefault, siteOpen} {
+		for _, f := range siteFiles {
+			body := siteFile(site, f)
+			m[int64(len(body))], _, _ = strings.Cut(body, "\n")
+		}
+	}
+	return m
+}()
+
+// rawSite is a site that reads the target raw, as many applications do
+// (routers that match on the escaped path, Apache's AllowEncodedSlashes
+// NoDecode): any path other than /robots.txt is a page, named by its
+// escaped path, of open.example.com for that Host and of example.com for
+// any other. It says what it served in X-Served too, for HEAD requests.
+func rawSite(t *testing.T) string {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site, robots := siteDefault, robotsDefault
+		if h, _, _ := strings.Cut(r.Host, ":"); strings.EqualFold(h, siteOpen) {
+			site, robots = siteOpen, robotsOpen
+		}
+		if r.URL.EscapedPath() == "/robots.txt" {
+			io.WriteString(w, robots)
+			return
+		}
+		w.Header().Set("X-Served", site+" "+r.URL.EscapedPath())
+		io.WriteString(w, "served "+site+" "+r.URL.EscapedPath()+"\n")
+	}))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
 }
 
 // startFileServer runs the upstream: the built Caddy's file_server, or
@@ -95,6 +143,8 @@ http://:%[1]d {
 }
 `, port, siteOpen, filepath.ToSlash(roots[siteOpen]), filepath.ToSlash(roots[siteDefault]))
 		runCaddyfile(t, conf)
+	case "go_raw":
+		return rawSite(t)
 	case "nginx_static":
 		runNginx(t, fmt.Sprintf(`server {
 	listen %[1]s default_server;
@@ -185,6 +235,12 @@ func (r hostileRequest) send(addr, clientIP string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	line, _, _ := strings.Cut(string(body), "\n")
+	switch x := resp.Header.Get("X-Served"); {
+	case x != "":
+		line = "served " + x
+	case line == "" && r.method == http.MethodHead:
+		line = servedBySize[resp.ContentLength]
+	}
 	return resp.StatusCode, line
 }
 
@@ -260,6 +316,7 @@ var targetForms = []string{
 	"/private;x/x", "/public;/../private/x", "/public/..;/private/x", "/private;a=b",
 	"/public\\..\\private\\x", "/public/..\\private/x", "/%5cprivate/x", "/public/%5c..%5cprivate/x",
 	"/public/{P}/../../private/x", "/private/{P}",
+	"/private/x/..%2F..%2Frobots.txt", "/private/x/..%2f..%2frobots.txt?a", "/private%2F..%2Frobots.txt", "/private/%2e%2e/robots.txt",
 	"http://{h}/private/x", "https://{h}/private/x", "http://{h}/robots.txt#/../private/x", "http://{h}:1/private/", "HTTP://{h}/private/x",
 	"http://{h}/public/x", "//{h}/private/x", "*",
 }
@@ -317,7 +374,7 @@ func TestOneReading(t *testing.T) {
 	t.Logf("seed %d (go test ./integration_test -run TestOneReading -oneread.seed %d)", seed, seed)
 	roots := siteTrees(t)
 	rd := newReadings()
-	for _, upstream := range []string{"caddy_file_server", "nginx_static"} {
+	for _, upstream := range []string{"caddy_file_server", "nginx_static", "go_raw"} {
 		for _, px := range recipeProxies {
 			t.Run(px.name+"/"+upstream, func(t *testing.T) {
 				origin := startFileServer(t, upstream, roots)
