@@ -494,12 +494,13 @@ func (v *Verifier) observeFeed(f *feed, outcome string) {
 	}
 }
 
-// awaitFeeds waits, at most FeedWait in all and never past ctx, for the
-// feeds of op that have never settled: started, with no copy in force, and
-// their first fetch not ended. It returns at once when every feed has
-// settled, as it has in all but the first moments after a start.
-func (v *Verifier) awaitFeeds(ctx context.Context, op *opEntry) {
-	var timer *time.Timer
+// awaitFeeds waits for the feeds of op that have never settled: started,
+// with no copy in force, and their first fetch not ended. The waits of
+// one Verify call share one bound, FeedWait in all (b.feedWait), whatever
+// the number of operators a header claims, and never run past the
+// request's context. It returns at once when every feed has settled, as
+// it has in all but the first moments after a start.
+func (v *Verifier) awaitFeeds(b *budget, op *opEntry) {
 	for _, f := range op.feeds {
 		select {
 		case <-f.settled:
@@ -509,15 +510,17 @@ func (v *Verifier) awaitFeeds(ctx context.Context, op *opEntry) {
 		if !f.started.Load() || v.cfg.FeedWait < 0 {
 			continue // nothing loads it (NoBackground), or never wait
 		}
-		if timer == nil {
-			timer = time.NewTimer(v.cfg.FeedWait)
-			defer timer.Stop()
+		done := b.feedWait(v.cfg.FeedWait)
+		if done == nil {
+			return // the call's bound has run out
 		}
 		select {
 		case <-f.settled:
-		case <-timer.C:
+		case <-done:
+			b.feedsOut = true
 			return
-		case <-ctx.Done():
+		case <-b.parent.Done():
+			b.feedsOut = true
 			return
 		}
 	}

@@ -600,6 +600,17 @@ func TestFeedWait(t *testing.T) {
 		t.Errorf("feed 2 s late, FeedWait 100 ms: %v after %s, want unverifiable after the bound", got, took)
 	}
 
+	// One bound for the call, however many operators a header claims.
+	two := []Operator{
+		{Name: "acme", Tokens: []string{"AcmeBot"}, IPRanges: []string{slowFeed(t, body, 2*time.Second, 200).URL}},
+		{Name: "bolt", Tokens: []string{"BoltBot"}, IPRanges: []string{slowFeed(t, body, 2*time.Second, 200).URL + "/b"}},
+	}
+	v, _ = newTestVerifier(t, two, func(c *Config) { c.OnDemand, c.FeedWait = true, 150*time.Millisecond })
+	start := time.Now()
+	if r := verify(v, "AcmeBot/1.0 BoltBot/1.0", listed); r.Verdict != Unverifiable || time.Since(start) > 280*time.Millisecond {
+		t.Errorf("a header claiming two operators whose feeds are late: %v after %s, want unverifiable within one FeedWait (150 ms)", r.Verdict, time.Since(start))
+	}
+
 	v, _ = newTestVerifier(t, ops(slowFeed(t, body, 100*time.Millisecond, 500).URL), func(c *Config) { c.OnDemand = true })
 	if got, _ := timed(v); got != Unverifiable {
 		t.Errorf("a feed that fails: %v, want unverifiable", got)
@@ -615,7 +626,15 @@ func TestFeedWait(t *testing.T) {
 	waitFeeds(t, v1, 1)
 	v1.Close()
 	srv.set("", "", http.StatusServiceUnavailable) // the network is no help now
+	before, _ := srv.counts()
 	v2, _ := newTestVerifier(t, ops(srv.URL+"/acme.json"), func(c *Config) { c.Storage, c.OnDemand = dir, true })
+	waitFeeds(t, v2, 1) // read at start, before any claim
+	if st := v2.Feeds()[0]; !st.FromStorage {
+		t.Errorf("the feed in force at start is not the stored copy: %+v", st)
+	}
+	if after, _ := srv.counts(); after != before {
+		t.Errorf("%d fetches at start, on demand", after-before)
+	}
 	if got, took := timed(v2); got != Verified || took > time.Second {
 		t.Errorf("after a restart with a stored copy: %v after %s, want verified at once", got, took)
 	}

@@ -206,7 +206,7 @@ func (c VerifyConfig) WithDefaults() (*VerifyConfig, error) {
 	case d == 0:
 		c.FeedWait = duration.Duration(DefaultFeedWait)
 	case d < 0 || d > maxFeedWait:
-		return nil, errf("feed_wait", "must be between 0 and 1m, got %s", d)
+		return nil, errf("feed_wait", "must be at most 1m (0: the default, 5s), got %s", d)
 	}
 	switch d := time.Duration(c.DNSTimeout); {
 	case d == 0:

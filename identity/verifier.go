@@ -436,6 +436,23 @@ type budget struct {
 	d      time.Duration
 	ctx    context.Context
 	cancel context.CancelFunc
+	// feedTimer bounds the waits of the call for feeds that never loaded
+	// (Config.FeedWait), made at the first wait; feedsOut: it ran out.
+	feedTimer *time.Timer
+	feedsOut  bool
+}
+
+// feedWait returns the channel that closes when the call's wait for
+// feeds has run out (a timer of d, made at the first call), or nil once
+// it has.
+func (b *budget) feedWait(d time.Duration) <-chan time.Time {
+	if b.feedsOut {
+		return nil
+	}
+	if b.feedTimer == nil {
+		b.feedTimer = time.NewTimer(d)
+	}
+	return b.feedTimer.C
 }
 
 func (b *budget) context() context.Context {
@@ -448,6 +465,9 @@ func (b *budget) context() context.Context {
 func (b *budget) release() {
 	if b.cancel != nil {
 		b.cancel()
+	}
+	if b.feedTimer != nil {
+		b.feedTimer.Stop()
 	}
 }
 
@@ -481,7 +501,7 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 			}
 		}
 	}
-	v.awaitFeeds(b.parent, op)
+	v.awaitFeeds(b, op)
 	x := op.index.Load()
 	if x.contains(addr) {
 		return v.inRanges(res, x, op, addr, ua, how)

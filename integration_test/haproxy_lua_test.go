@@ -184,11 +184,11 @@ func TestHAProxyLuaServiceTimeout(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		timeoutMS int // 0: the recipe's default, 2000 ms
+		timeoutMS int
 		min, max  time.Duration
 	}{
 		{"500ms", 500, 400 * time.Millisecond, 2 * time.Second},
-		{"default", 0, 1900 * time.Millisecond, 3500 * time.Millisecond},
+		{"2s", 2000, 1900 * time.Millisecond, 3500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			site := startCountingSite(t)

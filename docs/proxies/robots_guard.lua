@@ -42,8 +42,13 @@
 -- an IP address (v4, or v6 in brackets; core.tcp resolves no names), on
 -- this machine or the local network; HAProxy does not start with another
 -- URL. Its timeout is ROBOTS_GUARD_CHECK_TIMEOUT_MS (default
--- 2000): the connection and each wait for the answer's bytes, so a service
--- that does not answer costs the client that long and then 503.
+-- 12000): the connection and each wait for the answer's bytes, so a service
+-- that does not answer costs the client that long and then 503. The
+-- service itself may hold a question that long in the first moments of a
+-- site or of a crawler's feed: up to robots_txt.fetch_timeout (5 s) for a
+-- new site's robots.txt, verify.feed_wait (5 s) for a feed that never
+-- loaded and verify.dns_timeout (2 s); a shorter timeout turns those first
+-- requests into 503s (a real crawler's among them).
 --
 -- Why core.tcp and not core.httpclient: HAProxy's httpclient retries a
 -- request that timed out or whose connection closed, 3 times (layer-7
@@ -55,7 +60,7 @@
 -- asked once.
 
 local check_url = os.getenv("ROBOTS_GUARD_CHECK_URL") or "http://127.0.0.1:9180/"
-local timeout_ms = tonumber(os.getenv("ROBOTS_GUARD_CHECK_TIMEOUT_MS") or "2000")
+local timeout_ms = tonumber(os.getenv("ROBOTS_GUARD_CHECK_TIMEOUT_MS") or "12000")
 if timeout_ms == nil or timeout_ms <= 0 then
 	error("robots_guard.lua: ROBOTS_GUARD_CHECK_TIMEOUT_MS must be a number of milliseconds above 0")
 end
