@@ -121,13 +121,17 @@ func afterProduct(h []byte, n int) []byte {
 // reader's home page and what it is ("RSS Reader", "syndication"), as
 // publishers of feeds want to know: for readers a contact, the stems and
 // "feed" words are let be, and only payloads, a name inside an engine's
-// comment and the words of crawlers ("...bot", "spider", "crawl", ...)
-// count.
+// comment, the words of crawlers ("...bot", "spider", "crawl", ...) and
+// those of a reader run as a service count: a count of subscribers,
+// "fetcher" (Feedly's "(+http://www.feedly.com/fetcher.html; 5
+// subscribers)"). A "+http" contact does not: desktop readers write one
+// too (gPodder's "(+http://gpodder.org/)").
 func (t *appToken) marked(rest []byte) bool {
 	if !t.reader {
 		return crawlerMarker(rest)
 	}
-	return payloadMarker(rest) || commentMarker(rest) || bytes.Contains(rest, []byte("crawl")) || wordMarker(rest, true)
+	return payloadMarker(rest) || commentMarker(rest) || bytes.Contains(rest, []byte("crawl")) || wordMarker(rest, true) ||
+		bytes.Contains(rest, []byte("subscriber")) || bytes.Contains(rest, []byte("fetcher"))
 }
 
 // iMessage's link preview: a Safari header that the sender's device sends

@@ -3,6 +3,8 @@ package classify
 import (
 	"strings"
 	"testing"
+
+	"github.com/robotsguard/robotsguard/identity"
 )
 
 // TestIssue45: the headers of issue 45 (testdata/useragents/issue45.jsonl):
@@ -30,19 +32,22 @@ func TestIssue45(t *testing.T) {
 func TestPeopleAppsRules(t *testing.T) {
 	c := mustClassifier(t, Config{Tokens: []string{"MyCrawler"}})
 	for ua, want := range map[string]bool{
-		"Grammarly/1.0 (http://www.grammarly.com)":                            true,  // Grammarly's fetcher: a contact
-		"Dart/3.5 (dart:io) ContentBot/1.0":                                   true,  // a crawler's name after the app's
-		"VLC/3.0.21 (compatible; Googlebot/2.1)":                              true,  // a known crawler's token
-		"VLC/3.0.21 MyCrawler/1.0":                                            true,  // the operator's token
-		"Feeder/2.6.30 (Android) crawler":                                     true,  // a reader that says it crawls
+		"Grammarly/1.0 (http://www.grammarly.com)":                           true, // Grammarly's fetcher: a contact
+		"Dart/3.5 (dart:io) ContentBot/1.0":                                  true, // a crawler's name after the app's
+		"VLC/3.0.21 (compatible; Googlebot/2.1)":                             true, // a known crawler's token
+		"VLC/3.0.21 MyCrawler/1.0":                                           true, // the operator's token
+		"Feeder/2.6.30 (Android) crawler":                                    true, // a reader that says it crawls
+		"NetNewsWire (RSS Reader; https://netnewswire.com/; 12 subscribers)": true, // a reader run as a service
+		"Liferea/1.15 (Linux; https://lzone.de/liferea/) fetcher":            true, // the same
+		"FME(2024.1)": true, // an ETL tool, not a person's app
 		"NetNewsWire (RSS Reader; https://netnewswire.com/) ${jndi:ldap://x}": true,  // a payload
 		"Mozilla/5.0 (compatible; VLC/3.0.21)":                                true,  // not the first product: the shape rule
 		"gPodder/3.11.4 (+http://gpodder.org/) Linux":                         false, // a reader's own page
-		"Feeds Feeder/2.0":                                                    true,  // not the first product
-		"Feeder":                                                              false, // the name alone
-		"Feederbot/1.0":                                                       true,  // a longer word
-		"Chrome":                                                              true,  // a major browser's bare name is a script's
-		"Spotify/1.0":                                                         true,  // Spotify's podcast ingestion
+		"Feeds Feeder/2.0": true,  // not the first product
+		"Feeder":           false, // the name alone
+		"Feederbot/1.0":    true,  // a longer word
+		"Chrome":           true,  // a major browser's bare name is a script's
+		"Spotify/1.0":      true,  // Spotify's podcast ingestion
 		"Mozilla/5.0 (compatible; Googlebot/2.1) facebookexternalhit/1.1 Facebot Twitterbot/1.0":          true,
 		"Mozilla/5.0 (X11; Linux) https://example.com/bot (via ggpht.com GoogleImageProxy)":               true,
 		"Mozilla/5.0 AppleWebKit/601.2.4 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0 x": true,
@@ -145,5 +150,30 @@ func TestAppsList(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDevicePreviewClaimsNoOperator: iMessage's link preview names
+// facebookexternalhit and Twitterbot after Safari's header; with operators
+// of those tokens configured, the phone's fetch still claims none of them
+// (its address would be judged theirs, and spoofed), while the crawler's
+// own header does.
+func TestDevicePreviewClaimsNoOperator(t *testing.T) {
+	v, err := identity.New(identity.Config{NoBackground: true, Operators: []identity.Operator{
+		{Name: "meta", Tokens: []string{"facebookexternalhit"}, RDNS: []string{"facebook.com"}},
+		{Name: "x", Tokens: []string{"Twitterbot"}, RDNS: []string{"twitter.com"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	cfg, _ := Config{}.WithDefaults()
+	c := New(cfg, v, nil)
+	const iMessage = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_1) AppleWebKit/601.2.4 (KHTML, like Gecko) Version/9.0.1 Safari/601.2.4 facebookexternalhit/1.1 Facebot Twitterbot/1.0"
+	if info := c.Lookup(iMessage); info.Bot || info.Claims != 0 || info.Class != Unfurler {
+		t.Errorf("iMessage's preview: bot %v claims %v class %q, want a person agent that claims no operator", info.Bot, info.Claims, info.Class)
+	}
+	if info := c.Lookup("facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"); !info.Bot || info.Claims == 0 {
+		t.Errorf("Meta's crawler: bot %v claims %v, want a claim of meta", info.Bot, info.Claims)
 	}
 }

@@ -433,7 +433,13 @@ func (c *Classifier) info(ua string) *Info {
 	if c.purposes != nil {
 		v.Crawler = c.purposes.Of(ua)
 	}
-	if c.verifier != nil {
+	if c.verifier != nil && !v.UnverifiablePersonAgent() {
+		// A person's own fetch claims no operator: iMessage's preview
+		// names facebookexternalhit and Twitterbot after Safari's header,
+		// and a Meta or X operator of the configuration would otherwise
+		// judge the phone's address as theirs, and spoofed. (A group of
+		// the site's robots.txt that names the token still claims the
+		// operator: Info.Agent.)
 		if v.Claims = c.verifier.Claims(ua); v.Claims != 0 {
 			v.Bot, v.Browser = true, false
 		}
