@@ -153,9 +153,15 @@ type directory struct {
 }
 
 // maxNonces bounds the nonces of verified signatures kept for replay
-// checks (least recently seen out first). Each is kept as a SHA-256 of the
-// key id and the nonce, whatever their length (a nonce may fill the 8 KiB
-// a Signature-Input is read to), with the client that first presented it.
+// checks (least recently seen out first), per budget: each agent named by
+// configuration (an operator's signature_agents, a pinned agent, the keys
+// pinned without one) has a budget of its own, and the agents that
+// discovery finds share one, so that no agent, and above all no
+// discovered one, can push another's nonces out with fresh ones of its
+// own. Each is kept as a SHA-256 of the key id and the nonce, whatever
+// their length (a nonce may fill the 8 KiB a Signature-Input is read to),
+// with the client that first presented it: about 100 bytes, 10 MB a full
+// budget.
 const maxNonces = 100000
 
 // seenNonce is what is kept of a nonce: until when its signature is valid
@@ -174,42 +180,65 @@ type seenNonce struct {
 // (the zero Addr) is always another. With record, a nonce not seen yet is
 // kept. At most maxNonces are kept: a flood of fresh
 // nonces pushes out the oldest, whose replays then go unseen.
-func (s *signers) nonceReplayed(keyid, nonce string, expires, now time.Time, client netip.Addr, record bool) bool {
+func (s *signers) nonceReplayed(agent, keyid, nonce string, expires, now time.Time, client netip.Addr, record bool) bool {
 	var buf [256]byte // most key ids and nonces fit: no allocation
 	k := sha256.Sum256(append(append(append(buf[:0], keyid...), 0), nonce...))
+	nonces := s.noncesOf(agent)
 	fresh := seenNonce{until: expires.UnixNano(), client: client}
 	var seen seenNonce
 	var ok bool
 	if record {
 		// One step, so that two clients racing with one nonce do not
 		// both pass.
-		seen, ok, _ = s.nonces.PeekOrAdd(k, fresh)
+		seen, ok, _ = nonces.PeekOrAdd(k, fresh)
 	} else {
-		seen, ok = s.nonces.Peek(k)
+		seen, ok = nonces.Peek(k)
 	}
 	switch {
 	case ok && now.UnixNano() < seen.until:
 		// An unknown address is nobody's: it proves no sameness.
 		return seen.client != client || !client.IsValid()
 	case ok && record:
-		s.nonces.Add(k, fresh) // the old one's window is over
+		nonces.Add(k, fresh) // the old one's window is over
 	}
 	return false
+}
+
+// noncesOf returns the nonce budget of a signature's agent (its
+// Signature-Agent's normal form, "" for a key pinned without one): its
+// own when configuration names it, the discovered agents' otherwise.
+func (s *signers) noncesOf(agent string) *lru.Cache[[32]byte, seenNonce] {
+	if c, ok := s.agentNonces[agent]; ok {
+		return c
+	}
+	if isKeySetURI(agent) {
+		if o, err := NormalizeOrigin(agent); err == nil {
+			if c, ok := s.agentNonces[o]; ok {
+				return c
+			}
+		}
+	}
+	return s.nonces
 }
 
 // signers holds what signature verification needs: pinned keys, known
 // agents and the directory cache.
 type signers struct {
-	nonces *lru.Cache[[32]byte, seenNonce] // SHA-256 of keyid and nonce -> its window and first client
-	cfg    WebBotAuthConfig
-	pinned map[string]map[string]PublicKey // origin → thumbprint → key
-	opOf   map[string]*opEntry             // origin → operator
-	client *http.Client
-	mu     sync.Mutex
-	dirs   map[string]*directory // at most maxDirectories
-	screen atomic.Pointer[keyScreen]
-	log    *zap.Logger
-	now    func() time.Time
+	// nonces are the discovered agents' nonces; agentNonces those of
+	// each agent configuration names (maxNonces), made in newSigners and
+	// only read after: SHA-256 of keyid and nonce -> its window and first
+	// client.
+	nonces      *lru.Cache[[32]byte, seenNonce]
+	agentNonces map[string]*lru.Cache[[32]byte, seenNonce]
+	cfg         WebBotAuthConfig
+	pinned      map[string]map[string]PublicKey // origin → thumbprint → key
+	opOf        map[string]*opEntry             // origin → operator
+	client      *http.Client
+	mu          sync.Mutex
+	dirs        map[string]*directory // at most maxDirectories
+	screen      atomic.Pointer[keyScreen]
+	log         *zap.Logger
+	now         func() time.Time
 }
 
 const maxDirectories = 1000
@@ -304,6 +333,17 @@ func newSigners(cfg WebBotAuthConfig, ops []*opEntry, log *zap.Logger, now func(
 	s.client = &http.Client{Transport: tr, Timeout: DirectoryTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return errors.New("key directories are not followed through redirects")
 	}}
+	s.agentNonces = map[string]*lru.Cache[[32]byte, seenNonce]{"": nil} // "": keys pinned without an agent
+	for o := range s.opOf {
+		s.agentNonces[o] = nil
+	}
+	for _, a := range cfg.Agents {
+		o, _ := checkAgent(a.Origin) // checked above
+		s.agentNonces[o] = nil
+	}
+	for o := range s.agentNonces {
+		s.agentNonces[o], _ = lru.New[[32]byte, seenNonce](maxNonces)
+	}
 	s.rebuildScreen()
 	return s, nil
 }

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/robotsguard/robotsguard/internal/testkeys"
+	"go.uber.org/zap"
 )
 
 // directoryServer serves the RFC 9421 test key as a key directory over TLS
@@ -238,3 +240,30 @@ func TestScreenKeyIDs(t *testing.T) {
 // nonces numbers the nonces of signed: each request a fresh one, as
 // signers do (a nonce seen twice is a replay).
 var nonces atomic.Int64
+
+// TestNonceBudgets: each agent that configuration names keeps its nonces
+// in a budget of its own, and discovered agents share one, so that a
+// discovered agent's flood of fresh nonces (or another agent's) never
+// pushes a named agent's nonce out: its replay from another address is
+// still seen.
+func TestNonceBudgets(t *testing.T) {
+	s, err := newSigners(WebBotAuthConfig{Discover: true, Agents: []Agent{{Origin: "https://named.example"}}}, nil, zap.NewNop(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	exp := now.Add(time.Minute)
+	a, b := netip.MustParseAddr("203.0.113.1"), netip.MustParseAddr("203.0.113.2")
+	if s.nonceReplayed("https://named.example", "k1", "n1", exp, now, a, true) {
+		t.Fatal("a first nonce taken for a replay")
+	}
+	for i := range maxNonces + 10 {
+		s.nonceReplayed("https://discovered.example", "k2", strconv.Itoa(i), exp, now, a, true)
+	}
+	if !s.nonceReplayed("https://named.example", "k1", "n1", exp, now, b, true) {
+		t.Error("a named agent's nonce was pushed out by a discovered agent's flood: its replay went unseen")
+	}
+	if s.nonceReplayed("https://discovered.example", "k2", "0", exp, now, b, true) {
+		t.Error("the discovered agents' budget kept more than maxNonces")
+	}
+}

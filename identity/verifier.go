@@ -313,7 +313,7 @@ func (v *Verifier) verifySignature(ctx context.Context, sr *SignedRequest, clien
 	if err == nil {
 		sig, err = VerifySignature(sr, v.now(), v.signers.cfg.MaxWindow, v.signers.lookup(ctx))
 	}
-	if err == nil && sig.Nonce != "" && v.signers.nonceReplayed(sig.KeyID, sig.Nonce, sig.Expires, v.now(), client.Unmap().WithZone(""), how == nil) {
+	if err == nil && sig.Nonce != "" && v.signers.nonceReplayed(sig.Agent, sig.KeyID, sig.Nonce, sig.Expires, v.now(), client.Unmap().WithZone(""), how == nil) {
 		err = ErrReplayed // Explain (how) looks without recording
 	}
 	if err != nil {
