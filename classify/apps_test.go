@@ -177,3 +177,18 @@ func TestDevicePreviewClaimsNoOperator(t *testing.T) {
 		t.Errorf("Meta's crawler: bot %v claims %v, want a claim of meta", info.Bot, info.Claims)
 	}
 }
+
+// TestPersonRegistry: the agents that fetch for a person come from
+// identity's one registry of agents, with this package's classes.
+func TestPersonRegistry(t *testing.T) {
+	classes := map[string]int{}
+	for _, a := range personAgents {
+		classes[a.class]++
+		if a.operator == "" || !strings.HasPrefix(a.source, "https://") {
+			t.Errorf("%s: operator %q, source %q", a.token, a.operator, a.source)
+		}
+	}
+	if classes[Fetcher] < 7 || classes[Unfurler] < 5 || len(classes) != 2 {
+		t.Errorf("classes of the person agents: %v, want fetchers and unfurlers only", classes)
+	}
+}

@@ -1,6 +1,10 @@
 package classify
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/robotsguard/robotsguard/identity"
+)
 
 // Classes of agents that fetch a page because a person asked.
 const (
@@ -25,26 +29,24 @@ type personAgent struct {
 	token, class, operator, stance, source string
 }
 
-// personAgents is the registry. A verified claim of one of them is judged
-// only by a group that names it (Config.PersonAgents), since a site's "*"
-// group is about crawls, not about a person's own fetch; verification is
-// the operator's (the verify block's registry): those without published
-// addresses or reverse-DNS domains cannot be verified today, and their
-// claims are judged by "*" as every unverified claim is.
-var personAgents = []personAgent{
-	{"ChatGPT-User", Fetcher, "openai", "ChatGPT-User fetches pages a user asks about; robots.txt rules may not apply (OpenAI)", "https://developers.openai.com/api/docs/bots"},
-	{"Perplexity-User", Fetcher, "perplexity", "fetches for a user's question; generally ignores robots.txt (Perplexity)", "https://docs.perplexity.ai/docs/resources/perplexity-crawlers"},
-	{"Claude-User", Fetcher, "anthropic", "fetches for a user's request (Anthropic)", "https://support.anthropic.com/en/articles/8896518"},
-	{"MistralAI-User", Fetcher, "mistral", "fetches for a user's request (Mistral)", "https://docs.mistral.ai/robots"},
-	{"Google-Read-Aloud", Fetcher, "google", "user-triggered fetchers generally ignore robots.txt (Google)", "https://developers.google.com/crawling/docs/crawlers-fetchers/google-user-triggered-fetchers"},
-	{"FeedFetcher-Google", Fetcher, "google", "user-triggered fetchers generally ignore robots.txt (Google)", "https://developers.google.com/crawling/docs/crawlers-fetchers/google-user-triggered-fetchers"},
-	{"Google-Site-Verification", Fetcher, "google", "user-triggered fetchers generally ignore robots.txt (Google)", "https://developers.google.com/crawling/docs/crawlers-fetchers/google-user-triggered-fetchers"},
-	{"Slackbot-LinkExpanding", Unfurler, "slack", "link previews; Slack publishes no addresses (unverifiable today)", "https://api.slack.com/robots"},
-	{"Twitterbot", Unfurler, "x", "link cards; no published addresses (unverifiable today)", "https://developer.x.com/en/docs/x-for-websites/cards/guides/getting-started"},
-	{"facebookexternalhit", Unfurler, "meta", "link previews; addresses by ASN only (unverifiable today)", "https://developers.facebook.com/docs/sharing/webmasters/web-crawlers"},
-	{"Discordbot", Unfurler, "discord", "link embeds; no published addresses (unverifiable today)", "https://discord.com/developers/docs"},
-	{"LinkedInBot", Unfurler, "linkedin", "link previews; no published addresses (unverifiable today)", "https://www.linkedin.com/help/linkedin/answer/a521928"},
-}
+// personAgents are the agents of identity's registry that fetch for a
+// person (CrawlerPurpose.Class), the one registry of agents by token,
+// which content signals read too. A verified claim of one of them is
+// judged only by a group that names it (Config.PersonAgents), since a
+// site's "*" group is about crawls, not about a person's own fetch;
+// verification is the operator's (the verify block's registry): those
+// without published addresses or reverse-DNS domains cannot be verified
+// today, and their claims are judged by "*" as every unverified claim
+// is.
+var personAgents = func() []personAgent {
+	var out []personAgent
+	for _, c := range identity.NewPurposes().List() {
+		if c.Class != "" {
+			out = append(out, personAgent{token: c.Token, class: c.Class, operator: c.Operator, stance: c.Note, source: c.Source})
+		}
+	}
+	return out
+}()
 
 // personTokens are the registry's tokens, lower-cased once, in its order.
 var personTokens = func() []knownToken {

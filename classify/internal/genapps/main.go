@@ -142,7 +142,7 @@ var notApps = map[string]string{
 	// HTTP libraries and command-line tools the crawler list does not name:
 	// with http_tools they are bots, and they are never a person's app.
 	"akka-http": "an HTTP library", "apache-cxf": "an HTTP library", "aria2": "a download tool",
-	"fme": "Safe Software's FME, an ETL and automation tool",
+	"fme":  "Safe Software's FME, an ETL and automation tool",
 	"axel": "a download tool", "fetch libfetch": "an HTTP library", "go-cf-client": "an HTTP library",
 	"go-cli": "a command-line tool", "go-resty": "an HTTP library", "got": "an HTTP library",
 	"grab": "a download library", "http.rb": "an HTTP library", "httrack": "a site copier",
