@@ -3,7 +3,9 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/robotsguard/robotsguard/report"
 )
@@ -35,10 +37,41 @@ var verificationSeries = []series{
 	{"spoofed", "s-spoofed", verdicts(func(b report.ByVerification) int64 { return b.Spoofed })},
 }
 
-// Chart geometry, in SVG user units.
+// Chart geometry, in SVG user units. A chart is drawn as wide as the
+// page's content column (1,060 pixels at most), so a unit is about a
+// pixel there and its labels (12 units) are read at the size of the
+// page's small print; a narrower window scales it down.
 const (
-	chartW, chartH = 800, 170
-	padL, padB     = 44, 18
+	chartW, chartH = 1000, 180
+	padL, padB     = 48, 20
+)
+
+// dayChart draws the bot requests of every site of rep over the last day,
+// by action, for the overview; "" when rep has no site.
+func dayChart(rep report.Report) template.HTML {
+	if len(rep.Sites) == 0 {
+		return ""
+	}
+	day := slices.Clone(rep.Sites[0].Traffic.LastDay)
+	at := make(map[time.Time]int, len(day))
+	for i, s := range day {
+		at[s.Start] = i
+	}
+	for _, sr := range rep.Sites[1:] {
+		for _, s := range sr.Traffic.LastDay {
+			if i, ok := at[s.Start]; ok {
+				day[i] = total([]report.Slice{day[i], s})
+				day[i].Start = s.Start
+			}
+		}
+	}
+	return actionChart(day, dayLayout, dayLabels, "Bot requests, last day, all sites (hours, UTC)")
+}
+
+// The labels of a day's chart: every third hour, as "15:00".
+const (
+	dayLayout = "15:04"
+	dayLabels = 3
 )
 
 // actionChart draws bot requests per slice, stacked by action.
@@ -70,7 +103,7 @@ func chart(ss []report.Slice, ser []series, layout string, labelEvery int, title
 	plotH := chartH - padB - 6
 	fmt.Fprintf(&b, `<line class=axis x1=%d y1=%d x2=%d y2=%d />`, padL, 6, padL, 6+plotH)
 	fmt.Fprintf(&b, `<line class=axis x1=%d y1=%d x2=%d y2=%d />`, padL, 6+plotH, chartW, 6+plotH)
-	fmt.Fprintf(&b, `<text class=tick x=%d y=%d text-anchor=end>%s</text>`, padL-4, 14, group3(max))
+	fmt.Fprintf(&b, `<text class=tick x=%d y=%d text-anchor=end>%s</text>`, padL-4, 16, group3(max))
 	fmt.Fprintf(&b, `<text class=tick x=%d y=%d text-anchor=end>0</text>`, padL-4, 6+plotH)
 	if len(ss) > 0 {
 		slot := float64(chartW-padL) / float64(len(ss))
@@ -112,7 +145,7 @@ func chart(ss []report.Slice, ser []series, layout string, labelEvery int, title
 // of them, and in front those stopped, as two areas (two paths, so that a
 // hundred sites keep the page small).
 func spark(ss []report.Slice) template.HTML {
-	const w, h = 120, 24
+	const w, h = 168, 28
 	var max int64
 	for _, s := range ss {
 		max = maxI(max, s.Total())

@@ -1,8 +1,12 @@
-// Package dashboard renders robots_guard's operator page: per site, the
-// robots.txt copy in force with each line's hits, the traffic of the last
-// hour and day as charts, the clients robots.txt stopped, bans (with an
-// Unban button), the crawler feeds, and a tester that shows the verdict a
-// request would get and the line that decides it.
+// Package dashboard renders robots_guard's operator page. Its overview
+// puts first what an operator acts on: the problems, the sites (with when
+// each robots.txt copy was checked and fetched), the day's traffic as a
+// chart, the clients robots.txt stopped most with the User-Agent they
+// sent, then the bans (with an Unban button) and the crawler feeds, the
+// idle ones folded away. Each site has a page: the robots.txt copy in
+// force with each line's hits, the traffic of the last hour and day as
+// charts, the clients robots.txt stopped, and a tester that shows the
+// verdict a request would get and the line that decides it.
 //
 // The page is drawn on the server with html/template and inline SVG. It
 // loads nothing: no script, font, image or stylesheet from anywhere, under
@@ -67,7 +71,9 @@ type Site struct {
 	// the site without being trusted proxies.
 	UntrustedProxies []string
 	// Fetched is when the copy was fetched, Checked when the last fetch
-	// ended, NextRefresh when the next one is due.
+	// ended, NextRefresh when the next one is due. A fetch that finds the
+	// file unchanged (304) moves Checked, not Fetched; a due refresh waits
+	// for the site's next request.
 	Fetched, Checked, NextRefresh time.Time
 	// ETag is the copy's validator.
 	ETag string
@@ -80,6 +86,49 @@ type Site struct {
 	// History lists the versions of the site's robots.txt seen, oldest
 	// first.
 	History []Version
+}
+
+// freshness says how fresh a site's robots.txt copy is.
+type freshness struct {
+	// Line and Notes are the overview's words: when the copy was last
+	// checked with the site (or fetched, when that was the last check);
+	// when the copy in force was fetched, if earlier, and whether a
+	// refresh is due.
+	Line  string
+	Notes []string
+	// Kept reports that checks after the copy's fetch kept it (304 Not
+	// Modified, or a failure that keeps the last good copy).
+	Kept bool
+	// Due reports that a refresh is due: the site's next request (any
+	// client's) starts it, since nothing fetches a copy that no request
+	// needs.
+	Due bool
+}
+
+// fresh says how fresh s's copy is at now. A copy is fetched again only
+// when a request to its site finds it due (a check that finds it
+// unchanged, 304, keeps it and its fetch time), so "fetched 25m ago" alone
+// would hide a check a minute ago, or that no request has come since the
+// copy fell due.
+func fresh(now time.Time, s Site) freshness {
+	var f freshness
+	if s.Fetched.IsZero() {
+		if s.Checked.IsZero() {
+			return freshness{Line: "—"}
+		}
+		return freshness{Line: "checked " + ago(now, s.Checked)}
+	}
+	f.Line = "fetched " + ago(now, s.Fetched)
+	if s.Checked.Sub(s.Fetched) >= time.Second {
+		f.Kept = true
+		f.Line = "checked " + ago(now, s.Checked)
+		f.Notes = append(f.Notes, "copy fetched "+ago(now, s.Fetched))
+	}
+	if !s.NextRefresh.IsZero() && !now.Before(s.NextRefresh) {
+		f.Due = true
+		f.Notes = append(f.Notes, "refresh due "+ago(now, s.NextRefresh)+": at the next request")
+	}
+	return f
 }
 
 // Version is one robots.txt a site has served.

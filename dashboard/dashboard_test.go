@@ -213,7 +213,7 @@ func TestSitePage(t *testing.T) {
 		`<p><strong>deny</strong> · disallowed · HTTP 403 · group <code>GPTBot</code></p>`,
 		`<p>decided by <a href="#L5">line 5</a>: <code>Disallow: /</code></p>`,
 		`<li>feed not loaded</li>`,
-		`Bot requests, last hour (5-minute slices)`,
+		`Bot requests, last hour (5-minute slices, UTC)`,
 		`<td>203.0.0.0/32</td><td>*</td>`,
 		`<h3>robots.txt history</h3>`,
 		`<td class=num>1,234</td><td><code>43761ba1ee03</code></td>`,

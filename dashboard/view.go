@@ -40,11 +40,20 @@ type view struct {
 	Since    time.Time
 	Sites    []siteRow
 	Bans     []Ban
-	Feeds    []identity.FeedStatus
 	Site     *sitePage
 	// Problems lists what an operator should look at first: sites whose
 	// robots.txt is not in force as written, feeds that fail.
 	Problems []string
+	// DayChart draws the bot requests of every site over the last day.
+	DayChart template.HTML
+	// Offenders are the clients robots.txt stopped most over the last
+	// day, on any site.
+	Offenders []offender
+	// Feeds are the crawler feeds that a claim has started (loaded or
+	// failing); IdleFeeds those of on-demand verification that no claim
+	// has needed yet, folded away unless FeedProblem (some feed fails).
+	Feeds, IdleFeeds []identity.FeedStatus
+	FeedProblem      bool
 }
 
 // siteRow is a site in the overview.
@@ -55,7 +64,17 @@ type siteRow struct {
 	Hour    report.Slice // the last hour, summed
 	Day     report.Slice // the last day, summed
 	Spark   template.HTML
+	Fresh   freshness
 }
+
+// offender is a report row with its site, for the overview's offenders.
+type offender struct {
+	report.ClientReport
+	Site, Link string
+}
+
+// maxOffenders is how many rows the overview's offenders list.
+const maxOffenders = 10
 
 // sitePage is one site's page.
 type sitePage struct {
@@ -184,7 +203,7 @@ func (d *dash) build(ctx context.Context, q url.Values) *view {
 	}
 	want := q.Get("site")
 	for _, s := range sites {
-		row := siteRow{Site: s, Link: "?" + url.Values{"site": {s.Name}}.Encode(), Problem: problem(s)}
+		row := siteRow{Site: s, Link: siteLink(s.Name), Problem: problem(s), Fresh: fresh(v.Now, s)}
 		sr := bySite[s.Name]
 		if sr != nil {
 			row.Hour, row.Day = total(sr.Traffic.LastHour), total(sr.Traffic.LastDay)
@@ -202,11 +221,27 @@ func (d *dash) build(ctx context.Context, q url.Values) *view {
 			v.Site = d.sitePage(ctx, row, sr, q)
 		}
 	}
+	if v.Site == nil {
+		v.DayChart = dayChart(rep)
+		v.Offenders = topOffenders(rep)
+	}
 	v.Bans = d.b.Bans(ctx)
 	slices.SortFunc(v.Bans, func(a, b Ban) int { return cmp.Or(a.Until.Compare(b.Until), strings.Compare(a.Client, b.Client)) })
-	v.Feeds = d.b.Feeds()
-	for _, f := range v.Feeds {
+	v.feeds(d.b.Feeds())
+	return v
+}
+
+// feeds sorts the crawler feeds into those a claim has started and the
+// idle ones, and lists those that fail as problems.
+func (v *view) feeds(fs []identity.FeedStatus) {
+	for _, f := range fs {
+		if f.Idle && f.LastError == "" {
+			v.IdleFeeds = append(v.IdleFeeds, f)
+			continue
+		}
+		v.Feeds = append(v.Feeds, f)
 		if f.LastError != "" {
+			v.FeedProblem = true
 			state := "its last refresh failed"
 			if !f.Loaded {
 				state = "not loaded, its operator's claims are unverifiable"
@@ -214,7 +249,44 @@ func (d *dash) build(ctx context.Context, q url.Values) *view {
 			v.Problems = append(v.Problems, "feed "+f.Source+": "+state+" ("+short(f.LastError)+")")
 		}
 	}
-	return v
+}
+
+// siteLink is the relative URL of a site's page.
+func siteLink(site string) string { return "?" + url.Values{"site": {site}}.Encode() }
+
+// topOffenders returns the rows of the last day that stopped the most
+// requests, on any site: the busiest first. It keeps the best
+// maxOffenders while it reads (a report holds up to 100 sites of 20 rows).
+func topOffenders(rep report.Report) []offender {
+	before := func(a, b *report.ClientReport, siteA, siteB string) bool {
+		return cmp.Or(cmp.Compare(stopped(b), stopped(a)), strings.Compare(a.Client, b.Client), strings.Compare(siteA, siteB)) < 0
+	}
+	out := make([]offender, 0, maxOffenders)
+	for _, sr := range rep.Sites {
+		for i := range sr.LastDay {
+			c := &sr.LastDay[i]
+			if len(out) == maxOffenders && !before(c, &out[len(out)-1].ClientReport, sr.Site, out[len(out)-1].Site) {
+				continue
+			}
+			at := len(out)
+			for at > 0 && before(c, &out[at-1].ClientReport, sr.Site, out[at-1].Site) {
+				at--
+			}
+			if len(out) == maxOffenders {
+				out = out[:len(out)-1]
+			}
+			out = slices.Insert(out, at, offender{ClientReport: *c, Site: sr.Site})
+		}
+	}
+	for i := range out {
+		out[i].Link = siteLink(out[i].Site)
+	}
+	return out
+}
+
+// stopped is the requests a row counts.
+func stopped(c *report.ClientReport) int64 {
+	return c.Denials + c.Throttles + c.Traps + c.Banned + c.UnattributedTraps
 }
 
 // short cuts an error message to 160 bytes (on a rune boundary), for a
@@ -261,9 +333,9 @@ func (d *dash) sitePage(ctx context.Context, row siteRow, sr *report.SiteReport,
 	p := &sitePage{siteRow: row}
 	if sr != nil {
 		p.Report = *sr
-		p.HourChart = actionChart(sr.Traffic.LastHour, "15:04", 3, "Bot requests, last hour (5-minute slices)")
-		p.DayChart = actionChart(sr.Traffic.LastDay, "15h", 4, "Bot requests, last day (hours)")
-		p.VerifChart = verificationChart(sr.Traffic.LastDay, "15h", 4, "Crawler claims by verification, last day")
+		p.HourChart = actionChart(sr.Traffic.LastHour, "15:04", 2, "Bot requests, last hour (5-minute slices, UTC)")
+		p.DayChart = actionChart(sr.Traffic.LastDay, dayLayout, dayLabels, "Bot requests, last day (hours, UTC)")
+		p.VerifChart = verificationChart(sr.Traffic.LastDay, dayLayout, dayLabels, "Crawler claims by verification, last day (hours, UTC)")
 	}
 	p.Q = Query{Site: row.Name, UserAgent: q.Get("ua"), Path: q.Get("path"), ClientIP: q.Get("ip"),
 		Signature: q.Get("sig"), SignatureInput: q.Get("sig_input"), SignatureAgent: q.Get("sig_agent")}
@@ -326,16 +398,7 @@ func total(ss []report.Slice) report.Slice {
 
 // funcs are the template's helpers.
 var funcs = template.FuncMap{
-	"ago": func(now, t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		d := now.Sub(t)
-		if d < 0 {
-			return "in " + roundDur(-d)
-		}
-		return roundDur(d) + " ago"
-	},
+	"ago": ago,
 	"stamp": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
@@ -361,22 +424,62 @@ var funcs = template.FuncMap{
 	},
 	"css": func() template.CSS { return template.CSS(styleCSS) }, //nolint:gosec // our own embedded file
 	"rows": func(title, id string, rows []report.ClientReport) clientTable {
-		return clientTable{Title: title, ID: id, Rows: rows}
+		t := clientTable{Title: title, ID: id}
+		for _, c := range rows {
+			t.Rows = append(t.Rows, offender{ClientReport: c})
+		}
+		return t
+	},
+	"offenders": func(rows []offender) clientTable {
+		return clientTable{ID: "offenders", Rows: rows, WithSite: true}
+	},
+	"feedTable": func(id string, fs []identity.FeedStatus, now time.Time) feedTable {
+		return feedTable{ID: id, Feeds: fs, Now: now}
 	},
 }
 
-// clientTable is a table of report rows.
-type clientTable struct {
-	Title, ID string
-	Rows      []report.ClientReport
+// feedTable is a table of crawler feeds.
+type feedTable struct {
+	ID    string
+	Feeds []identity.FeedStatus
+	Now   time.Time
 }
 
-// roundDur writes d to the second, or to the millisecond under one.
+// clientTable is a table of report rows, with their sites in the
+// overview's.
+type clientTable struct {
+	Title, ID string
+	Rows      []offender
+	WithSite  bool
+}
+
+// ago says how long before now t is ("25m3s ago", or "in 40s" for a time
+// to come), "—" for none.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + roundDur(-d)
+	}
+	return roundDur(d) + " ago"
+}
+
+// roundDur writes d to the second, or to the millisecond under one,
+// without the zero seconds and minutes of a round one ("25m", "1h").
 func roundDur(d time.Duration) string {
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}
-	return d.Round(time.Second).String()
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // group3 writes n with thousands separators.

@@ -264,7 +264,7 @@ func (e *Engine) done(req *Request, v *Verdict) {
 		}
 		return
 	}
-	if rec, ok := recordOf(v, e.clientKey(req), e.clock(req)); ok {
+	if rec, ok := recordOf(v, req.UserAgent, e.clientKey(req), e.clock(req)); ok {
 		e.report.Record(rec)
 	}
 	msg := "robots_guard: denied"

@@ -44,14 +44,18 @@ type SiteStatus struct {
 	// forwarding headers without being trusted proxies (at a trap hit, a
 	// counted denial or a throttle): their visitors share one address.
 	UntrustedProxies []string `json:"untrusted_proxies,omitempty"`
-	// Fetched is when the copy was fetched; Age is how long ago.
+	// Fetched is when the copy was fetched; Age is how long ago. A
+	// revalidation that finds the file unchanged (304 Not Modified)
+	// keeps the copy and this time: Checked says when it ran.
 	Fetched time.Time         `json:"fetched,omitzero"`
 	Age     duration.Duration `json:"age"`
 	// Checked is when the last fetch ended that kept the copy (304 Not
 	// Modified, or a failure that kept the last good copy) or replaced it.
 	Checked time.Time `json:"checked,omitzero"`
-	// NextRefresh is when the copy is next fetched again (conditionally),
-	// or sooner on a reload or a refresh call.
+	// NextRefresh is when the copy falls due. The copy is not fetched at
+	// that time but by the first request to the site after it (any
+	// client's, which does not wait for it), so a site that nobody
+	// visits keeps a due copy; a reload or a refresh call fetches sooner.
 	NextRefresh time.Time `json:"next_refresh,omitzero"`
 	// ETag is the copy's validator, sent on revalidation; empty when the
 	// origin gave none.

@@ -20,7 +20,10 @@ const browserGroup = "(browser)"
 // anew) and unreadable signature headers (400) are not counted: they say
 // nothing of how a client treats robots.txt (the metrics count them). A dry run's are
 // counted where they would have been stopped (SiteStatus.DryRun says so).
-func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
+// The record carries the request's User-Agent header, ua, as the request
+// holds it: report.Recorder.Record keeps at most 200 bytes of it, and
+// copies it only when it is longer.
+func recordOf(v *Verdict, ua string, client limit.Client, at int64) (report.Record, bool) {
 	var kind report.Kind
 	switch {
 	case v.Reason == ReasonTrap:
@@ -36,7 +39,7 @@ func recordOf(v *Verdict, client limit.Client, at int64) (report.Record, bool) {
 	default:
 		return report.Record{}, false
 	}
-	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, Class: v.Class, At: at, Kind: kind}
+	rec := report.Record{Site: v.Site, Client: client, Group: v.Group, Verification: v.Verification, Class: v.Class, UserAgent: ua, At: at, Kind: kind}
 	if !v.Bot {
 		// A browser's header (a trap or a ban stopped it): its group, "*",
 		// would say nothing.

@@ -1,12 +1,14 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,18 +36,29 @@ Crawl-delay: 30
 // unverifiable claims, a trap and a ban); its dashboard, mounted behind
 // basic_auth with robots_guard_dashboard, is loaded in headless Chromium
 // and must show what /robots_guard/report says at the same moment, the
-// top offender with its verdict, the tester's deciding line highlighted,
-// and a ban that an Unban click lifts; with no console error and no
-// request to anything but the dashboard itself. A screenshot of each page
-// is written to $ROBOTSGUARD_SCREENSHOTS (default: a temporary directory,
-// logged).
+// top offender with its verdict and User-Agent, the tester's deciding line
+// highlighted, and a ban that an Unban click lifts; with no console error
+// and no request to anything but the dashboard itself. The overview must
+// put the problems, the sites and the offenders before the bans and the
+// feeds, fold the idle feeds away, draw the day's chart as wide as the
+// content column, and say when the copy of a site served as the demo's is
+// (a file_server, whose ETag makes each refresh a 304) was checked, not
+// only when it was fetched (see dashboardFreshness). A screenshot of each
+// page is written to $ROBOTSGUARD_SCREENSHOTS (default: a temporary
+// directory, logged).
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromium(t)
 	up := newUpstream(t, dashRobots)
-	port, dashPort := freePort(t), freePort(t)
+	port, dashPort, demoPort, gonePort := freePort(t), freePort(t), freePort(t), freePort(t)
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
+	}
+	demoRoot := t.TempDir()
+	for name, body := range map[string]string{"robots.txt": dashRobots, "index.html": "<p>the demo's page</p>\n"} {
+		if err := os.WriteFile(filepath.Join(demoRoot, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tc := load(t, "servers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t\tclient_ip_headers X-Forwarded-For\n\t}", fmt.Sprintf(`http://127.0.0.1:%d {
 	robots_guard {
@@ -65,7 +78,22 @@ http://127.0.0.1:%d {
 		title "robots_guard test"
 	}
 }
-`, port, up.addr(), dashPort, hash))
+
+http://127.0.0.1:%d {
+	robots_guard {
+		robots_txt {
+			refresh 1s
+		}
+	}
+	root * %s
+	file_server
+}
+
+http://127.0.0.1:%d {
+	robots_guard
+	respond 404
+}
+`, port, up.addr(), dashPort, hash, demoPort, demoRoot, gonePort))
 	site := fmt.Sprintf("http://127.0.0.1:%d", port)
 	xff := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
 
@@ -81,6 +109,14 @@ http://127.0.0.1:%d {
 	get(t, tc, port, "/page", googlebot, xff("192.0.2.4")...).check(t, "unverifiable Googlebot", 200, "page")
 	get(t, tc, port, "/no-robots/x", browserUA, xff("198.51.100.7")...).check(t, "the trap", 403, "banned until")
 	get(t, tc, port, "/page", browserUA, xff("198.51.100.7")...).check(t, "banned", 403, "ignoring")
+
+	// The demo's site: its copy, fetched at start, falls due after a
+	// second; a request then starts a refresh, which the file_server
+	// answers 304; no request comes after it, and it falls due again.
+	demoSite := fmt.Sprintf("http://127.0.0.1:%d", demoPort)
+	time.Sleep(1200 * time.Millisecond)
+	waitChecked(t, demoSite, func() { get(t, tc, demoPort, "/", browserUA).check(t, "the demo's page", 200, "the demo's page") })
+	time.Sleep(1100 * time.Millisecond)
 
 	shots := os.Getenv("ROBOTSGUARD_SCREENSHOTS")
 	if shots == "" {
@@ -117,11 +153,15 @@ http://127.0.0.1:%d {
 		`Object.fromEntries(Array.from(document.querySelectorAll('#sites tr[data-site=%q] td[data-k]')).map(td => [td.dataset.k, td.textContent]))`, site)))
 	must("overview cells", err)
 	shot("dashboard-overview.png")
+	overviewLayout(t, ctx, site)
+	dashboardFreshness(t, ctx, dash, demoSite)
+	must("overview", chromedp.Do(ctx, chromedp.Navigate(dash), chromedp.WaitVisible(chromedp.ID("sites"))))
 	var rep struct {
 		Sites []struct {
 			Site     string
 			LastHour []struct {
 				Client, Group, Verification       string
+				UserAgent                         string `json:"user_agent"`
 				Denials, Throttles, Traps, Banned int64
 			} `json:"last_hour"`
 			Traffic struct {
@@ -167,6 +207,15 @@ http://127.0.0.1:%d {
 	}
 	if len(top) < 2 || top[0] != "192.0.2.66/32" || top[1] != "GPTBot" {
 		t.Errorf("top offender %q, want GPTBot's 192.0.2.66/32", top)
+	}
+	if len(top) != 8 || top[7] != gptbotUA || first.UserAgent != gptbotUA {
+		t.Errorf("top offender's User-Agent: the page says %q, the report %q; want %q", top[len(top)-1], first.UserAgent, gptbotUA)
+	}
+	widths, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[...document.querySelectorAll('figure.chart')].map(f => f.querySelectorAll('line.axis')[1].getBoundingClientRect().width)
+		.concat([document.getElementById('last-hour').getBoundingClientRect().width])`))
+	must("chart widths", err)
+	if len(widths) != 4 || widths[1] != widths[0] || widths[0] < 0.9*widths[3] {
+		t.Errorf("site page: the charts' x axes are %v pixels wide (hour, day, claims), the content column %v", widths[:len(widths)-1], widths[len(widths)-1])
 	}
 
 	// The tester: GPTBot on /blog/x is denied by line 6, highlighted.
@@ -244,5 +293,122 @@ func TestDashboardOnAdminAPI(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a browser's navigation to the admin API: %d; Caddy's origin check changed, update docs/dashboard.md", resp.StatusCode)
+	}
+}
+
+// overviewLayout checks the overview of TestDashboardInBrowser as an
+// operator reads it: the problems (the site whose robots.txt is a 404),
+// the sites and the top offenders (GPTBot's address first, with its
+// User-Agent) before the bans and the feeds; the idle feeds folded
+// behind one line; the day's chart as wide as the content column, with
+// labels of at least 11 pixels.
+func overviewLayout(t *testing.T, ctx context.Context, site string) {
+	t.Helper()
+	tops, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`['problems', 'sites', 'offenders', 'bans', 'feeds-h']
+		.map(id => document.getElementById(id)).map(e => e ? e.getBoundingClientRect().top + window.scrollY : -1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, y := range tops {
+		if y < 0 || i > 0 && y <= tops[i-1] {
+			t.Errorf("overview order: the tops of problems, sites, offenders, bans and feeds are %v", tops)
+			break
+		}
+	}
+	type fold struct {
+		Open, Visible bool
+		Summary       string
+		Rows          int
+	}
+	idle, err := chromedp.Run(ctx, chromedp.Evaluate[fold](`(() => { const d = document.getElementById('idle-feeds');
+		return d ? {open: d.open, visible: d.querySelector('table').checkVisibility(), summary: d.querySelector('summary').textContent, rows: d.querySelectorAll('tbody tr').length} : {}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle.Open || idle.Visible || idle.Rows == 0 || idle.Summary != fmt.Sprintf("%d idle feeds (no crawler of theirs has come)", idle.Rows) {
+		t.Errorf("idle feeds: %+v; want them folded behind their count", idle)
+	}
+	off, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#offenders tbody tr:first-child td')).map(td => td.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(off) != 9 || off[0] != "192.0.2.66/32" || off[1] != site || off[2] != "GPTBot" || off[4] != "6" || off[8] != gptbotUA {
+		t.Errorf("the overview's top offender: %q", off)
+	}
+	chart, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const f = document.querySelector('figure.chart');
+		return [f.querySelectorAll('line.axis')[1].getBoundingClientRect().width, document.getElementById('sites').getBoundingClientRect().width,
+			Math.min(...[...f.querySelectorAll('text.tick')].map(e => e.getBoundingClientRect().height)), f.querySelectorAll('text[text-anchor=middle]').length]; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chart) != 4 || chart[0] < 0.9*chart[1] || chart[2] < 11 || chart[3] != 8 {
+		t.Errorf("the day's chart: x axis %v px wide in a %v px column, labels %v px high, %v hour labels", chart[0], chart[1], chart[2], chart[3])
+	}
+}
+
+// waitChecked makes requests to site (visit) until its copy has been
+// checked (a refresh that kept it) a second or more after it was fetched.
+func waitChecked(t *testing.T, site string, visit func()) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		visit()
+		var ss []struct {
+			Site             string
+			Fetched, Checked time.Time
+		}
+		adminJSON(t, "GET", "/robots_guard/sites", &ss)
+		for _, s := range ss {
+			if s.Site == site && s.Checked.Sub(s.Fetched) >= time.Second {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no refresh kept the copy: %+v", site, ss)
+		}
+	}
+}
+
+// dashboardFreshness: the demo's site (robots.txt from a file_server,
+// refreshed every second) had its copy fetched at start, kept by a 304 a
+// second later, and no request since: "fetched N ago" alone (what the
+// page said) looked stale. The overview says when it was checked, when the
+// copy was fetched, and that the refresh due waits for the next request;
+// the site page says the same, by the admin API's times.
+func dashboardFreshness(t *testing.T, ctx context.Context, dash, demoSite string) {
+	t.Helper()
+	cell, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector('#sites tr[data-site=%q] td.fresh').innerText`, demoSite)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^checked (\S+) ago\ncopy fetched (\S+) ago\nrefresh due (\S+) ago: at the next request$`).FindStringSubmatch(cell)
+	if m == nil {
+		t.Fatalf("the demo site's copy: %q", cell)
+	}
+	checked, err1 := time.ParseDuration(m[1])
+	fetched, err2 := time.ParseDuration(m[2])
+	if err1 != nil || err2 != nil || fetched < checked+time.Second {
+		t.Errorf("the demo site's copy: %q: fetched %v ago, checked %v ago", cell, fetched, checked)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(dash+"?"+url.Values{"site": {demoSite}}.Encode()), chromedp.WaitVisible(chromedp.ID("copy"))); err != nil {
+		t.Fatal(err)
+	}
+	dd, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`['fetched', 'checked', 'next-refresh'].map(id => document.getElementById(id).textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss []struct {
+		Site             string
+		Fetched, Checked time.Time
+	}
+	adminJSON(t, "GET", "/robots_guard/sites", &ss)
+	for _, s := range ss {
+		if s.Site != demoSite {
+			continue
+		}
+		stamp := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+		if len(dd) != 3 || !strings.HasPrefix(dd[0], stamp(s.Fetched)) || !strings.HasSuffix(dd[0], "the copy in force; the checks since kept it") ||
+			!strings.HasPrefix(dd[1], stamp(s.Checked)) || !strings.HasPrefix(dd[2], "due since ") || !strings.HasSuffix(dd[2], "the site's next request, any client's, starts it") {
+			t.Errorf("the demo site's page: %q; the admin API: fetched %v, checked %v", dd, s.Fetched, s.Checked)
+		}
 	}
 }

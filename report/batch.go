@@ -65,6 +65,7 @@ func (r *Recorder) add(b *reportBatch, rec reportRecord) {
 		}
 		if b.recs[i].sameRun(&rec) {
 			b.recs[i].n++
+			b.recs[i].ua = rec.ua // the latest header of the run
 			return
 		}
 		slot = (slot + 1) & (len(b.index) - 1)
@@ -99,6 +100,7 @@ func (r *Recorder) flush(recs []reportRecord) {
 		n, count := 1, rec.n
 		for i+n < len(recs) && recs[i+n].sameRun(rec) {
 			count += recs[i+n].n
+			rec.ua = recs[i+n].ua // the run's latest header
 			n++
 		}
 		if next := r.shard(rec); next != sh {

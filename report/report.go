@@ -12,9 +12,11 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -25,20 +27,24 @@ import (
 
 // Bounds of the violations report. Memory: at most reportSites sites, each
 // in reportShards shards of reportMinutes + reportHours buckets of at most
-// reportClients/reportShards entries (about 100 bytes each), and at most
-// reportLines lines of at most reportWhom entries: about 200 KB a site,
-// 20 MB in all; and the batches that records wait in (Recorder.Record),
-// 4 × GOMAXPROCS + 4 of about 3 KB, which keep the robots.txt rules of
-// their records until the next flush.
+// reportClients/reportShards entries (about 130 bytes each, and the last
+// User-Agent header of the entry's client, a copy of at most
+// reportUserAgent bytes), and at most reportLines lines of at most
+// reportWhom entries: about 450 KB a site at worst (every entry a
+// different 200-byte header), 45 MB in all; and the batches that records
+// wait in (Recorder.Record), 4 × GOMAXPROCS + 4 of about 4 KB, which keep
+// the robots.txt rules and User-Agent headers (at most reportUserAgent
+// bytes each) of their records until the next flush.
 const (
-	reportSites   = 100
-	reportMinutes = 12 // five-minute buckets: the last hour
-	reportHours   = 24 // hourly buckets: the last day
-	reportClients = 32 // space-saving counters per bucket
-	reportLines   = 256
-	reportShards  = 4
-	reportWhom    = 8
-	reportTop     = 20 // rows per list in a Report
+	reportSites     = 100
+	reportMinutes   = 12 // five-minute buckets: the last hour
+	reportHours     = 24 // hourly buckets: the last day
+	reportClients   = 32 // space-saving counters per bucket
+	reportLines     = 256
+	reportShards    = 4
+	reportWhom      = 8
+	reportTop       = 20  // rows per list in a Report
+	reportUserAgent = 200 // bytes of a User-Agent header a row keeps
 )
 
 // reportKey is who a counted request came from.
@@ -55,9 +61,14 @@ type reportCounts struct {
 	// err bounds the overcount of a space-saving counter that took over
 	// another's slot.
 	err int64
+	// ua is the User-Agent header of the client's latest record counted
+	// here, made at uaAt (Unix ns): the report's own copy (see seen).
+	ua   string
+	uaAt int64
 }
 
-// merge adds o's counts to c.
+// merge adds o's counts to c, and keeps the later of their User-Agent
+// headers (both are the report's own copies: no copy is made).
 func (c *reportCounts) merge(o *reportCounts) {
 	c.denials += o.denials
 	c.throttles += o.throttles
@@ -65,6 +76,24 @@ func (c *reportCounts) merge(o *reportCounts) {
 	c.banned += o.banned
 	c.unattributed += o.unattributed
 	c.err += o.err
+	if o.uaAt >= c.uaAt {
+		c.ua, c.uaAt = o.ua, o.uaAt
+	}
+}
+
+// seen notes the User-Agent header of a record made at the time at, unless
+// a later one is noted. The header is copied when it differs from the one
+// held: the report keeps no string of a request's (a header is at most
+// reportUserAgent bytes here, see Recorder.Record), and a client that keeps
+// its header costs one copy per bucket.
+func (c *reportCounts) seen(ua string, at int64) {
+	if at < c.uaAt {
+		return
+	}
+	c.uaAt = at
+	if ua != c.ua {
+		c.ua = strings.Clone(ua)
+	}
 }
 
 func (c reportCounts) total() int64 {
@@ -260,6 +289,9 @@ type Record struct {
 	// Rule is the robots.txt line that denied it, counted in the site's
 	// lines; nil for none.
 	Rule *policy.Rule
+	// UserAgent is the request's User-Agent header, shown in the client's
+	// rows (the latest of each row). Only its first 200 bytes are kept.
+	UserAgent string
 	// At is the time of the decision, Unix ns.
 	At int64
 	// Kind is what the request counts as.
@@ -271,6 +303,7 @@ type reportRecord struct {
 	site string
 	key  reportKey
 	rule *policy.Rule // the denying rule, counted in the site's lines
+	ua   string       // the User-Agent header of the latest request it counts, at most reportUserAgent bytes
 	at   int64        // Unix ns of the first request it counts
 	n    int64        // requests it counts (see Recorder.add)
 	kind Kind
@@ -330,17 +363,46 @@ func New(v4, v6 int, now func() time.Time) *Recorder {
 // the bound on batches, one it may share); one call in reportBatchSize
 // adds the batch to the shared report. A record without a site is not
 // counted.
+//
+// The User-Agent header waits in the batch as the request's own string,
+// without a copy, when it is at most reportUserAgent bytes: net/http
+// makes each header value a string of its own, so it keeps no more than
+// those bytes alive. A longer header is cut (on a rune boundary) and the
+// cut copied, the one allocation Record may make: a slice of it would
+// keep the whole header (up to the server's header limit, a megabyte by
+// default) alive in the batch until the next flush. The report keeps
+// copies of its own (reportCounts.seen).
 func (r *Recorder) Record(rec Record) {
 	if rec.Site == "" {
 		return
+	}
+	ua := rec.UserAgent
+	switch {
+	case rec.Kind == Allowed:
+		ua = "" // counted in the timeline only: no row shows it
+	case len(ua) > reportUserAgent:
+		ua = strings.Clone(cutUTF8(ua, reportUserAgent))
 	}
 	ref := r.pool.Get().(*reportBatchRef)
 	r.add(ref.b, reportRecord{
 		site: rec.Site,
 		key:  reportKey{client: rec.Client, group: rec.Group, verification: rec.Verification, class: rec.Class},
-		rule: rec.Rule, at: rec.At, kind: rec.Kind,
+		rule: rec.Rule, ua: ua, at: rec.At, kind: rec.Kind,
 	})
 	r.pool.Put(ref)
+}
+
+// cutUTF8 returns the first n bytes of s at most, cut before a rune that
+// would straddle the cut.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && cut > n-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // shard returns the report shard of a record's site and client, starting
@@ -383,6 +445,7 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 	}
 	if mb != nil {
 		mb.clients.add(rec.key, func(c *reportCounts) {
+			c.seen(rec.ua, rec.at)
 			switch rec.kind {
 			case Denial:
 				c.denials += n

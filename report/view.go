@@ -150,7 +150,10 @@ type ClientReport struct {
 	Verification string `json:"verification"`
 	// Class is "unfurler" or "fetcher" for an agent that fetches for a
 	// person (a link preview, a user-triggered fetch).
-	Class     string `json:"class,omitempty"`
+	Class string `json:"class,omitempty"`
+	// UserAgent is the User-Agent header of the row's latest request (its
+	// first 200 bytes; "" for none).
+	UserAgent string `json:"user_agent"`
 	Denials   int64  `json:"denials"`
 	Throttles int64  `json:"throttles"`
 	Traps     int64  `json:"traps"`
@@ -266,7 +269,7 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	rows := make([]ClientReport, 0, len(sum))
 	for k, c := range sum {
 		rows = append(rows, ClientReport{
-			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(), Class: k.class,
+			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(), Class: k.class, UserAgent: c.ua,
 			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned,
 			UnattributedTraps: c.unattributed, Error: c.err,
 		})
