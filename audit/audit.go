@@ -14,11 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -44,6 +46,11 @@ const (
 	maxExamples = 3
 	// maxMalformedShown is how many malformed lines a file's result shows.
 	maxMalformedShown = 5
+	// maxRowUA is how much of a User-Agent tells rows apart, in bytes.
+	maxRowUA = 200
+	// maxUnlisted bounds the clients beyond the rows told apart (by a
+	// 64-bit hash each: about 27 MB) to count those stopped.
+	maxUnlisted = 1 << 20
 )
 
 // Options are an audit's own settings; the guard's are the guard.Config
@@ -65,6 +72,11 @@ type Options struct {
 	// (Engine.History): from the first version's Since on, a site's
 	// requests are judged by them; before, by Versions.
 	History map[string][]Version
+	// Offline checks no crawler claim (no feed, no DNS): each is judged
+	// as the guard judges one it cannot check, unverifiable: by its
+	// group and "*" (Result.Offline). With verify off, as that guard,
+	// every header is believed.
+	Offline bool
 }
 
 // Auditor judges access log entries with one engine. It is not safe for
@@ -79,7 +91,7 @@ type Auditor struct {
 	host    string
 	cfg     guard.Config
 	maxRows int
-	rows    map[rowKey]*Row
+	rows    map[rowKey]*tally
 	sites   map[string]*SiteResult
 	// timelines are the sites' bot requests over time.
 	timelines map[string]*timeline
@@ -88,12 +100,22 @@ type Auditor struct {
 	byHost map[string]string
 	// bytesRead and linesRead are Progress's counts.
 	bytesRead, linesRead atomic.Int64
-	res                  Result
+	// notAfter is the latest time an entry may have: a day after New.
+	notAfter int64
+	// last is the site of the last entry judged, and its scheme and Host.
+	last struct{ scheme, host, site string }
+	// offline is the verifier of Options.Offline, nil otherwise.
+	offline *identity.Verifier
+	// unlisted holds the hashes of the clients beyond the rows that
+	// would have been stopped (at most maxUnlisted).
+	unlisted map[uint64]struct{}
+	seed     maphash.Seed
+	res      Result
 }
 
 // New returns an Auditor that judges with an engine of cfg (its
 // robots.txt source replaced by opts.Versions; verification as cfg.Verify
-// says: set it off for an audit that asks no feed and no DNS).
+// says, and opts.Offline for an audit that asks no feed and no DNS).
 func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	if len(opts.Versions) == 0 && len(opts.History) == 0 {
 		return nil, errors.New("robots_guard: audit: give the robots.txt to judge by (--robots FILE or URL, several with @DATE, or a running guard's history)")
@@ -136,8 +158,9 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 			byHost[hostOnly(site)] = site
 		}
 	}
-	a := &Auditor{src: src, byHost: byHost, scheme: scheme, host: host, maxRows: opts.MaxRows,
-		rows: make(map[rowKey]*Row), sites: make(map[string]*SiteResult), timelines: make(map[string]*timeline)}
+	a := &Auditor{src: src, byHost: byHost, scheme: scheme, host: host, maxRows: opts.MaxRows, notAfter: time.Now().Add(24 * time.Hour).UnixNano(),
+		rows: make(map[rowKey]*tally), sites: make(map[string]*SiteResult), timelines: make(map[string]*timeline),
+		unlisted: make(map[uint64]struct{}), seed: maphash.MakeSeed()}
 	if a.maxRows <= 0 {
 		a.maxRows = DefaultMaxRows
 	}
@@ -150,6 +173,15 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 		a.res.Versions = append(a.res.Versions, VersionUse{Name: v.Name, Since: v.Since})
 	}
 	a.version = -1
+	if err := a.start(cfg, opts.Offline); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// start makes the Auditor's engine of cfg, with the verifier of
+// Options.Offline when offline, and loads the feeds of any other.
+func (a *Auditor) start(cfg guard.Config, offline bool) error {
 	// The audit models a guard; it must not act as one: no shared store
 	// (its bans and Crawl-delay clocks are the live fleet's, on the
 	// store's own clock), no origin (every host of the log is judged by
@@ -158,30 +190,69 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	cfg.Store = nil
 	cfg.RobotsTxt.Origin, cfg.RobotsTxt.Source = "", ""
 	cfg.RobotsTxt.NewSitesPerSecond = math.MaxInt32
-	e, err := guard.New(cfg,
-		guard.WithSource(a.src),
+	gopts := []guard.Option{guard.WithSource(a.src),
 		guard.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }),
-		guard.WithLogger(zap.NewNop()))
-	if err != nil {
-		return nil, err
-	}
-	a.e, a.cfg = e, e.Config()
-	if v := e.Verifier(); v != nil {
-		// A log is judged with the feeds loaded, not against the race of
-		// their first fetch: a claim judged before would count as
-		// unverifiable.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := v.RefreshFeeds(ctx); err != nil {
-			a.res.Warnings = append(a.res.Warnings, "crawler verification: "+err.Error()+
-				" (claims of the operators whose feed did not load count as unverifiable; --offline checks none)")
+		guard.WithLogger(zap.NewNop())}
+	var err error
+	if offline && cfg.Verifying() {
+		if a.offline, err = offlineVerifier(cfg.Verify); err != nil {
+			return err
 		}
+		gopts = append(gopts, guard.WithVerifier(a.offline))
+		a.res.Offline = true
 	}
-	return a, nil
+	if a.e, err = guard.New(cfg, gopts...); err != nil {
+		if a.offline != nil {
+			a.offline.Close()
+		}
+		return err
+	}
+	a.cfg = a.e.Config()
+	if v := a.e.Verifier(); v != nil && a.offline == nil {
+		a.loadFeeds(v)
+	}
+	return nil
+}
+
+// loadFeeds fetches the feeds of v before the first entry is judged
+// (a claim judged before would be unverifiable); a failure is a warning.
+func (a *Auditor) loadFeeds(v *identity.Verifier) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := v.RefreshFeeds(ctx); err != nil {
+		a.res.Warnings = append(a.res.Warnings, "crawler verification: IP-range feeds did not load; the claims of their operators "+
+			"count as unverifiable (--offline checks no claim, and says so):\n"+err.Error())
+	}
+}
+
+// offlineVerifier is the verifier of Options.Offline: vc's registry,
+// whose tokens still make claims, without the operators' IP-range feeds
+// and reverse-DNS domains. The claim of an operator that publishes no
+// check is unverifiable (package identity), so the engine judges every
+// claim as the guard judges one it cannot check, and nothing is fetched
+// or looked up.
+func offlineVerifier(vc *identity.VerifyConfig) (*identity.Verifier, error) {
+	if vc == nil {
+		vc = &identity.VerifyConfig{}
+	}
+	ops := vc.Registry()
+	for i := range ops {
+		ops[i].IPRanges, ops[i].RDNS = nil, nil
+	}
+	v, err := identity.New(identity.Config{Operators: ops, NoBackground: true})
+	if err != nil {
+		return nil, fmt.Errorf("robots_guard: audit: --offline: %w", err)
+	}
+	return v, nil
 }
 
 // Close stops the engine's background work.
-func (a *Auditor) Close() error { return a.e.Close() }
+func (a *Auditor) Close() error {
+	if a.offline != nil {
+		defer a.offline.Close()
+	}
+	return a.e.Close()
+}
 
 // judge decides one entry with the engine at the entry's time and counts
 // it.
@@ -199,7 +270,10 @@ func (a *Auditor) judge(ctx context.Context, en *Entry) {
 			req.Port = 443
 		}
 	}
-	if !a.useVersion(ctx, siteName(req.Scheme, req.Host), en.At) {
+	if req.Host != a.last.host || req.Scheme != a.last.scheme { // a log's lines are mostly of one site
+		a.last.scheme, a.last.host, a.last.site = req.Scheme, req.Host, siteName(req.Scheme, req.Host)
+	}
+	if !a.useVersion(ctx, a.last.site, en.At) {
 		a.res.BeforeHistory++
 		return
 	}
@@ -212,7 +286,7 @@ func (a *Auditor) judge(ctx context.Context, en *Entry) {
 // versions. It reports false when none is known for that time.
 func (a *Auditor) useVersion(ctx context.Context, site string, at int64) bool {
 	h, ok := a.src.perSite[site]
-	if !ok {
+	if !ok && len(a.byHost) > 0 {
 		// The guard names a site by its server's port, which a log's
 		// Host may not carry (a port mapping): a history whose site has
 		// the same scheme and host name, and is the only one, is it.
@@ -304,22 +378,41 @@ func (a *Auditor) count(en *Entry, v *guard.Verdict) {
 		a.countLine(s, v)
 	}
 	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
-	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6).Format(v4, v6),
-		group: v.Group, operator: v.Operator, verification: v.Verification, class: v.Class}
+	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6),
+		group: v.Group, operator: v.Operator, verification: v.Verification, class: v.Class, ua: cut(en.UserAgent, maxRowUA)}
 	if !v.Bot {
 		k.group = "(browser)"
 	}
-	r := a.rows[k]
-	if r == nil {
+	t := a.rows[k]
+	if t == nil {
 		if len(a.rows) >= a.maxRows {
 			s.Others++
+			a.countUnlisted(s, &k, v)
 			return
 		}
-		r = &Row{Site: site, Client: k.client, Group: k.group, Operator: v.Operator, Verification: v.Verification.String(), Class: v.Class,
-			UserAgent: truncate(en.UserAgent, 200), First: time.Unix(0, en.At).UTC()}
-		a.rows[k] = r
+		k.ua = strings.Clone(k.ua) // not the line's: the row outlives it
+		t = &tally{first: en.At, last: en.At, cutUA: len(k.ua) < len(en.UserAgent)}
+		a.rows[k] = t
 	}
-	r.add(en, v)
+	t.add(en, v)
+}
+
+// countUnlisted counts, in s.Unlisted, a client beyond the rows whose
+// request v stopped, the first time it does.
+func (a *Auditor) countUnlisted(s *SiteResult, k *rowKey, v *guard.Verdict) {
+	if kindOf(v) == passed {
+		return
+	}
+	h := maphash.Comparable(a.seed, *k)
+	if _, seen := a.unlisted[h]; seen {
+		return
+	}
+	if len(a.unlisted) >= maxUnlisted {
+		s.UnlistedAtLeast = true
+		return
+	}
+	a.unlisted[h] = struct{}{}
+	s.Unlisted++
 }
 
 // hostOnly is a site name without its port.
@@ -368,16 +461,31 @@ func (a *Auditor) schemeOf(en *Entry) string {
 	return "http"
 }
 
+// truncate is s cut at n bytes, with "…" when it was cut.
 func truncate(s string, n int) string {
 	if len(s) > n {
-		return s[:n] + "…"
+		return cut(s, n) + "…"
 	}
 	return s
 }
 
-// rowKey is what makes one row: the site, the client prefix, the group
-// its header chose and its claim.
+// cut is s cut at n bytes, at the start of a character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// rowKey is what makes one row: the site, the client prefix and its
+// agent: the group its header chose, its claim and the header itself
+// (its first maxRowUA bytes), so that two bots behind one address (a
+// NAT, a proxy) are two rows.
 type rowKey struct {
-	site, client, group, operator, class string
-	verification                         identity.Verdict
+	site, group, operator, class, ua string
+	client                           limit.Client
+	verification                     identity.Verdict
 }

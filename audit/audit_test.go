@@ -224,13 +224,21 @@ func TestAuditBadOptions(t *testing.T) {
 }
 
 // FuzzParseCombined: no line makes the parser fail other than with an
-// error, and a line it reads has an origin- or absolute-form target.
+// error, and a line it reads has an origin- or absolute-form target and
+// a time from 1990 to 2200 (issue 46's corpus among the seeds).
 func FuzzParseCombined(f *testing.F) {
 	f.Add(`192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET /a HTTP/1.1" 200 1 "-" "Bot"`)
 	f.Add(`x [10/Oct/2026:13:55:36 +0000] "\"" 200`)
+	for _, c := range hostileCases() {
+		for line := range strings.Lines(c.log) {
+			if !strings.HasPrefix(line, "{") {
+				f.Add(strings.TrimRight(line, "\r\n"))
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, line string) {
 		e, err := parseCombined(line)
-		if err == nil && (e.Target == "" || e.Method == "" || strings.ContainsRune(e.Target, ' ')) {
+		if err == nil && (e.Target == "" || e.Method == "" || strings.ContainsRune(e.Target, ' ') || e.At < minTime || e.At >= maxTime) {
 			t.Errorf("read %+v", e)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robotsguard/robotsguard/limit"
 )
 
 // The formats an access log can be read in.
@@ -73,9 +75,9 @@ func parseCombined(line string) (Entry, error) {
 	if end < 0 {
 		return e, errors.New("no [time]")
 	}
-	at, ok := parseCLFTime(line[open+1 : open+end])
-	if !ok {
-		return e, errors.New("bad time " + strconv.Quote(line[open+1:open+end]))
+	at, err := parseCLFTime(line[open+1 : open+end])
+	if err != nil {
+		return e, err
 	}
 	e.At = at
 	rest := strings.TrimLeft(line[open+end+1:], " ")
@@ -121,6 +123,9 @@ func parseCombined(line string) (Entry, error) {
 func quoted(s string) (field, rest string, ok bool) {
 	if len(s) == 0 || s[0] != '"' {
 		return "", s, false
+	}
+	if i := strings.IndexByte(s[1:], '"') + 1; i > 0 && strings.IndexByte(s[1:i], '\\') < 0 {
+		return s[1:i], s[i+1:], true // no escape: the first quote ends it
 	}
 	for i := 1; i < len(s); i++ {
 		switch s[i] {
@@ -192,20 +197,23 @@ func requestLine(s string) (method, target string, ok bool) {
 
 var months = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 
-// parseCLFTime reads "10/Oct/2000:13:55:36 -0700" without allocating.
-func parseCLFTime(s string) (int64, bool) {
+// minTime and maxTime bound a log's times (Unix ns): one outside them
+// is no time the log was written at (a wrong clock, or bytes that are no
+// time), and would wrap the nanosecond count (which ends in 2262). The
+// Auditor bounds them further: none a day after it started. errTime is
+// the reason of a time outside them.
+var (
+	minTime = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	errTime = errors.New("time out of range (1990 to a day after now)")
+)
+
+// parseCLFTime reads "10/Oct/2000:13:55:36 -0700" without allocating
+// when it is one: a real date (no 31 February) in a zone within ±14:00,
+// from minTime to maxTime.
+func parseCLFTime(s string) (int64, error) {
 	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' {
-		return 0, false
-	}
-	num := func(t string) int {
-		n := 0
-		for i := 0; i < len(t); i++ {
-			if t[i] < '0' || t[i] > '9' {
-				return -1
-			}
-			n = n*10 + int(t[i]-'0')
-		}
-		return n
+		return 0, badTime(s)
 	}
 	mon := -1
 	for i, m := range months {
@@ -214,15 +222,45 @@ func parseCLFTime(s string) (int64, bool) {
 		}
 	}
 	day, year, hh, mm, ss, zh, zm := num(s[0:2]), num(s[7:11]), num(s[12:14]), num(s[15:17]), num(s[18:20]), num(s[22:24]), num(s[24:26])
-	if mon < 0 || day < 1 || day > 31 || year < 0 || hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60 || zh < 0 || zm < 0 || (s[21] != '+' && s[21] != '-') {
-		return 0, false
+	if mon < 0 || day < 1 || day > 31 || year < 0 || hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60 || (s[21] != '+' && s[21] != '-') {
+		return 0, badTime(s)
+	}
+	if zh < 0 || zm < 0 || zm > 59 || zh*60+zm > 14*60 {
+		return 0, errors.New("bad time zone " + strconv.Quote(s[21:]) + " (beyond ±14:00)")
+	}
+	if year < 1989 || year > 2200 { // before UnixNano, which would wrap
+		return 0, errTime
 	}
 	off := (zh*60 + zm) * 60
 	if s[21] == '-' {
 		off = -off
 	}
-	t := time.Date(year, time.Month(mon+1), day, hh, mm, ss, 0, time.UTC)
-	return t.UnixNano() - int64(off)*int64(time.Second), true
+	if day > monthDays[mon] && (mon != 1 || day > 29 || year%4 != 0 || year%100 == 0 && year%400 != 0) {
+		return 0, badTime(s) // 31/Feb: no such day
+	}
+	at := time.Date(year, time.Month(mon+1), day, hh, mm, ss, 0, time.UTC).UnixNano() - int64(off)*int64(time.Second)
+	if at < minTime || at >= maxTime {
+		return 0, errTime
+	}
+	return at, nil
+}
+
+// monthDays are the days of each month of a common year.
+var monthDays = [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+// badTime is the reason of a [time] that is none.
+func badTime(s string) error { return errors.New("bad time " + strconv.Quote(s)) }
+
+// num reads the decimal digits of t, -1 when one is not a digit.
+func num(t string) int {
+	n := 0
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return -1
+		}
+		n = n*10 + int(t[i]-'0')
+	}
+	return n
 }
 
 // caddyLine is what the audit reads of a line of Caddy's JSON access log.
@@ -248,22 +286,30 @@ func parseCaddy(line []byte) (Entry, error) {
 	if err := json.Unmarshal(line, &c); err != nil {
 		return Entry{}, err
 	}
-	if c.Request == nil || (c.Logger != "" && !strings.HasPrefix(c.Logger, "http.log.access")) {
-		// Another logger's line: the error log and reverse_proxy's
-		// debug lines carry "request" too, and would count a request
-		// twice.
+	if access := strings.HasPrefix(c.Logger, "http.log.access"); c.Request == nil && access {
+		return Entry{}, errors.New("an access log line without its request")
+	} else if c.Request == nil || (c.Logger != "" && !access) {
+		// Another logger's line (Caddy's own have none): the error log
+		// and reverse_proxy's debug lines carry "request" too, and
+		// would count a request twice.
 		return Entry{}, errSkip
 	}
 	r := c.Request
-	e := Entry{At: int64(c.TS * 1e9), ClientIP: r.ClientIP, Method: r.Method, Target: r.URI, Host: r.Host, HTTPS: r.TLS != nil, Status: c.Status}
+	e := Entry{ClientIP: r.ClientIP, Method: r.Method, Target: r.URI, Host: r.Host, HTTPS: r.TLS != nil, Status: c.Status}
 	if e.ClientIP == "" {
 		e.ClientIP = r.RemoteIP
 	}
 	if ua := r.Headers["User-Agent"]; len(ua) > 0 {
 		e.UserAgent = ua[0]
 	}
-	if e.Target == "" || e.Method == "" || c.TS <= 0 {
+	switch {
+	case e.Target == "" || e.Method == "" || c.TS == 0:
 		return e, errors.New("no ts, method or uri")
+	case !(c.TS >= float64(minTime)/1e9 && c.TS < float64(maxTime)/1e9): // before the conversion, which would wrap
+		return e, errTime
+	case !limit.ParseAddr(e.ClientIP).IsValid():
+		return e, errors.New("client " + strconv.Quote(e.ClientIP[:min(len(e.ClientIP), 60)]) + " is not an IP address")
 	}
+	e.At = int64(c.TS * 1e9)
 	return e, nil
 }

@@ -129,12 +129,18 @@ func formatOf(want string, line []byte) string {
 	return FormatCombined
 }
 
-// parse reads one line in format.
-func (a *Auditor) parse(line []byte, format string) (Entry, error) {
+// parse reads one line in format: a request made before a day after the
+// Auditor started.
+func (a *Auditor) parse(line []byte, format string) (en Entry, err error) {
 	if format == FormatCaddy {
-		return parseCaddy(line)
+		en, err = parseCaddy(line)
+	} else {
+		en, err = parseCombined(string(line))
 	}
-	return parseCombined(string(line))
+	if err == nil && en.At > a.notAfter {
+		return en, errTime
+	}
+	return en, err
 }
 
 // Read judges the log that r holds (gzip-compressed or not), named name
@@ -161,7 +167,8 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 			}
 			continue
 		}
-		if len(line) > 0 || err == nil {
+		if len(line) > 0 || err == nil { // a line, not the end after the last one
+			line = bytes.TrimRight(line, "\r")
 			fr.Lines++
 			if fr.Format == "" {
 				fr.Format = formatOf(a.res.Format, line)
@@ -195,7 +202,7 @@ const unknownAfter = 100
 // errLong is the reason of a line longer than maxLine.
 var errLong = errors.New("line longer than 1 MiB")
 
-// readLine returns the next line without its end, errLong for a line
+// readLine returns the next line without its "\n", errLong for a line
 // longer than maxLine (which is skipped).
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
@@ -212,7 +219,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		}
 		line = buf
 	}
-	return bytes.TrimRight(line, "\r\n"), err
+	return bytes.TrimSuffix(line, []byte{'\n'}), err
 }
 
 // errLongOr is errLong unless the read ended with another error.
@@ -226,7 +233,7 @@ func errLongOr(err error) error {
 // entry reads and judges one line of a file.
 func (a *Auditor) entry(ctx context.Context, fr *FileResult, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
-		fr.Skipped++
+		fr.Blank++
 		return
 	}
 	en, err := a.parse(line, fr.Format)

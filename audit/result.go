@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/robotsguard/robotsguard/guard"
@@ -36,6 +37,9 @@ type Result struct {
 	// Warnings say what made the audit weaker than the guard it models
 	// (a feed that did not load).
 	Warnings []string `json:"warnings,omitempty"`
+	// Offline reports an audit that checked no crawler claim
+	// (Options.Offline): every claim's verification is "unverifiable".
+	Offline bool `json:"offline,omitempty"`
 	// Sites are the sites of the log, the one with the most bot requests
 	// first.
 	Sites []SiteResult `json:"sites"`
@@ -52,12 +56,14 @@ type VersionUse struct {
 type FileResult struct {
 	Name   string `json:"name"`
 	Format string `json:"format"`
-	// Lines counts the lines read; Entries the requests judged (or
-	// counted before history); Skipped the lines that are valid but
-	// no request (another logger's lines in a Caddy log); Malformed the
-	// lines that could not be read, the first few in Examples.
+	// Lines counts the lines read, each one of: Entries, the requests
+	// judged (or counted before history); Blank, the empty lines (or
+	// of spaces only); Skipped, the lines that are valid but no request
+	// (another logger's lines in a Caddy log); Malformed, the lines that
+	// could not be read, the first few in Examples with their reason.
 	Lines     int64       `json:"lines"`
 	Entries   int64       `json:"entries"`
+	Blank     int64       `json:"blank,omitempty"`
 	Skipped   int64       `json:"skipped,omitempty"`
 	Malformed int64       `json:"malformed"`
 	Examples  []Malformed `json:"malformed_examples,omitempty"`
@@ -88,6 +94,12 @@ type SiteResult struct {
 	Compliant []Row `json:"compliant"`
 	// Others counts the requests of clients beyond Options.MaxRows.
 	Others int64 `json:"others,omitempty"`
+	// Unlisted counts the clients beyond Options.MaxRows that would have
+	// been stopped, so that len(Offenders) + Unlisted are all of them;
+	// UnlistedAtLeast says that more were not told apart (beyond about a
+	// million: Unlisted is then a lower bound).
+	Unlisted        int64 `json:"unlisted_offenders,omitempty"`
+	UnlistedAtLeast bool  `json:"unlisted_at_least,omitempty"`
 	// Lines are the robots.txt lines that stopped requests, the busiest
 	// first.
 	Lines []LineCount `json:"lines,omitempty"`
@@ -106,9 +118,9 @@ type LineCount struct {
 	Count int64  `json:"count"`
 }
 
-// Row is one client's record: its address prefix, the group its
-// User-Agent chose and its claim, and what the guard would have done with
-// its requests.
+// Row is one client's record: its address prefix and its agent (the
+// group its User-Agent chose, its claim and the header), and what the
+// guard would have done with its requests.
 type Row struct {
 	Site         string `json:"site"`
 	Client       string `json:"client"`
@@ -118,7 +130,8 @@ type Row struct {
 	// Class is "unfurler" or "fetcher" for an agent that fetches for a
 	// person (a link preview, a user-triggered fetch).
 	Class string `json:"class,omitempty"`
-	// UserAgent is the first User-Agent seen (cut at 200 bytes).
+	// UserAgent is the User-Agent header of its requests (cut at 200
+	// bytes, with "…").
 	UserAgent string    `json:"user_agent"`
 	First     time.Time `json:"first"`
 	Last      time.Time `json:"last"`
@@ -156,38 +169,103 @@ type Example struct {
 	Line   int       `json:"line,omitempty"`
 }
 
-// add counts one decided entry of the row's client.
-func (r *Row) add(en *Entry, v *guard.Verdict) {
-	r.Requests++
-	r.Last = time.Unix(0, en.At).UTC()
+// The kinds of a request, by what the guard would have done with it: the
+// indexes of a tally's counts.
+const (
+	passed = iota // let through; its count is every request's
+	disallowed
+	spoofed
+	throttled
+	trapped
+	banned
+	otherwise
+	kinds
+)
+
+// kindOf is the kind of a request the guard decided with v.
+func kindOf(v *guard.Verdict) int {
 	switch v.Reason {
 	case guard.ReasonDisallowed, guard.ReasonDisallowedDecoded, guard.ReasonContentSignal:
-		r.Disallowed++
+		return disallowed
 	case guard.ReasonSpoofed:
-		r.Spoofed++
+		return spoofed
 	case guard.ReasonCrawlDelay:
-		r.Throttled++
+		return throttled
 	case guard.ReasonTrap, guard.ReasonTrapUnattributed:
-		r.Traps++
+		return trapped
 	case guard.ReasonBanned:
-		r.Banned++
-	default:
-		if v.Action == guard.Allow {
-			return
-		}
-		r.Other++
+		return banned
 	}
+	if v.Action == guard.Allow {
+		return passed
+	}
+	return otherwise
+}
+
+// tally is a row while the audit runs, its key saying whose: smaller than
+// the Row that Result makes of it, for there are many.
+type tally struct {
+	first, last int64        // Unix ns
+	n           [kinds]int64 // n[passed] counts every request
+	cutUA       bool         // the key's User-Agent is the header cut
+	lines       []lineN      // Row.Lines: a few pairs cost less than a map
+	examples    []Example
+}
+
+// lineN is a robots.txt line number and its count.
+type lineN struct {
+	line int
+	n    int64
+}
+
+// add counts one decided entry of the row's client.
+func (t *tally) add(en *Entry, v *guard.Verdict) {
+	t.n[passed]++
+	t.first, t.last = min(t.first, en.At), max(t.last, en.At) // logs out of order too
+	k := kindOf(v)
+	if k == passed {
+		return
+	}
+	t.n[k]++
 	line := 0
 	if v.Rule != nil {
 		line = v.Rule.Line
-		if r.Lines == nil {
-			r.Lines = make(map[int]int64)
+		t.countLine(line)
+	}
+	if len(t.examples) < maxExamples {
+		// The target's own copy: the line it is part of is not kept.
+		t.examples = append(t.examples, Example{At: time.Unix(0, en.At).UTC(), Target: strings.Clone(truncate(en.Target, 200)), Reason: v.Reason.String(), Line: line})
+	}
+}
+
+// countLine counts a request a robots.txt line stopped.
+func (t *tally) countLine(line int) {
+	for i := range t.lines {
+		if t.lines[i].line == line {
+			t.lines[i].n++
+			return
 		}
-		r.Lines[line]++
 	}
-	if len(r.Examples) < maxExamples {
-		r.Examples = append(r.Examples, Example{At: r.Last, Target: truncate(en.Target, 200), Reason: v.Reason.String(), Line: line})
+	t.lines = append(t.lines, lineN{line, 1})
+}
+
+// row is the Row of the tally of k, its client's prefix of v4 or v6
+// bits.
+func (t *tally) row(k *rowKey, v4, v6 int) Row {
+	r := Row{Site: k.site, Client: k.client.Format(v4, v6), Group: k.group, Operator: k.operator, Verification: k.verification.String(), Class: k.class,
+		UserAgent: k.ua, First: time.Unix(0, t.first).UTC(), Last: time.Unix(0, t.last).UTC(), Requests: t.n[passed],
+		Disallowed: t.n[disallowed], Spoofed: t.n[spoofed], Throttled: t.n[throttled], Traps: t.n[trapped], Banned: t.n[banned], Other: t.n[otherwise],
+		Examples: t.examples}
+	if t.cutUA {
+		r.UserAgent += "…"
 	}
+	if len(t.lines) > 0 {
+		r.Lines = make(map[int]int64, len(t.lines))
+		for _, l := range t.lines {
+			r.Lines[l.line] = l.n
+		}
+	}
+	return r
 }
 
 // Result returns what the audit found so far.
@@ -236,12 +314,12 @@ func (a *Auditor) Result() Result {
 	for i, s := range res.Sites {
 		index[s.Site] = i
 	}
-	for _, r := range a.rows {
-		s := &res.Sites[index[r.Site]]
+	for k, t := range a.rows {
+		s, r := &res.Sites[index[k.site]], t.row(&k, a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix)
 		if r.Stopped() > 0 {
-			s.Offenders = append(s.Offenders, *r)
+			s.Offenders = append(s.Offenders, r)
 		} else {
-			s.Compliant = append(s.Compliant, *r)
+			s.Compliant = append(s.Compliant, r)
 		}
 	}
 	for i := range res.Sites {

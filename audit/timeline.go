@@ -12,8 +12,8 @@ import (
 // timelineSteps are the slice widths of a timeline, finest first: it
 // starts with minutes and moves to the next width when it holds more
 // than maxSlices slices, so that its memory is bounded whatever the log
-// spans.
-var timelineSteps = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+// spans (the last width holds minTime to maxTime in fewer).
+var timelineSteps = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 84 * 24 * time.Hour}
 
 const maxSlices = 2048
 
@@ -24,11 +24,13 @@ type timeline struct {
 	slices map[int64]*report.Slice
 }
 
-// add counts one bot request at (Unix ns).
+// add counts one bot request at (Unix ns; a time outside minTime to
+// maxTime, which no entry has, counts at the nearest of them).
 func (tl *timeline) add(at int64, v *guard.Verdict) {
 	if tl.slices == nil {
 		tl.slices = make(map[int64]*report.Slice)
 	}
+	at = min(max(at, minTime), maxTime)
 	w := int64(timelineSteps[tl.step])
 	k := at - at%w
 	s := tl.slices[k]

@@ -80,7 +80,7 @@ func (s *datedSource) Fetch(_ context.Context, req sites.Request) (sites.Result,
 // default without one.
 func siteName(scheme, host string) string {
 	_, port := sites.SplitHost(host)
-	return scheme + "://" + sites.MakeKey(scheme, host, port).HostPort()
+	return sites.MakeKey(scheme, host, port).Name()
 }
 
 // index returns the Version of vs in force at (Unix ns), -1 before the

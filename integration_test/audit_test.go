@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,23 @@ http {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("audit of %s (%s): %v\nlive: %v", filepath.Base(log), res.Files[0].Format, got, want)
 		}
+	}
+
+	// Offline, no claim is checked: the spoofed Googlebot is judged as
+	// the guard judges a claim it cannot check (its group and "*"), so
+	// its /private/ fetches are stopped, and the table says why.
+	cmd := exec.Command(bin, "robots", "audit", "--offline", "--robots", robotsFile, "--config", cfg, "--site", "http://example.com", nginxLog)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	spoofed := ""
+	for line := range strings.Lines(string(out)) {
+		if strings.HasPrefix(line, "11.0.113.9/32 ") {
+			spoofed = line
+		}
+	}
+	if code := exitCode(err); code != 1 || !regexp.MustCompile(`unverifiable \(offline\) google +3 +3 `).MatchString(spoofed) || stderr.Len() > 0 {
+		t.Errorf("offline audit: exit %d (%v)\n%s\nstandard error: %s", code, err, out, stderr.String())
 	}
 }
 

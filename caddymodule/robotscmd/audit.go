@@ -3,6 +3,7 @@ package robotscmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +58,11 @@ func auditCommand() *cobra.Command {
 			o.html, _ = c.Flags().GetString("html")
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			exit(runAudit(ctx, os.Stdout, args, o))
+			code, err := runAudit(ctx, os.Stdout, os.Stderr, args, o)
+			if err != nil {
+				err = errors.New(termSafe(err.Error())) // it may quote a log
+			}
+			exit(code, err)
 			return nil
 		},
 	}
@@ -65,7 +72,7 @@ func auditCommand() *cobra.Command {
 	f.String("site", "", "scheme and host of logs whose lines carry none (Common/Combined), e.g. https://example.com (default "+audit.DefaultSite+")")
 	f.String("format", audit.FormatAuto, "log format: "+strings.Join(audit.Formats, ", "))
 	f.String("config", "", "JSON file of a robots_guard block (bots, verify, crawl_delay, clients, traps, bans, ...): judge as that guard would")
-	f.Bool("offline", false, "verify no crawler claim (no IP-range feed, no DNS)")
+	f.Bool("offline", false, "check no crawler claim (no IP-range feed, no DNS): each is judged as the guard judges one it cannot check, unverifiable, by its group and *")
 	f.Bool("json", false, "print the result as JSON")
 	f.Bool("all", false, "list the compliant bots too")
 	f.String("html", "", "also write the result as one self-contained HTML page, in the dashboard's style, to this file")
@@ -73,9 +80,10 @@ func auditCommand() *cobra.Command {
 	return c
 }
 
-// runAudit is "caddy robots audit"; it returns the exit code: 1 when a
-// bot would have been stopped, 0 when none, 2 on an error.
-func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (int, error) {
+// runAudit is "caddy robots audit": the result on out, warnings on
+// errOut; it returns the exit code: 1 when a bot would have been
+// stopped, 0 when none, 2 on an error.
+func runAudit(ctx context.Context, out, errOut io.Writer, logs []string, o auditOpts) (int, error) {
 	var cfg guard.Config
 	if o.config != "" {
 		b, err := os.ReadFile(o.config)
@@ -85,9 +93,6 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		if err := json.Unmarshal(b, &cfg); err != nil {
 			return exitError, fmt.Errorf("--config %s: %w", o.config, err)
 		}
-	}
-	if o.offline {
-		cfg.Verify = &identity.VerifyConfig{Off: true}
 	}
 	if len(o.robots) == 0 && o.history == "" {
 		return exitError, fmt.Errorf("give the robots.txt to judge by: --robots <file or URL>[@DATE], or --history <admin address> of the running Caddy")
@@ -107,7 +112,7 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		}
 		versions = append(versions, v)
 	}
-	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions, History: history})
+	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions, History: history, Offline: o.offline})
 	if err != nil {
 		return exitError, err
 	}
@@ -121,6 +126,7 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		return exitError, err
 	}
 	res := a.Result()
+	printWarnings(errOut, res.Warnings)
 	if o.html != "" {
 		if err := writeAuditHTML(o.html, res); err != nil {
 			return exitError, err
@@ -136,7 +142,7 @@ func runAudit(ctx context.Context, out io.Writer, logs []string, o auditOpts) (i
 		printAudit(out, res, o.all, o.top)
 	}
 	for _, s := range res.Sites {
-		if len(s.Offenders) > 0 {
+		if len(s.Offenders) > 0 || s.Unlisted > 0 {
 			return exitFinding, nil
 		}
 	}
@@ -203,24 +209,22 @@ func parseDate(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// printAudit prints the result as tables people read.
+// printWarnings prints the audit's warnings, each line of one after the
+// first indented.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, x := range warnings {
+		lines := strings.Split(x, "\n")
+		for i, l := range lines {
+			lines[i] = termSafe(l)
+		}
+		fmt.Fprintln(w, "warning:", strings.Join(lines, "\n  "))
+	}
+}
+
+// printAudit prints the result as tables people read, every field of
+// the logs made safe for a terminal (termSafe).
 func printAudit(out io.Writer, res audit.Result, all bool, top int) {
-	for _, w := range res.Warnings {
-		fmt.Fprintln(out, "warning:", w)
-	}
-	for _, f := range res.Files {
-		fmt.Fprintf(out, "%s: %s, %d lines, %d requests", f.Name, f.Format, f.Lines, f.Entries)
-		if f.Malformed > 0 {
-			fmt.Fprintf(out, ", %d malformed lines skipped", f.Malformed)
-		}
-		fmt.Fprintln(out)
-		for _, m := range f.Examples {
-			fmt.Fprintf(out, "  line %d: %s: %s\n", m.Line, m.Reason, m.Text)
-		}
-		if f.Entries > 0 && f.NoUserAgent == f.Entries {
-			fmt.Fprintln(out, "  no request has a User-Agent (the Common Log Format has none): every one passes as a browser's would; log in the Combined format to audit bots")
-		}
-	}
+	printFiles(out, res.Files)
 	if res.BeforeHistory > 0 {
 		fmt.Fprintf(out, "%d requests made before the first dated robots.txt were not judged\n", res.BeforeHistory)
 	}
@@ -228,45 +232,139 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 		fmt.Fprintf(out, "from %s to %s\n", res.From.Format(time.RFC3339), res.To.Format(time.RFC3339))
 	}
 	for _, s := range res.Sites {
-		fmt.Fprintf(out, "\n%s: %d requests, %d of bots; %d clients would have been stopped\n", s.Site, s.Requests, s.BotRequests, len(s.Offenders))
+		atLeast := ""
+		if s.UnlistedAtLeast {
+			atLeast = "at least "
+		}
+		fmt.Fprintf(out, "\n%s: %d requests, %d of bots; %s%d clients would have been stopped", termSafe(s.Site), s.Requests, s.BotRequests,
+			atLeast, int64(len(s.Offenders))+s.Unlisted)
+		if s.Unlisted > 0 {
+			fmt.Fprintf(out, " (%d of them beyond the row bound, not listed)", s.Unlisted)
+		}
+		fmt.Fprintln(out)
 		rows := s.Offenders
 		if all {
 			rows = append(rows, s.Compliant...)
 		}
-		if len(rows) == 0 {
-			continue
-		}
-		hidden := 0
-		if top > 0 && len(rows) > top {
-			rows, hidden = rows[:top], len(rows)-top
-		}
-		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tOTHER\tFIRST\tLAST\tEXAMPLE")
-		for _, r := range rows {
-			example := ""
-			if len(r.Examples) > 0 {
-				x := r.Examples[0]
-				example = x.Target + " (" + x.Reason
-				if x.Line > 0 {
-					example += fmt.Sprintf(", line %d", x.Line)
-				}
-				example += ")"
-			}
-			verification := r.Verification
-			if r.Operator != "" {
-				verification += " " + r.Operator
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Client, groupOf(r), verification, r.Requests,
-				r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), example)
-		}
-		tw.Flush()
-		if hidden > 0 {
-			fmt.Fprintf(out, "%d more rows (--top 0 shows them all)\n", hidden)
+		if len(rows) > 0 {
+			printRows(out, rows, top, res.Offline)
 		}
 		if s.Others > 0 {
 			fmt.Fprintf(out, "%d requests of clients beyond the row bound are not listed\n", s.Others)
 		}
 	}
+}
+
+// printFiles prints what each log held: its lines, each a request, a
+// blank line, another logger's line or a malformed one (the first few
+// shown, with their reasons).
+func printFiles(out io.Writer, files []audit.FileResult) {
+	for _, f := range files {
+		fmt.Fprintf(out, "%s: %s, %d lines, %d requests", termSafe(f.Name), f.Format, f.Lines, f.Entries)
+		if f.Blank > 0 {
+			fmt.Fprintf(out, ", %d blank lines", f.Blank)
+		}
+		if f.Skipped > 0 {
+			fmt.Fprintf(out, ", %d lines of other loggers skipped", f.Skipped)
+		}
+		if f.Malformed > 0 {
+			fmt.Fprintf(out, ", %d malformed lines skipped", f.Malformed)
+		}
+		fmt.Fprintln(out)
+		for _, m := range f.Examples {
+			fmt.Fprintf(out, "  line %d: %s: %s\n", m.Line, termSafe(m.Reason), termSafe(m.Text))
+		}
+		if f.Entries > 0 && f.NoUserAgent == f.Entries {
+			fmt.Fprintln(out, "  no request has a User-Agent (the Common Log Format has none): every one passes as a browser's would; log in the Combined format to audit bots")
+		}
+	}
+}
+
+// tableUA is how many characters of a row's User-Agent the table shows.
+const tableUA = 60
+
+// printRows prints the rows of a site, at most top (0: all); offline
+// marks the claims an offline audit could not check.
+func printRows(out io.Writer, rows []audit.Row, top int, offline bool) {
+	hidden := 0
+	if top > 0 && len(rows) > top {
+		rows, hidden = rows[:top], len(rows)-top
+	}
+	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tOTHER\tFIRST\tLAST\tEXAMPLE\tUSER-AGENT")
+	for _, r := range rows {
+		example := ""
+		if len(r.Examples) > 0 {
+			example = exampleText(r.Examples[0])
+		}
+		verification := r.Verification
+		if offline && verification == identity.Unverifiable.String() {
+			verification += " (offline)"
+		}
+		if r.Operator != "" {
+			verification += " " + r.Operator
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", termSafe(r.Client), termSafe(groupOf(r)), termSafe(verification), r.Requests,
+			r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), termSafe(example), termSafe(firstChars(r.UserAgent, tableUA)))
+	}
+	tw.Flush()
+	if hidden > 0 {
+		fmt.Fprintf(out, "%d more rows (--top 0 shows them all)\n", hidden)
+	}
+}
+
+// exampleText is an example as the table and the page show it:
+// "/private/x (disallowed, line 2)".
+func exampleText(x audit.Example) string {
+	e := x.Target + " (" + x.Reason
+	if x.Line > 0 {
+		e += fmt.Sprintf(", line %d", x.Line)
+	}
+	return e + ")"
+}
+
+// firstChars is s cut after n characters, with "…" when it was cut.
+func firstChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i] + "…"
+		}
+		n--
+	}
+	return s
+}
+
+// termSafe is s with what a terminal would act on written as Go
+// escapes: control characters (C0, DEL, C1: "\x1b" for ESC), bytes that
+// are no UTF-8, and other characters that are not graphic (the line
+// separators, the bidirectional-text controls: "\u202e"), so that a
+// logged field cannot clear the screen, set the window's title or draw a
+// link.
+func termSafe(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && !unicode.IsGraphic(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsGraphic(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // groupOf is a row's group, with the class of an agent that fetches for
@@ -284,8 +382,11 @@ func writeAuditHTML(path string, res audit.Result) error {
 	if res.BeforeHistory > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d requests made when no robots.txt is known were not judged", res.BeforeHistory))
 	}
+	if res.Offline {
+		p.Notes = append(p.Notes, "offline: no crawler claim was checked; each was judged as the guard judges one it cannot check (unverifiable: by its group and *)")
+	}
 	for _, f := range res.Files {
-		p.Files = append(p.Files, fmt.Sprintf("%s: %s, %d requests, %d malformed lines", f.Name, f.Format, f.Entries, f.Malformed))
+		p.Files = append(p.Files, fmt.Sprintf("%s: %s, %d lines: %d requests, %d blank, %d of other loggers, %d malformed", f.Name, f.Format, f.Lines, f.Entries, f.Blank, f.Skipped, f.Malformed))
 	}
 	for _, s := range res.Sites {
 		ps := dashboard.AuditSite{Site: s.Site, Requests: s.Requests, BotRequests: s.BotRequests, Compliant: len(s.Compliant), Timeline: s.Timeline}
@@ -306,12 +407,11 @@ func writeAuditHTML(path string, res audit.Result) error {
 			c := dashboard.AuditClient{Client: r.Client, Group: groupOf(r), Verification: r.Verification, Operator: r.Operator, UserAgent: r.UserAgent,
 				Requests: r.Requests, Disallowed: r.Disallowed + r.Other, Throttled: r.Throttled, Traps: r.Traps, Spoofed: r.Spoofed, Banned: r.Banned,
 				First: r.First, Last: r.Last}
+			if res.Offline && r.Verification == identity.Unverifiable.String() {
+				c.Operator = strings.TrimSpace(c.Operator + " (offline)")
+			}
 			for _, x := range r.Examples {
-				e := x.Target + " (" + x.Reason
-				if x.Line > 0 {
-					e += fmt.Sprintf(", line %d", x.Line)
-				}
-				c.Examples = append(c.Examples, e+")")
+				c.Examples = append(c.Examples, exampleText(x))
 			}
 			ps.Offenders = append(ps.Offenders, c)
 		}
@@ -355,7 +455,7 @@ func showProgress(w *os.File, a *audit.Auditor, logs []string) func() {
 				fmt.Fprint(w, "\r\033[K")
 				return
 			case <-tick.C:
-				fmt.Fprint(w, "\r\033[K"+progressLine(a, total, time.Since(start)))
+				fmt.Fprint(w, "\r\033[K"+termSafe(progressLine(a, total, time.Since(start))))
 			}
 		}
 	}()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robotsguard/robotsguard/audit"
 	"github.com/robotsguard/robotsguard/guard"
@@ -46,7 +49,7 @@ func TestAudit(t *testing.T) {
 	logs := []string{filepath.Join(dir, "access.log"), filepath.Join(dir, "access.log.1.gz")}
 
 	var out bytes.Buffer
-	code, err := runAudit(context.Background(), &out, logs, auditOpts{offline: true, site: "https://example.com",
+	code, err := runAudit(context.Background(), &out, io.Discard, logs, auditOpts{offline: true, site: "https://example.com",
 		robots: []string{old + "@2026-01-01", srv.URL + "/robots.txt@2026-02-01"}})
 	if err != nil || code != exitFinding {
 		t.Fatalf("exit %d, %v\n%s", code, err, out.String())
@@ -64,21 +67,21 @@ func TestAudit(t *testing.T) {
 	}
 
 	out.Reset()
-	code, err = runAudit(context.Background(), &out, logs, auditOpts{offline: true, robots: []string{old + "@2025-01-01"}, asJSON: true, all: true})
+	code, err = runAudit(context.Background(), &out, io.Discard, logs, auditOpts{offline: true, robots: []string{old + "@2025-01-01"}, asJSON: true, all: true})
 	if err != nil || code != exitFinding || !strings.Contains(out.String(), `"disallowed": 2`) {
 		t.Errorf("JSON: exit %d, %v\n%s", code, err, out.String())
 	}
 	out.Reset()
-	code, _ = runAudit(context.Background(), &out, logs, auditOpts{offline: true, robots: []string{filepath.Join(dir, "missing.txt")}})
+	code, _ = runAudit(context.Background(), &out, io.Discard, logs, auditOpts{offline: true, robots: []string{filepath.Join(dir, "missing.txt")}})
 	if code != exitError {
 		t.Errorf("missing robots.txt: exit %d", code)
 	}
-	code, _ = runAudit(context.Background(), &out, logs, auditOpts{offline: true})
+	code, _ = runAudit(context.Background(), &out, io.Discard, logs, auditOpts{offline: true})
 	if code != exitError {
 		t.Errorf("no robots.txt: exit %d", code)
 	}
 	os.WriteFile(old, []byte("User-agent: *\nDisallow: /nothing-here/\n"), 0o644)
-	if code, err = runAudit(context.Background(), &out, logs, auditOpts{offline: true, robots: []string{old}}); code != exitOK {
+	if code, err = runAudit(context.Background(), &out, io.Discard, logs, auditOpts{offline: true, robots: []string{old}}); code != exitOK {
 		t.Errorf("no offender: exit %d, %v", code, err)
 	}
 }
@@ -113,5 +116,133 @@ func TestProgressLine(t *testing.T) {
 	defer f.Close()
 	if showProgress(f, a, nil) != nil {
 		t.Error("a progress display on a file")
+	}
+}
+
+// hostileLog is a Combined log whose fields would act on a terminal:
+// ESC and OSC sequences (clear the screen, set the window's title, draw
+// a link) in a target, a User-Agent and a malformed line, C1 controls, a
+// bidirectional override and bytes that are no UTF-8.
+func hostileLog(at time.Time) string {
+	when := at.Format("02/Jan/2006:15:04:05 -0700")
+	return fmt.Sprintf("192.0.2.1 - - [%s] \"GET /private/\x1b[2J\x1b]0;pwned\x07 HTTP/1.1\" 200 1 \"-\" \"EvilBot\\x1b]8;;https://evil.example/\\x1b\\\\\"\n", when) +
+		fmt.Sprintf("192.0.2.2 - - [%s] \"GET /private/\xc2\x9b31m\xe2\x80\xae\xff HTTP/1.1\" 200 1 \"-\" \"Bot\xc2\x85\tTab\"\n", when) +
+		"\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\\n"
+}
+
+// TestAuditTerminalSafe: no byte of a log reaches the terminal as a
+// control: the table shows each as an escape (\x1b), whatever the field
+// (target, User-Agent, Host, malformed line, file name).
+func TestAuditTerminalSafe(t *testing.T) {
+	dir := t.TempDir()
+	robots := filepath.Join(dir, "robots.txt")
+	os.WriteFile(robots, []byte("User-agent: *\nDisallow: /private/\n"), 0o644)
+	combinedLog := filepath.Join(dir, "access\x1b[2J.log")
+	os.WriteFile(combinedLog, []byte(hostileLog(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))), 0o644)
+	caddyLog := filepath.Join(dir, "caddy.log")
+	os.WriteFile(caddyLog, []byte(`{"ts":1793527200,"logger":"http.log.access","request":{"client_ip":"192.0.2.3","method":"GET","host":"ex\u001b]0;title\u0007ample.com","uri":"/private/\u001b[2J","headers":{"User-Agent":["Bot\u001b[5m"]}},"status":200}`+"\n"), 0o644)
+	var out, errOut bytes.Buffer
+	code, err := runAudit(context.Background(), &out, &errOut, []string{combinedLog, caddyLog}, auditOpts{offline: true, robots: []string{robots}, all: true})
+	if err != nil || code != exitFinding {
+		t.Fatalf("exit %d, %v\n%s", code, err, out.String())
+	}
+	for i, c := range out.String() {
+		if c != '\n' && (c < 0x20 || c == 0x7f || c >= 0x80 && c < 0xa0 || c == 0x202e || c == utf8.RuneError) {
+			t.Fatalf("a control (%U) at byte %d:\n%q", c, i, out.String())
+		}
+	}
+	for _, want := range []string{`/private/\x1b[2J\x1b]0;pwned\x07`, `EvilBot\x1b]8;;https://evil.example/\x1b\`, `\u009b31m\u202e\xff`, `Bot\u0085\x09Tab`,
+		`line 3: no client address: \x1b]8;;https://evil.example/\x1b\click\x1b]8;;\x1b\`, `access\x1b[2J.log`, `ex\x1b]0;title\x07ample.com`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %s:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestTermSafe: what termSafe escapes, and what it leaves.
+func TestTermSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"/a?b=c d":                   "/a?b=c d",
+		"Mozilla/5.0 (Gecko)":        "Mozilla/5.0 (Gecko)",
+		"\x1b[2J":                    `\x1b[2J`,
+		"a\nb\rc\td\x00e\x7f":        `a\x0ab\x0dc\x09d\x00e\x7f`,
+		"\xc2\x9b\xe2\x80\xae\u2028": `\u009b\u202e\u2028`,
+		"\xff\xfe":                   `\xff\xfe`,
+		"café 日本 🤖":                  "café 日本 🤖",
+	} {
+		if got := termSafe(in); got != want {
+			t.Errorf("termSafe(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestAuditOffline: --offline judges a claim it cannot check as the guard
+// judges an unverifiable one, by its group and "*": the spoofed Googlebot
+// on a path "*" disallows is stopped, and the table says why.
+func TestAuditOffline(t *testing.T) {
+	dir := t.TempDir()
+	robots := filepath.Join(dir, "robots.txt")
+	os.WriteFile(robots, []byte("User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n"), 0o644)
+	log := filepath.Join(dir, "access.log")
+	os.WriteFile(log, []byte(logLine("11.0.113.9", time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC), "/private/x",
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")), 0o644)
+	var out bytes.Buffer
+	code, err := runAudit(context.Background(), &out, io.Discard, []string{log}, auditOpts{offline: true, robots: []string{robots}})
+	if err != nil || code != exitFinding || !strings.Contains(out.String(), "1 clients would have been stopped") ||
+		!strings.Contains(out.String(), "unverifiable (offline) google") {
+		t.Errorf("exit %d, %v\n%s", code, err, out.String())
+	}
+}
+
+// TestAuditStreams: warnings go to standard error, never into the table
+// or the JSON on standard output.
+func TestAuditStreams(t *testing.T) {
+	dir := t.TempDir()
+	robots, cfg, log := filepath.Join(dir, "robots.txt"), filepath.Join(dir, "guard.json"), filepath.Join(dir, "access.log")
+	os.WriteFile(robots, []byte("User-agent: *\nDisallow: /private/\n"), 0o644)
+	// A feed that cannot load: a warning, one line per feed.
+	os.WriteFile(cfg, []byte(`{"verify":{"builtin":false,"operators":[{"name":"a","tokens":["ABot"],"ip_ranges":["/nonexistent/a.json"]},{"name":"b","tokens":["BBot"],"ip_ranges":["/nonexistent/b.json"]}]}}`), 0o644)
+	os.WriteFile(log, []byte(logLine("192.0.2.1", time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC), "/private/x", "ABot/1.0")), 0o644)
+	for _, asJSON := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		code, err := runAudit(context.Background(), &out, &errOut, []string{log}, auditOpts{robots: []string{robots}, config: cfg, asJSON: asJSON})
+		if err != nil || code != exitFinding {
+			t.Fatalf("exit %d, %v", code, err)
+		}
+		if strings.Contains(out.String(), "warning: ") || !strings.HasPrefix(errOut.String(), "warning: crawler verification") ||
+			!strings.Contains(errOut.String(), "\n  ") || !strings.Contains(errOut.String(), "b.json") {
+			t.Errorf("json %v: standard output:\n%s\nstandard error:\n%s", asJSON, out.String(), errOut.String())
+		}
+		if asJSON && !json.Valid(out.Bytes()) {
+			t.Errorf("not JSON:\n%s", out.String())
+		}
+	}
+}
+
+// TestAuditCounts: the headline counts every client that would have been
+// stopped, those beyond the row bound too; the file line counts blank
+// lines and other loggers' lines; each row shows its User-Agent.
+func TestAuditCounts(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	row := audit.Row{Client: "192.0.2.1/32", Group: "*", Verification: "none", UserAgent: "HeadlessChrome/137 " + strings.Repeat("x", 100), Requests: 2, Disallowed: 2, First: at, Last: at}
+	res := audit.Result{Files: []audit.FileResult{{Name: "a.log", Format: "combined", Lines: 10, Entries: 5, Blank: 3, Skipped: 1, Malformed: 1}},
+		Sites: []audit.SiteResult{{Site: "https://example.com", Requests: 5, BotRequests: 5, Offenders: []audit.Row{row, row}, Unlisted: 999_998, Others: 999_998}}}
+	var out bytes.Buffer
+	printAudit(&out, res, false, 50)
+	for _, want := range []string{"a.log: combined, 10 lines, 5 requests, 3 blank lines, 1 lines of other loggers skipped, 1 malformed lines skipped",
+		"1000000 clients would have been stopped (999998 of them beyond the row bound, not listed)", "USER-AGENT", "HeadlessChrome/137 xxx",
+		"999998 requests of clients beyond the row bound are not listed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), strings.Repeat("x", 60)) {
+		t.Errorf("the whole User-Agent in the table:\n%s", out.String())
+	}
+	res.Sites[0].UnlistedAtLeast = true
+	out.Reset()
+	printAudit(&out, res, false, 50)
+	if !strings.Contains(out.String(), "at least 1000000 clients") {
+		t.Errorf("a lower bound not said:\n%s", out.String())
 	}
 }

@@ -78,8 +78,9 @@ gzip-compressed rotations, several files in any order or standard input as
 "-") and judges every request with the same engine call robots_guard makes,
 at the request's own time: per client, the disallowed paths it fetched, the
 Crawl-delays it broke (the same clocks and tolerance), the traps it hit and
-the crawler claims that did not hold (--offline: none checked). --robots
-names the robots.txt to judge by; several, each with the date it came into
+the crawler claims that did not hold (--offline: none can be checked, and
+each is judged as the guard judges an unverifiable one, by its group and
+"*"). --robots names the robots.txt to judge by; several, each with the date it came into
 force (FILE@2026-01-31), judge each request by the one in force when it was
 made, and requests older than all of them are counted apart. --config takes
 a robots_guard block in JSON, to judge as that guard would. Exit status: 1
