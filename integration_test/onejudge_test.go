@@ -76,9 +76,10 @@ func judgeCases() []judgeCase {
 		{target: "/a;b", line: 6}, {target: "/a;b/c", line: 6}, {target: "/a;b?x", line: 6}, {target: "/a%3Bb", line: 6}, {target: "/a;c"},
 		// '$' rules and index.html
 		{target: "/doc.pdf", line: 4}, {target: "/dir/doc.pdf", line: 4}, {target: "/doc.pdf?x=1"}, {target: "/doc.PDF"},
-		{target: "/doc.pdf/"}, {target: "/doc.pdf;v=1"},
+		// a ';' parameter dropped, as servlet containers read it (SEMANTICS.md §6a)
+		{target: "/doc.pdf/"}, {target: "/doc.pdf;v=1", line: 4},
 		{target: "/index.html", line: 7}, {target: "/index.html?x"}, {target: "/index.htm"}, {target: "/dir/index.html"},
-		{target: "/index.html;x"},
+		{target: "/index.html;x", line: 7},
 		{target: "/x/print", line: 12}, {target: "/x/y/print", line: 12}, {target: "/x/print/"}, {target: "/print"},
 		{target: "/Admin", line: 11}, {target: "/Admin/x", line: 11}, {target: "/admin"},
 		// robots.txt itself, very long paths, absolute-form
