@@ -4,10 +4,12 @@
 // clocks, replayed at each request's own time), and says, per client,
 // what the guard would have done: the disallowed paths fetched, the
 // Crawl-delays broken, the traps hit and the claims to be a known crawler
-// that did not hold. It reads Caddy's JSON access log and the Common and
-// Combined Log Formats of nginx and Apache, gzip-compressed or not, with
-// memory bounded whatever the log's size. "caddy robots audit" is its
-// command.
+// that did not hold. It reads Caddy's JSON access log, the Common and
+// Combined Log Formats of nginx and Apache (Apache's with the virtual host
+// first too), HAProxy's HTTP log, Envoy's default format, Traefik's JSON
+// access log, Cloudflare's Logpush HTTP requests and AWS's CloudFront and
+// ALB logs, gzip-compressed or not, with memory bounded whatever the
+// log's size. "caddy robots audit" is its command.
 package audit
 
 import (
@@ -129,7 +131,7 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 		}
 	}
 	switch opts.Format {
-	case "", FormatAuto, FormatCaddy, FormatCombined:
+	case "", FormatAuto, FormatCaddy, FormatCombined, FormatVhostCombined, FormatTraefik, FormatCloudflare, FormatHAProxy, FormatEnvoy, FormatCloudFront, FormatALB:
 	default:
 		return nil, fmt.Errorf("robots_guard: audit: format %q: want one of %s", opts.Format, strings.Join(Formats, ", "))
 	}

@@ -300,6 +300,9 @@ func FuzzAudit(f *testing.F) {
 	}
 	f.Add(combined("11.0.113.9", t46, "/private/y", googleUA) + combined("192.0.2.5", t46, "/x", "FooBot/1.0") + "\n" +
 		combined("192.0.2.5", t46.Add(time.Second), "/private/z", "FooBot/1.0") + combined("192.0.2.6", t46, "/", chromeUA))
+	for _, s := range []string{vhostSample, traefikSample, cloudflareSample, envoySample, albHTTPS} { // the proxies' formats
+		f.Add(s + "\n" + s + "\n")
+	}
 	off := false // one operator's registry: New costs less
 	cfg := guard.Config{Verify: &identity.VerifyConfig{Builtin: &off, Operators: []identity.Operator{{Name: "google", Tokens: []string{"Googlebot"}}}}}
 	f.Fuzz(func(t *testing.T, log string) {

@@ -14,7 +14,13 @@ import (
 // The formats an access log can be read in.
 const (
 	// FormatAuto reads each file in the format its first line has: a JSON
-	// object is Caddy's, anything else the Common or Combined Log Format.
+	// object is Traefik's or Cloudflare's by the names of its fields, else
+	// Caddy's; CloudFront's header or a tab-separated line that starts
+	// with a date is FormatCloudFront, a line that starts with an ALB's
+	// type and time FormatALB, one with an [RFC 3339 time] FormatEnvoy,
+	// one with HAProxy's [accept date] FormatHAProxy, one whose second
+	// field is an IP address FormatVhostCombined, anything else the
+	// Common or Combined Log Format.
 	FormatAuto = "auto"
 	// FormatCaddy is Caddy's JSON access log (one object per line, the
 	// request under "request", the time in "ts").
@@ -23,10 +29,27 @@ const (
 	// write by default (and the Common Log Format, without its two last
 	// fields; nginx's log_format with fields after the User-Agent too).
 	FormatCombined = "combined"
+	// FormatVhostCombined is the Combined Log Format with the virtual
+	// host first: Apache's vhost_combined ("%v:%p %h ...") or "%v %h ...".
+	FormatVhostCombined = "vhost_combined"
+	// FormatTraefik is Traefik's JSON access log (accessLog.format: json).
+	FormatTraefik = "traefik"
+	// FormatCloudflare is Cloudflare's HTTP requests dataset as Logpush
+	// (or Logpull) writes it in JSON, one object per line.
+	FormatCloudflare = "cloudflare"
+	// FormatHAProxy is HAProxy's HTTP log (option httplog), with or
+	// without its syslog header.
+	FormatHAProxy = "haproxy"
+	// FormatEnvoy is Envoy's default access log format.
+	FormatEnvoy = "envoy"
+	// FormatCloudFront is CloudFront's standard (legacy) log.
+	FormatCloudFront = "cloudfront"
+	// FormatALB is an AWS Application Load Balancer's access log.
+	FormatALB = "alb"
 )
 
 // Formats lists the formats Options.Format takes.
-var Formats = []string{FormatAuto, FormatCaddy, FormatCombined}
+var Formats = []string{FormatAuto, FormatCaddy, FormatCombined, FormatVhostCombined, FormatTraefik, FormatCloudflare, FormatHAProxy, FormatEnvoy, FormatCloudFront, FormatALB}
 
 // Entry is one request of an access log.
 type Entry struct {

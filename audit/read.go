@@ -124,7 +124,22 @@ func formatOf(want string, line []byte) string {
 		return want
 	}
 	if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '{' {
-		return FormatCaddy
+		return jsonFormat(t)
+	}
+	if isCloudFront(string(line)) {
+		return FormatCloudFront
+	}
+	if isALB(string(line)) {
+		return FormatALB
+	}
+	if isEnvoy(string(line)) {
+		return FormatEnvoy
+	}
+	if acceptDate(string(line)) >= 0 {
+		return FormatHAProxy
+	}
+	if isVhost(line) {
+		return FormatVhostCombined
 	}
 	return FormatCombined
 }
@@ -132,9 +147,24 @@ func formatOf(want string, line []byte) string {
 // parse reads one line in format: a request made before a day after the
 // Auditor started.
 func (a *Auditor) parse(line []byte, format string) (en Entry, err error) {
-	if format == FormatCaddy {
+	switch format {
+	case FormatCaddy:
 		en, err = parseCaddy(line)
-	} else {
+	case FormatTraefik:
+		en, err = parseTraefik(line)
+	case FormatCloudflare:
+		en, err = parseCloudflare(line)
+	case FormatVhostCombined:
+		en, err = parseVhost(string(line))
+	case FormatHAProxy:
+		en, err = parseHAProxy(string(line))
+	case FormatEnvoy:
+		en, err = parseEnvoy(string(line))
+	case FormatCloudFront:
+		en, err = parseCloudFront(string(line))
+	case FormatALB:
+		en, err = parseALB(string(line))
+	default:
 		en, err = parseCombined(string(line))
 	}
 	if err == nil && en.At > a.notAfter {
@@ -176,7 +206,7 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 			a.entry(ctx, &fr, line)
 			if fr.Entries == 0 && fr.Malformed >= unknownAfter {
 				return fmt.Errorf("robots_guard: audit: %s: the first %d lines are none of the formats the audit reads "+
-					"(Caddy's JSON access log; the Common or Combined Log Format of nginx and Apache, with nginx's log_format fields after them): %s",
+					"(Caddy's, Traefik's and Cloudflare Logpush's JSON; HAProxy's httplog; Envoy's default format; CloudFront's and ALB's logs; the Common or Combined Log Format of nginx and Apache, with nginx's log_format fields after them or Apache's virtual host first): %s",
 					name, fr.Malformed, fr.Examples[0].Reason)
 			}
 		}

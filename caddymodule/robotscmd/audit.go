@@ -275,9 +275,22 @@ func printFiles(out io.Writer, files []audit.FileResult) {
 			fmt.Fprintf(out, "  line %d: %s: %s\n", m.Line, termSafe(m.Reason), termSafe(m.Text))
 		}
 		if f.Entries > 0 && f.NoUserAgent == f.Entries {
-			fmt.Fprintln(out, "  no request has a User-Agent (the Common Log Format has none): every one passes as a browser's would; log in the Combined format to audit bots")
+			fmt.Fprintln(out, "  no request has a User-Agent "+noUserAgentHint(f.Format))
 		}
 	}
+}
+
+// noUserAgentHint says, for a log of format none of whose requests has a
+// User-Agent, why and how to log it.
+func noUserAgentHint(format string) string {
+	const passes = ": every one passes as a browser's would; "
+	switch format {
+	case audit.FormatTraefik:
+		return "(Traefik keeps no header unless told)" + passes + "set accessLog.fields.headers.names: User-Agent: keep to audit bots"
+	case audit.FormatHAProxy:
+		return "(HAProxy logs no header unless it captures it)" + passes + "add capture request header User-Agent len 256 (first) to audit bots"
+	}
+	return "(the Common Log Format has none)" + passes + "log in the Combined format to audit bots"
 }
 
 // tableUA is how many characters of a row's User-Agent the table shows.

@@ -246,3 +246,13 @@ func TestAuditCounts(t *testing.T) {
 		t.Errorf("a lower bound not said:\n%s", out.String())
 	}
 }
+
+// TestNoUserAgentHint: a log without User-Agents is told how its own
+// server logs them.
+func TestNoUserAgentHint(t *testing.T) {
+	for format, want := range map[string]string{audit.FormatCombined: "Combined format", audit.FormatTraefik: "User-Agent: keep", audit.FormatHAProxy: "capture request header User-Agent"} {
+		if got := noUserAgentHint(format); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q in it", format, got, want)
+		}
+	}
+}

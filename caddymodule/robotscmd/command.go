@@ -73,8 +73,11 @@ clients by robots.txt denials, throttles, trap hits and banned requests in
 the last hour and day, and the lines that denied whom.
 
 "caddy robots audit" reads access logs a site already has (Caddy's JSON
-access log, the Common and Combined Log Formats of nginx and Apache,
-gzip-compressed rotations, several files in any order or standard input as
+access log, the Common and Combined Log Formats of nginx and Apache and
+Apache's vhost_combined, Traefik's JSON access log, HAProxy's httplog,
+Envoy's default format, Cloudflare Logpush's HTTP requests, CloudFront's
+standard logs and ALB logs, each file's format told by --format or its
+first line; gzip-compressed rotations, several files in any order or standard input as
 "-") and judges every request with the same engine call robots_guard makes,
 at the request's own time: per client, the disallowed paths it fetched, the
 Crawl-delays it broke (the same clocks and tolerance), the traps it hit and
