@@ -25,11 +25,7 @@ const (
 // that are not one.
 func TestParseCombined(t *testing.T) {
 	at := time.Date(2026, 10, 10, 13, 55, 36, 0, time.FixedZone("", -7*3600)).UnixNano()
-	cases := []struct {
-		name, line string
-		want       Entry
-		err        string
-	}{
+	checkParse(t, parseCombined, []parseCase{
 		{"combined", `192.0.2.1 - frank [10/Oct/2026:13:55:36 -0700] "GET /a?b=1 HTTP/1.1" 200 2326 "http://x/" "FooBot/1.0"`,
 			Entry{At: at, ClientIP: "192.0.2.1", Method: "GET", Target: "/a?b=1", Status: 200, UserAgent: "FooBot/1.0"}, ""},
 		{"common", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "HEAD / HTTP/1.0" 304 -`,
@@ -52,18 +48,7 @@ func TestParseCombined(t *testing.T) {
 		{"asterisk", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "OPTIONS * HTTP/1.1" 200 0 "-" "Bot"`,
 			Entry{At: at, ClientIP: "192.0.2.1", Method: "OPTIONS", Target: "*", Status: 200, UserAgent: "Bot"}, ""},
 		{"no status", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" abc 1`, Entry{}, "no status"},
-	}
-	for _, c := range cases {
-		got, err := parseCombined(c.line)
-		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: %v, want an error with %q", c.name, err, c.err)
-		case c.err == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.err == "" && got != c.want:
-			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
-		}
-	}
+	})
 }
 
 // TestParseCaddy: Caddy's JSON access log, with client_ip (trusted

@@ -84,24 +84,3 @@ func TestReportUserAgentCut(t *testing.T) {
 	}
 }
 
-// Recording a stopped request with a header of at most 200 bytes
-// allocates nothing (the batch holds the request's string); a longer one
-// allocates its cut copy, once.
-func TestRecordUserAgentAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector's sync.Pool drops items at random, and a new batch is an allocation")
-	}
-	clk := testclock.New()
-	r := New(32, 64, clk.Now)
-	rec := denial(clk, "203.0.113.1:1", privateRule(t))
-	rec.UserAgent = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)"
-	r.Record(rec)
-	if n := testing.AllocsPerRun(1000, func() { r.Record(rec) }); n != 0 {
-		t.Errorf("Record of a short header allocates %v times", n)
-	}
-	rec.UserAgent = strings.Repeat("z", 4096)
-	r.Record(rec)
-	if n := testing.AllocsPerRun(1000, func() { r.Record(rec) }); n != 1 {
-		t.Errorf("Record of a 4 KiB header allocates %v times, want 1", n)
-	}
-}
