@@ -108,6 +108,9 @@ type Auditor struct {
 	last struct{ scheme, host, site string }
 	// offline is the verifier of Options.Offline, nil otherwise.
 	offline *identity.Verifier
+	// gaveUp is the warning of a resolver given up on (dnsGiveUp), set by
+	// a lookup's goroutine, read by Result.
+	gaveUp atomic.Pointer[string]
 	// unlisted holds the hashes of the clients beyond the rows that
 	// would have been stopped (at most maxUnlisted).
 	unlisted map[uint64]struct{}
@@ -211,10 +214,18 @@ func (a *Auditor) start(cfg guard.Config, offline bool) error {
 	}
 	a.cfg = a.e.Config()
 	if v := a.e.Verifier(); v != nil && a.offline == nil {
+		// A log's claims are checked one after the other: against a
+		// resolver that does not answer, each would wait its own
+		// dns_timeout. After dnsGiveUp failures in a row none is asked.
+		v.GiveUpDNSAfter(dnsGiveUp, func(msg string) { a.gaveUp.Store(&msg) })
 		a.loadFeeds(v)
 	}
 	return nil
 }
+
+// dnsGiveUp is how many reverse-DNS lookups in a row may fail before the
+// audit stops asking the resolver (identity.Verifier.GiveUpDNSAfter).
+const dnsGiveUp = 3
 
 // loadFeeds fetches the feeds of v before the first entry is judged
 // (a claim judged before would be unverifiable); a failure is a warning.

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/internal/testdns"
 )
 
 // hostileCase is a log of issue 46's corpus: lines that stopped the
@@ -313,4 +317,42 @@ func FuzzAudit(f *testing.F) {
 		}
 		checkResult(t, a, a.Result())
 	})
+}
+
+// TestResolverGivenUp: against a resolver that drops every query, the
+// audit's claims do not each wait their own dns_timeout one after the
+// other: after dnsGiveUp failures in a row no more are asked, the rest of
+// the claims are unverifiable at once (judged by their group and "*"),
+// and a warning says so.
+func TestResolverGivenUp(t *testing.T) {
+	dns := testdns.Start(t)
+	dns.Drop(netip.MustParsePrefix("11.0.0.0/8"))
+	off := false
+	cfg := guard.Config{Verify: &identity.VerifyConfig{Builtin: &off, Resolver: dns.Addr, DNSTimeout: duration.Duration(300 * time.Millisecond),
+		Operators: []identity.Operator{{Name: "google", Tokens: []string{"Googlebot"}, RDNS: []string{"googlebot.com"}}}}}
+	var log strings.Builder
+	const clients = 40 // in 40 networks: no per-network memory of failures helps
+	for i := range clients {
+		log.WriteString(combined(fmt.Sprintf("11.%d.113.9", i), t46.Add(time.Duration(i)*time.Second), "/private/y", googleUA))
+	}
+	a := newTestAuditor(t, cfg, Options{Site: "https://example.com"})
+	start := time.Now()
+	if err := a.Read(context.Background(), strings.NewReader(log.String()), "dropped.log"); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	res := a.Result()
+	stopped := 0
+	for _, r := range res.Sites[0].Offenders {
+		if r.Verification == "unverifiable" && r.Disallowed > 0 {
+			stopped++
+		}
+	}
+	if took > 3*time.Second || stopped != clients || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "does not answer") }) {
+		t.Errorf("%d claims against a silent resolver: %s, %d stopped as unverifiable, warnings %q; want about %d × 300 ms at most, all %d stopped, a warning",
+			clients, took.Round(time.Millisecond), stopped, res.Warnings, dnsGiveUp, clients)
+	}
+	if n := dns.Dropped(); n > 3*dnsGiveUp {
+		t.Errorf("%d queries sent to a resolver that was given up on after %d failures", n, dnsGiveUp)
+	}
 }

@@ -271,6 +271,9 @@ func (t *tally) row(k *rowKey, v4, v6 int) Row {
 // Result returns what the audit found so far.
 func (a *Auditor) Result() Result {
 	res := a.res
+	if msg := a.gaveUp.Load(); msg != nil {
+		res.Warnings = append(append([]string(nil), res.Warnings...), *msg)
+	}
 	for site := range a.src.perSite {
 		if res.History[site] == 0 && a.byHost[hostOnly(site)] == site {
 			if used := a.usedByHost(site); !used {

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -118,6 +119,10 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 	if a, ok := v.dnsCache.Peek(k); ok && a.expires > now {
 		return a
 	}
+	if v.dnsGaveUp.Load() {
+		v.observeLookup(LookupSkipped, 0)
+		return dnsAnswer{verdict: Unverifiable, detail: "the resolver stopped answering: no reverse DNS is looked up for the rest of this run"}
+	}
 	v.callsMu.Lock()
 	c, ok := v.calls[k]
 	if !ok {
@@ -154,6 +159,7 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 			v.callsMu.Lock()
 			delete(v.calls, k)
 			ps.pending--
+			v.countDNSFailure(c.ans.zoneFailed)
 			switch {
 			case c.ans.verdict == Verified:
 				v.good.Add(p, end+int64(VerifiedTTL))
@@ -178,6 +184,34 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 		return c.ans
 	case <-ctx.Done():
 		return dnsAnswer{verdict: Unverifiable, detail: "no reverse-DNS answer in time: " + ctx.Err().Error()}
+	}
+}
+
+// GiveUpDNSAfter makes v stop asking its resolver once n reverse-DNS
+// lookups in a row have failed (a timeout, a server failure: a resolver
+// that does not answer): each claim that needs one is then unverifiable
+// at once, as a failed lookup makes it, and warn is called once, saying
+// so. It is for one-shot runs over many claims (the audit of a log),
+// where each claim would otherwise wait its own DNSTimeout, one after the
+// other; a server keeps asking (a resolver that recovers is asked again
+// per network after ErrorTTL). Call it before v is used.
+func (v *Verifier) GiveUpDNSAfter(n int, warn func(string)) {
+	v.dnsGiveUpAfter, v.dnsGiveUpWarn = int64(n), warn
+}
+
+// countDNSFailure counts a lookup's end toward GiveUpDNSAfter: failed
+// ones in a row, reset by any answer.
+func (v *Verifier) countDNSFailure(failed bool) {
+	if v.dnsGiveUpAfter <= 0 {
+		return
+	}
+	if !failed {
+		v.dnsFailStreak.Store(0)
+		return
+	}
+	if v.dnsFailStreak.Add(1) >= v.dnsGiveUpAfter && v.dnsGaveUp.CompareAndSwap(false, true) && v.dnsGiveUpWarn != nil {
+		v.dnsGiveUpWarn(fmt.Sprintf("crawler verification: %d reverse-DNS lookups in a row failed (the resolver does not answer): "+
+			"no more are made in this run, and the claims that need one are unverifiable", v.dnsGiveUpAfter))
 	}
 }
 

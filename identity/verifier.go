@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -114,6 +115,12 @@ type Verifier struct {
 
 	startMu sync.Mutex // guards closed and the start of feed goroutines
 	closed  bool
+
+	// GiveUpDNSAfter: lookups failed in a row, and whether v gave up.
+	dnsGiveUpAfter int64
+	dnsGiveUpWarn  func(string)
+	dnsFailStreak  atomic.Int64
+	dnsGaveUp      atomic.Bool
 
 	idxMu  sync.Mutex // serialises index rebuilds
 	ctx    context.Context
