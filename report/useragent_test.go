@@ -83,4 +83,3 @@ func TestReportUserAgentCut(t *testing.T) {
 		t.Errorf("JSON user_agent: %v", got)
 	}
 }
-
