@@ -16,10 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -81,44 +82,48 @@ type Options struct {
 	Offline bool
 }
 
-// Auditor judges access log entries with one engine. It is not safe for
-// concurrent use: entries are judged in the order they are read, each at
-// its own time.
+// Auditor judges access log entries. Its methods are not safe for
+// concurrent use (but for Progress): one Read at a time. Within a Read,
+// lines are parsed in parallel and judged by shards, each client's
+// entries in the order they were read, each at its own time.
 type Auditor struct {
-	e       *guard.Engine
-	src     *datedSource
-	now     atomic.Int64 // the current entry's time, the engine's clock
-	version int          // the index of the Version in force for now
-	scheme  string
-	host    string
-	cfg     guard.Config
-	maxRows int
-	rows    map[rowKey]*tally
-	sites   map[string]*SiteResult
-	// timelines are the sites' bot requests over time.
-	timelines map[string]*timeline
-	// byHost maps "scheme://hostname" to the one history site of that
-	// name ("" when several ports have one).
-	byHost map[string]string
+	shards []*shard
+	// verifier checks the claims of every shard's engine (nil without
+	// verification); prefetch checks them ahead of the judging.
+	verifier *identity.Verifier
+	prefetch *prefetcher
+	scheme   string
+	host     string
+	cfg      guard.Config
+	maxRows  int
+	// versions are the global robots.txt versions, perSite the sites'
+	// own histories (Options.History), sorted; byHost maps
+	// "scheme://hostname" to the one history site of that name (""
+	// when several ports have one).
+	versions []Version
+	perSite  map[string][]Version
+	byHost   map[string]string
 	// bytesRead and linesRead are Progress's counts.
 	bytesRead, linesRead atomic.Int64
 	// notAfter is the latest time an entry may have: a day after New.
 	notAfter int64
-	// last is the site of the last entry judged, and its scheme and Host.
-	last struct{ scheme, host, site string }
-	// offline is the verifier of Options.Offline, nil otherwise.
-	offline *identity.Verifier
 	// gaveUp is the warning of a resolver given up on (dnsGiveUp), set by
 	// a lookup's goroutine, read by Result.
 	gaveUp atomic.Pointer[string]
-	// unlisted holds the hashes of the clients beyond the rows that
-	// would have been stopped (at most maxUnlisted).
-	unlisted map[uint64]struct{}
-	seed     maphash.Seed
-	res      Result
+	// The bounds the shards share: rows taken, unlisted clients told
+	// apart, and the sites with a result of their own.
+	rowsTaken, unlistedTaken atomic.Int64
+	sitesMu                  sync.Mutex
+	siteNames                map[string]struct{}
+	// workers is the number of parse goroutines of a Read: GOMAXPROCS;
+	// buffers are the chunks' (lineBuffer), batches the shards' entries
+	// once judged (*[]Entry).
+	workers          int
+	buffers, batches sync.Pool
+	res              Result
 }
 
-// New returns an Auditor that judges with an engine of cfg (its
+// New returns an Auditor that judges with engines of cfg (their
 // robots.txt source replaced by opts.Versions; verification as cfg.Verify
 // says, and opts.Offline for an audit that asks no feed and no DNS).
 func New(cfg guard.Config, opts Options) (*Auditor, error) {
@@ -147,25 +152,23 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 		return nil, fmt.Errorf("robots_guard: audit: site %q: write it as https://host", site)
 	}
 	host = strings.TrimPrefix(siteName(scheme, host), scheme+"://") // as the engine names it
-	src := &datedSource{versions: vs, perSite: make(map[string][]Version), siteCur: make(map[string]int)}
+	a := &Auditor{versions: vs, perSite: make(map[string][]Version), byHost: make(map[string]string), scheme: scheme, host: host,
+		maxRows: opts.MaxRows, notAfter: time.Now().Add(24 * time.Hour).UnixNano(), siteNames: make(map[string]struct{}),
+		workers: runtime.GOMAXPROCS(0)}
 	for site, h := range opts.History {
 		h = append([]Version(nil), h...)
 		sort.SliceStable(h, func(i, j int) bool { return h[i].Since.Before(h[j].Since) })
 		if len(h) > 0 {
-			src.perSite[site] = h
+			a.perSite[site] = h
 		}
 	}
-	byHost := make(map[string]string)
-	for site := range src.perSite {
-		if _, dup := byHost[hostOnly(site)]; dup {
-			byHost[hostOnly(site)] = "" // two ports: no guess
+	for site := range a.perSite {
+		if _, dup := a.byHost[hostOnly(site)]; dup {
+			a.byHost[hostOnly(site)] = "" // two ports: no guess
 		} else {
-			byHost[hostOnly(site)] = site
+			a.byHost[hostOnly(site)] = site
 		}
 	}
-	a := &Auditor{src: src, byHost: byHost, scheme: scheme, host: host, maxRows: opts.MaxRows, notAfter: time.Now().Add(24 * time.Hour).UnixNano(),
-		rows: make(map[rowKey]*tally), sites: make(map[string]*SiteResult), timelines: make(map[string]*timeline),
-		unlisted: make(map[uint64]struct{}), seed: maphash.MakeSeed()}
 	if a.maxRows <= 0 {
 		a.maxRows = DefaultMaxRows
 	}
@@ -177,15 +180,15 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	for _, v := range vs {
 		a.res.Versions = append(a.res.Versions, VersionUse{Name: v.Name, Since: v.Since})
 	}
-	a.version = -1
 	if err := a.start(cfg, opts.Offline); err != nil {
+		a.Close()
 		return nil, err
 	}
 	return a, nil
 }
 
-// start makes the Auditor's engine of cfg, with the verifier of
-// Options.Offline when offline, and loads the feeds of any other.
+// start makes the Auditor's verifier (the one of Options.Offline when
+// offline) and loads its feeds, then the shards' engines of cfg.
 func (a *Auditor) start(cfg guard.Config, offline bool) error {
 	// The audit models a guard; it must not act as one: no shared store
 	// (its bans and Crawl-delay clocks are the live fleet's, on the
@@ -195,37 +198,69 @@ func (a *Auditor) start(cfg guard.Config, offline bool) error {
 	cfg.Store = nil
 	cfg.RobotsTxt.Origin, cfg.RobotsTxt.Source = "", ""
 	cfg.RobotsTxt.NewSitesPerSecond = math.MaxInt32
-	gopts := []guard.Option{guard.WithSource(a.src),
-		guard.WithClock(func() time.Time { return time.Unix(0, a.now.Load()) }),
-		guard.WithLogger(zap.NewNop())}
 	var err error
-	if offline && cfg.Verifying() {
-		if a.offline, err = offlineVerifier(cfg.Verify); err != nil {
+	switch {
+	case offline && cfg.Verifying():
+		if a.verifier, err = offlineVerifier(cfg.Verify); err != nil {
 			return err
 		}
-		gopts = append(gopts, guard.WithVerifier(a.offline))
 		a.res.Offline = true
-	}
-	if a.e, err = guard.New(cfg, gopts...); err != nil {
-		if a.offline != nil {
-			a.offline.Close()
+	case cfg.Verifying():
+		// The DNS cache holds the answers the prefetch finds ahead of
+		// the judging (and each address's for the run).
+		vc := *cfg.Verify
+		vc.DNSCacheSize = max(vc.DNSCacheSize, auditDNSCache)
+		c := cfg
+		c.Verify = &vc
+		if a.verifier, err = guard.NewVerifier(c); err != nil {
+			return err
 		}
-		return err
+		// Against a resolver that does not answer, each claim would wait
+		// its own dns_timeout: after dnsGiveUp failures in a row none is
+		// asked. The prefetch bounds the lookups at once.
+		a.verifier.OneShot(dnsGiveUp, func(msg string) { a.gaveUp.Store(&msg) })
+		a.loadFeeds(a.verifier)
+		a.prefetch = newPrefetcher(a.verifier)
 	}
-	a.cfg = a.e.Config()
-	if v := a.e.Verifier(); v != nil && a.offline == nil {
-		// A log's claims are checked one after the other: against a
-		// resolver that does not answer, each would wait its own
-		// dns_timeout. After dnsGiveUp failures in a row none is asked.
-		v.GiveUpDNSAfter(dnsGiveUp, func(msg string) { a.gaveUp.Store(&msg) })
-		a.loadFeeds(v)
+	// Each shard keeps its share of the per-client bounds.
+	cd, err := cfg.CrawlDelay.WithDefaults()
+	if err != nil {
+		return fmt.Errorf("robots_guard: audit: %w", err)
 	}
+	cfg.CrawlDelay.MaxKeys = max(cd.MaxKeys/shards, minShardKeys)
+	for range shards {
+		s := newShard(a)
+		opts := []guard.Option{guard.WithSource(s.src), guard.WithClock(s.clock), guard.WithLogger(zap.NewNop())}
+		if a.verifier != nil {
+			opts = append(opts, guard.WithVerifier(a.verifier))
+		}
+		if s.e, err = guard.New(cfg, opts...); err != nil {
+			return err
+		}
+		a.shards = append(a.shards, s)
+	}
+	a.cfg = a.shards[0].e.Config()
 	return nil
 }
 
-// dnsGiveUp is how many reverse-DNS lookups in a row may fail before the
-// audit stops asking the resolver (identity.Verifier.GiveUpDNSAfter).
-const dnsGiveUp = 3
+// Bounds of an audit's shards and verification.
+const (
+	// shards is how many parts the audit splits a log's clients into
+	// (by network, see shardOf), each judged by an engine of its own in
+	// the order its lines were read: a fixed number, so that the result
+	// does not depend on the cores that judged it.
+	shards = 8
+	// minShardKeys is the fewest Crawl-delay keys a shard's engine
+	// keeps (crawl_delay.max_keys is shared out among the shards).
+	minShardKeys = 1024
+	// auditDNSCache is the fewest reverse-DNS answers the audit's
+	// verifier caches.
+	auditDNSCache = 1 << 17
+	// dnsGiveUp is how many reverse-DNS lookups in a row may fail before
+	// the audit stops asking the resolver
+	// (identity.Verifier.OneShot).
+	dnsGiveUp = 3
+)
 
 // loadFeeds fetches the feeds of v before the first entry is judged
 // (a claim judged before would be unverifiable); a failure is a warning.
@@ -259,173 +294,42 @@ func offlineVerifier(vc *identity.VerifyConfig) (*identity.Verifier, error) {
 	return v, nil
 }
 
-// Close stops the engine's background work.
+// Close stops the engines' and the verifier's background work.
 func (a *Auditor) Close() error {
-	if a.offline != nil {
-		defer a.offline.Close()
+	var errs []error
+	for _, s := range a.shards {
+		errs = append(errs, s.e.Close())
 	}
-	return a.e.Close()
+	if a.prefetch != nil {
+		a.prefetch.close()
+	}
+	if a.verifier != nil {
+		errs = append(errs, a.verifier.Close())
+	}
+	return errors.Join(errs...)
 }
 
-// judge decides one entry with the engine at the entry's time and counts
-// it.
-func (a *Auditor) judge(ctx context.Context, en *Entry) {
-	a.now.Store(en.At)
-	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method}
-	if en.Host != "" {
-		req.Host, req.Scheme = en.Host, a.schemeOf(en)
-	}
-	// The server's port, as the guard had it from the connection: the
-	// Host's, or the scheme's default.
-	if _, req.Port = sites.SplitHost(req.Host); req.Port == 0 {
-		req.Port = 80
-		if req.Scheme == "https" {
-			req.Port = 443
-		}
-	}
-	if req.Host != a.last.host || req.Scheme != a.last.scheme { // a log's lines are mostly of one site
-		a.last.scheme, a.last.host, a.last.site = req.Scheme, req.Host, siteName(req.Scheme, req.Host)
-	}
-	if !a.useVersion(ctx, a.last.site, en.At) {
-		a.res.BeforeHistory++
-		return
-	}
-	v := a.e.Decide(ctx, req)
-	a.count(en, &v)
-}
+// takeRow reports whether a new row may be made (Options.MaxRows).
+func (a *Auditor) takeRow() bool { return a.rowsTaken.Add(1) <= int64(a.maxRows) }
 
-// useVersion puts in force, for site, the robots.txt of its time at:
-// the site's own history from its first version on, else the global
-// versions. It reports false when none is known for that time.
-func (a *Auditor) useVersion(ctx context.Context, site string, at int64) bool {
-	h, ok := a.src.perSite[site]
-	if !ok && len(a.byHost) > 0 {
-		// The guard names a site by its server's port, which a log's
-		// Host may not carry (a port mapping): a history whose site has
-		// the same scheme and host name, and is the only one, is it.
-		if name, found := a.byHost[hostOnly(site)]; found && name != "" {
-			// The engine's copy is keyed by the entry's site; its
-			// versions are the history's.
-			h, ok = a.src.perSite[name], true
-			a.src.mu.Lock()
-			a.src.perSite[site] = h
-			a.src.mu.Unlock()
-		}
-	}
-	if ok {
-		if i := index(h, at); i >= 0 {
-			if h[i].Unknown {
-				return false
-			}
-			a.src.mu.Lock()
-			cur, seen := a.src.siteCur[site]
-			a.src.siteCur[site] = i
-			a.src.mu.Unlock()
-			if !seen || cur != i {
-				a.e.Refresh(ctx, site, nil)
-			}
-			a.res.History[site]++
-			return true
-		}
-	}
-	i := index(a.src.versions, at)
-	if i < 0 {
-		return false
-	}
-	a.src.mu.Lock()
-	cur, seen := a.src.siteCur[site]
-	if seen && cur >= 0 {
-		// Back before the site's own history (a later file that starts
-		// earlier): its copy is the global version's again.
-		a.src.siteCur[site] = -1
-	}
-	a.src.mu.Unlock()
-	if seen && cur >= 0 {
-		a.e.Refresh(ctx, site, nil)
-	}
-	if i != a.version {
-		// The next robots.txt from here on: every site's copy is fetched
-		// again (from the dated source) before the entry is judged.
-		first := a.version < 0
-		a.version = i
-		a.src.current.Store(int32(i))
-		if !first {
-			a.e.Refresh(ctx, "", nil)
-		}
-	}
-	a.res.Versions[i].Requests++
-	return true
-}
+// takeUnlisted reports whether one more client beyond the rows may be
+// told apart (maxUnlisted).
+func (a *Auditor) takeUnlisted() bool { return a.unlistedTaken.Add(1) <= maxUnlisted }
 
-// count adds a decided entry to its site and, for a bot (or a browser a
-// trap or ban stopped), to its client's row.
-func (a *Auditor) count(en *Entry, v *guard.Verdict) {
-	site := v.Site
-	if site == "" { // exempt: /robots.txt, or a browser before any site
-		site = a.scheme + "://" + a.host
-		if en.Host != "" {
-			site = siteName(a.schemeOf(en), en.Host)
-		}
+// admitSite returns site, or otherSites when the guard's
+// robots_txt.max_sites sites have results already (a log of many Host
+// names: a catch-all server), so that the sites beyond share one.
+func (a *Auditor) admitSite(site string) string {
+	a.sitesMu.Lock()
+	defer a.sitesMu.Unlock()
+	if _, ok := a.siteNames[site]; ok {
+		return site
 	}
-	s := a.sites[site]
-	if s == nil {
-		if len(a.sites) >= a.cfg.RobotsTxt.MaxSites {
-			// A log of many Host names (a catch-all server): the sites
-			// beyond the guard's own bound share one result.
-			site = otherSites
-			if s = a.sites[site]; s == nil {
-				s = &SiteResult{Site: site}
-			}
-		} else {
-			s = &SiteResult{Site: site}
-		}
-		a.sites[site] = s
+	if len(a.siteNames) >= a.cfg.RobotsTxt.MaxSites {
+		return otherSites
 	}
-	s.Requests++
-	if !v.Bot && v.Action == guard.Allow {
-		return
-	}
-	s.BotRequests++
-	a.siteTimeline(site).add(en.At, v)
-	if v.Rule != nil && v.Action != guard.Allow {
-		a.countLine(s, v)
-	}
-	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
-	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6),
-		group: v.Group, operator: v.Operator, verification: v.Verification, class: v.Class, ua: cut(en.UserAgent, maxRowUA)}
-	if !v.Bot {
-		k.group = "(browser)"
-	}
-	t := a.rows[k]
-	if t == nil {
-		if len(a.rows) >= a.maxRows {
-			s.Others++
-			a.countUnlisted(s, &k, v)
-			return
-		}
-		k.ua = strings.Clone(k.ua) // not the line's: the row outlives it
-		t = &tally{first: en.At, last: en.At, cutUA: len(k.ua) < len(en.UserAgent)}
-		a.rows[k] = t
-	}
-	t.add(en, v)
-}
-
-// countUnlisted counts, in s.Unlisted, a client beyond the rows whose
-// request v stopped, the first time it does.
-func (a *Auditor) countUnlisted(s *SiteResult, k *rowKey, v *guard.Verdict) {
-	if kindOf(v) == passed {
-		return
-	}
-	h := maphash.Comparable(a.seed, *k)
-	if _, seen := a.unlisted[h]; seen {
-		return
-	}
-	if len(a.unlisted) >= maxUnlisted {
-		s.UnlistedAtLeast = true
-		return
-	}
-	a.unlisted[h] = struct{}{}
-	s.Unlisted++
+	a.siteNames[site] = struct{}{}
+	return site
 }
 
 // hostOnly is a site name without its port.
@@ -433,45 +337,6 @@ func hostOnly(site string) string {
 	scheme, host, _ := strings.Cut(site, "://")
 	name, _ := sites.SplitHost(host)
 	return scheme + "://" + name
-}
-
-// siteTimeline returns the timeline of site, made when needed.
-func (a *Auditor) siteTimeline(site string) *timeline {
-	tl := a.timelines[site]
-	if tl == nil {
-		tl = new(timeline)
-		a.timelines[site] = tl
-	}
-	return tl
-}
-
-// countLine counts the robots.txt line that stopped a request of site s
-// (a line of the version in force then: the text tells versions apart).
-func (a *Auditor) countLine(s *SiteResult, v *guard.Verdict) {
-	if s.lines == nil {
-		s.lines = make(map[lineKey]int64)
-	}
-	k := lineKey{v.Rule.Line, v.Rule.String()}
-	if _, ok := s.lines[k]; ok || len(s.lines) < maxLines {
-		s.lines[k]++
-	}
-}
-
-// maxLines bounds the lines a site's result counts.
-const maxLines = 1000
-
-// lineKey is a robots.txt line: its number and text.
-type lineKey struct {
-	line int
-	text string
-}
-
-// schemeOf is the scheme of an entry's own site.
-func (a *Auditor) schemeOf(en *Entry) string {
-	if en.HTTPS {
-		return "https"
-	}
-	return "http"
 }
 
 // truncate is s cut at n bytes, with "…" when it was cut.

@@ -3,27 +3,17 @@ package audit
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 )
 
 // benchLog is a Combined log of n lines: browsers (two in three), and
-// bots from 500 addresses, on allowed and disallowed paths.
+// bots from 500 addresses, on allowed and disallowed paths (the requests
+// of benchRequests, which BenchmarkAuditFormats writes in every format).
 func benchLog(n int) []byte {
-	var b bytes.Buffer
-	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	uas := []string{chromeUA, "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1", "FooBot/1.0 (+https://foo.example/bot)"}
-	paths := []string{"/", "/blog/2026/11/post-1?ref=home", "/private/x", "/static/site.css"}
-	for i := range n {
-		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
-		fmt.Fprintf(&b, "192.0.%d.%d - - [%s] \"GET %s HTTP/1.1\" 200 5120 \"https://example.com/\" %q\n",
-			i%2, i%250, at.Format("02/Jan/2006:15:04:05 -0700"), paths[i%len(paths)], uas[i%len(uas)])
-	}
-	return b.Bytes()
+	return benchFormatLog(FormatCombined, benchRequests(n))
 }
 
 // BenchmarkAuditCombined: lines per second through the whole audit

@@ -268,9 +268,17 @@ func TestUnlistedCounted(t *testing.T) {
 	if err := a.Read(context.Background(), strings.NewReader(log.String()), "many.log"); err != nil {
 		t.Fatal(err)
 	}
+	// Which clients have the two rows depends on the order the shards
+	// reach them (the compliant one may hold one); the offenders are
+	// counted all the same, each once.
 	s := a.Result().Sites[0]
-	if len(s.Offenders) != 2 || s.Unlisted != 8 || s.UnlistedAtLeast || s.Others != 17 {
-		t.Errorf("%d offenders listed, %d unlisted (at least: %v), %d others; want 2, 8, 17", len(s.Offenders), s.Unlisted, s.UnlistedAtLeast, s.Others)
+	rows, inRows := len(s.Offenders)+len(s.Compliant), int64(0)
+	for _, r := range append(s.Offenders, s.Compliant...) {
+		inRows += r.Requests
+	}
+	if rows != 2 || int64(len(s.Offenders))+s.Unlisted != 10 || s.UnlistedAtLeast || s.Others+inRows != 21 {
+		t.Errorf("%d rows, %d offenders listed, %d unlisted (at least: %v), %d others and %d requests in rows; want 2 rows, 10 offenders in all, 21 requests",
+			rows, len(s.Offenders), s.Unlisted, s.UnlistedAtLeast, s.Others, inRows)
 	}
 }
 
@@ -331,9 +339,9 @@ func TestResolverGivenUp(t *testing.T) {
 	cfg := guard.Config{Verify: &identity.VerifyConfig{Builtin: &off, Resolver: dns.Addr, DNSTimeout: duration.Duration(300 * time.Millisecond),
 		Operators: []identity.Operator{{Name: "google", Tokens: []string{"Googlebot"}, RDNS: []string{"googlebot.com"}}}}}
 	var log strings.Builder
-	const clients = 40 // in 40 networks: no per-network memory of failures helps
+	const clients = 400 // in 400 networks: no per-network memory of failures helps
 	for i := range clients {
-		log.WriteString(combined(fmt.Sprintf("11.%d.113.9", i), t46.Add(time.Duration(i)*time.Second), "/private/y", googleUA))
+		log.WriteString(combined(fmt.Sprintf("11.%d.%d.9", i/200, i%200), t46.Add(time.Duration(i)*time.Second), "/private/y", googleUA))
 	}
 	a := newTestAuditor(t, cfg, Options{Site: "https://example.com"})
 	start := time.Now()
@@ -349,10 +357,14 @@ func TestResolverGivenUp(t *testing.T) {
 		}
 	}
 	if took > 3*time.Second || stopped != clients || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "does not answer") }) {
-		t.Errorf("%d claims against a silent resolver: %s, %d stopped as unverifiable, warnings %q; want about %d × 300 ms at most, all %d stopped, a warning",
+		t.Errorf("%d claims against a silent resolver: %s, %d stopped as unverifiable, warnings %q; want one wave of lookups (%d × 300 ms at most), all %d stopped, a warning",
 			clients, took.Round(time.Millisecond), stopped, res.Warnings, dnsGiveUp, clients)
 	}
-	if n := dns.Dropped(); n > 3*dnsGiveUp {
-		t.Errorf("%d queries sent to a resolver that was given up on after %d failures", n, dnsGiveUp)
+	// The claims checked at once (the prefetch's and the shards'), each
+	// asked twice at most by the Go resolver, before the first failures
+	// end the asking.
+	if n, most := dns.Dropped(), int64(2*(prefetchWorkers+shards)); n > most {
+		t.Errorf("%d queries sent to a resolver that was given up on after %d failures in a row; want at most %d, the first wave of the %d claims at once",
+			n, dnsGiveUp, most, prefetchWorkers+shards)
 	}
 }

@@ -292,13 +292,17 @@ type caddyLine struct {
 	Logger  string  `json:"logger"`
 	Status  int     `json:"status"`
 	Request *struct {
-		RemoteIP string              `json:"remote_ip"`
-		ClientIP string              `json:"client_ip"`
-		Method   string              `json:"method"`
-		Host     string              `json:"host"`
-		URI      string              `json:"uri"`
-		Headers  map[string][]string `json:"headers"`
-		TLS      *struct{}           `json:"tls"`
+		RemoteIP string `json:"remote_ip"`
+		ClientIP string `json:"client_ip"`
+		Method   string `json:"method"`
+		Host     string `json:"host"`
+		URI      string `json:"uri"`
+		// Headers keeps the User-Agent only: the others are skipped,
+		// not made into a map (a line's headers cost a dozen of them).
+		Headers struct {
+			UserAgent []string `json:"User-Agent"`
+		} `json:"headers"`
+		TLS *struct{} `json:"tls"`
 	} `json:"request"`
 }
 
@@ -322,7 +326,7 @@ func parseCaddy(line []byte) (Entry, error) {
 	if e.ClientIP == "" {
 		e.ClientIP = r.RemoteIP
 	}
-	if ua := r.Headers["User-Agent"]; len(ua) > 0 {
+	if ua := r.Headers.UserAgent; len(ua) > 0 {
 		e.UserAgent = ua[0]
 	}
 	switch {

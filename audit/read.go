@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"sync/atomic"
-	"time"
 )
 
 // maxLine is the longest line read; a longer one is malformed (and
@@ -98,7 +96,8 @@ func (a *Auditor) firstTime(path string) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for range 1000 {
 		line, err := br.ReadSlice('\n')
-		if en, perr := a.parse(bytes.TrimRight(line, "\r\n"), formatOf(a.res.Format, line)); perr == nil {
+		line = bytes.TrimRight(line, "\r\n")
+		if en, perr := a.parse(line, string(line), formatOf(a.res.Format, line)); perr == nil {
 			return en.At, nil
 		}
 		if err != nil {
@@ -144,9 +143,10 @@ func formatOf(want string, line []byte) string {
 	return FormatCombined
 }
 
-// parse reads one line in format: a request made before a day after the
-// Auditor started.
-func (a *Auditor) parse(line []byte, format string) (en Entry, err error) {
+// parse reads one line in format (line and text are the same bytes: the
+// JSON formats read the one, the others the other, whose substrings the
+// Entry keeps): a request made before a day after the Auditor started.
+func (a *Auditor) parse(line []byte, text, format string) (en Entry, err error) {
 	switch format {
 	case FormatCaddy:
 		en, err = parseCaddy(line)
@@ -155,17 +155,17 @@ func (a *Auditor) parse(line []byte, format string) (en Entry, err error) {
 	case FormatCloudflare:
 		en, err = parseCloudflare(line)
 	case FormatVhostCombined:
-		en, err = parseVhost(string(line))
+		en, err = parseVhost(text)
 	case FormatHAProxy:
-		en, err = parseHAProxy(string(line))
+		en, err = parseHAProxy(text)
 	case FormatEnvoy:
-		en, err = parseEnvoy(string(line))
+		en, err = parseEnvoy(text)
 	case FormatCloudFront:
-		en, err = parseCloudFront(string(line))
+		en, err = parseCloudFront(text)
 	case FormatALB:
-		en, err = parseALB(string(line))
+		en, err = parseALB(text)
 	default:
-		en, err = parseCombined(string(line))
+		en, err = parseCombined(text)
 	}
 	if err == nil && en.At > a.notAfter {
 		return en, errTime
@@ -173,122 +173,8 @@ func (a *Auditor) parse(line []byte, format string) (en Entry, err error) {
 	return en, err
 }
 
-// Read judges the log that r holds (gzip-compressed or not), named name
-// in the result. Malformed lines are counted and skipped; only a read
-// error or ctx's end stops it.
-func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
-	r, err := decompress(counting{r, &a.bytesRead})
-	if err != nil {
-		return fmt.Errorf("robots_guard: audit: %s: %w", name, err)
-	}
-	br := bufio.NewReaderSize(r, 256<<10)
-	fr := FileResult{Name: name}
-	defer func() {
-		a.linesRead.Add(fr.Lines & 0xfff) // Progress's count of the last lines
-		a.res.Files = append(a.res.Files, fr)
-	}()
-	for {
-		line, err := readLine(br)
-		if err == errLong {
-			fr.Lines++
-			fr.Malformed++
-			if len(fr.Examples) < maxMalformedShown {
-				fr.Examples = append(fr.Examples, Malformed{Line: fr.Lines, Reason: err.Error()})
-			}
-			continue
-		}
-		if len(line) > 0 || err == nil { // a line, not the end after the last one
-			line = bytes.TrimRight(line, "\r")
-			fr.Lines++
-			if fr.Format == "" {
-				fr.Format = formatOf(a.res.Format, line)
-			}
-			a.entry(ctx, &fr, line)
-			if fr.Entries == 0 && fr.Malformed >= unknownAfter {
-				return fmt.Errorf("robots_guard: audit: %s: the first %d lines are none of the formats the audit reads "+
-					"(Caddy's, Traefik's and Cloudflare Logpush's JSON; HAProxy's httplog; Envoy's default format; CloudFront's and ALB's logs; the Common or Combined Log Format of nginx and Apache, with nginx's log_format fields after them or Apache's virtual host first): %s",
-					name, fr.Malformed, fr.Examples[0].Reason)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("robots_guard: audit: %s line %d: %w", name, fr.Lines+1, err)
-		}
-		if fr.Lines&0xfff == 0 {
-			a.linesRead.Add(0x1000)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-	}
-}
-
-// unknownAfter is how many malformed lines, with no line read before
-// them, make a file one of an unknown format.
-const unknownAfter = 100
-
-// errLong is the reason of a line longer than maxLine.
-var errLong = errors.New("line longer than 1 MiB")
-
-// readLine returns the next line without its "\n", errLong for a line
-// longer than maxLine (which is skipped).
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		buf := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			line, err = br.ReadSlice('\n')
-			if len(buf) <= maxLine {
-				buf = append(buf, line...)
-			}
-		}
-		if len(buf) > maxLine {
-			return nil, errLongOr(err)
-		}
-		line = buf
-	}
-	return bytes.TrimSuffix(line, []byte{'\n'}), err
-}
-
-// errLongOr is errLong unless the read ended with another error.
-func errLongOr(err error) error {
-	if err != nil && err != io.EOF {
-		return err
-	}
-	return errLong
-}
-
-// entry reads and judges one line of a file.
-func (a *Auditor) entry(ctx context.Context, fr *FileResult, line []byte) {
-	if len(bytes.TrimSpace(line)) == 0 {
-		fr.Blank++
-		return
-	}
-	en, err := a.parse(line, fr.Format)
-	switch {
-	case errors.Is(err, errSkip):
-		fr.Skipped++
-		return
-	case err != nil:
-		fr.Malformed++
-		if len(fr.Examples) < maxMalformedShown {
-			fr.Examples = append(fr.Examples, Malformed{Line: fr.Lines, Text: truncate(string(line), 200), Reason: err.Error()})
-		}
-		return
-	}
-	fr.Entries++
-	if en.UserAgent == "" {
-		fr.NoUserAgent++
-	}
-	if a.res.From.IsZero() || en.At < a.res.From.UnixNano() {
-		a.res.From = time.Unix(0, en.At).UTC()
-	}
-	if a.res.To.IsZero() || en.At > a.res.To.UnixNano() {
-		a.res.To = time.Unix(0, en.At).UTC()
-	} else if en.At < a.res.To.UnixNano()-int64(time.Minute) {
-		a.res.OutOfOrder++
-	}
-	a.judge(ctx, &en)
+// readsBytes reports whether parse reads lines of format from bytes
+// (the JSON formats), not from text.
+func readsBytes(format string) bool {
+	return format == FormatCaddy || format == FormatTraefik || format == FormatCloudflare
 }

@@ -268,41 +268,66 @@ func (t *tally) row(k *rowKey, v4, v6 int) Row {
 	return r
 }
 
-// Result returns what the audit found so far.
+// Result returns what the audit found so far: the shards' counts added
+// up, in an order that does not depend on them.
 func (a *Auditor) Result() Result {
 	res := a.res
+	res.Warnings = append([]string(nil), a.res.Warnings...)
 	if msg := a.gaveUp.Load(); msg != nil {
-		res.Warnings = append(append([]string(nil), res.Warnings...), *msg)
-	}
-	for site := range a.src.perSite {
-		if res.History[site] == 0 && a.byHost[hostOnly(site)] == site {
-			if used := a.usedByHost(site); !used {
-				res.Warnings = append(append([]string(nil), res.Warnings...), "the history of "+site+" judged no request: no request of the log names that site "+
-					"(the guard names a site by its server's port; a log's Host may carry another)")
-			}
-		}
-	}
-	if res.OutOfOrder > 0 {
-		res.Warnings = append(append([]string(nil), res.Warnings...), fmt.Sprintf("%d requests were more than a minute older than one judged before them: "+
-			"logs of several servers must be merged by time first (sort -m -k4 does not do it for the Combined format's dates; "+
-			"merge them in one file per server, oldest first), or their Crawl-delay counts are not to be trusted", res.OutOfOrder))
+		res.Warnings = append(res.Warnings, *msg)
 	}
 	res.Versions = append([]VersionUse(nil), a.res.Versions...)
 	res.Files = append([]FileResult(nil), a.res.Files...)
+	res.History = make(map[string]int64)
+	sitesByName := make(map[string]*SiteResult)
+	timelines := make(map[string]*timeline)
+	for _, sh := range a.shards {
+		res.BeforeHistory += sh.beforeHistory
+		for i, n := range sh.versionUse {
+			res.Versions[i].Requests += n
+		}
+		for site, n := range sh.history {
+			res.History[site] += n
+		}
+		for name, s := range sh.sites {
+			addSite(sitesByName, s)
+			if tl := sh.timelines[name]; tl != nil {
+				if timelines[name] == nil {
+					timelines[name] = new(timeline)
+				}
+				timelines[name].merge(tl)
+			}
+		}
+	}
+	for site := range a.perSite {
+		if res.History[site] == 0 && a.byHost[hostOnly(site)] == site && !usedByHost(res.History, site) {
+			res.Warnings = append(res.Warnings, "the history of "+site+" judged no request: no request of the log names that site "+
+				"(the guard names a site by its server's port; a log's Host may carry another)")
+		}
+	}
+	if res.OutOfOrder > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d requests were more than a minute older than one judged before them: "+
+			"logs of several servers must be merged by time first (sort -m -k4 does not do it for the Combined format's dates; "+
+			"merge them in one file per server, oldest first), or their Crawl-delay counts are not to be trusted", res.OutOfOrder))
+	}
 	res.Sites = nil
-	for _, s := range a.sites {
+	for _, s := range sitesByName {
 		sr := *s
 		sr.Offenders, sr.Compliant, sr.lines = nil, nil, nil
 		for k, n := range s.lines {
 			sr.Lines = append(sr.Lines, LineCount{Line: k.line, Rule: k.text, Count: n})
 		}
 		sort.Slice(sr.Lines, func(i, j int) bool {
-			if sr.Lines[i].Count != sr.Lines[j].Count {
-				return sr.Lines[i].Count > sr.Lines[j].Count
+			x, y := sr.Lines[i], sr.Lines[j]
+			if x.Count != y.Count {
+				return x.Count > y.Count
 			}
-			return sr.Lines[i].Line < sr.Lines[j].Line
+			if x.Line != y.Line {
+				return x.Line < y.Line
+			}
+			return x.Rule < y.Rule
 		})
-		if tl := a.timelines[s.Site]; tl != nil {
+		if tl := timelines[s.Site]; tl != nil {
 			sr.Timeline, sr.SliceWidth = tl.Slices(96)
 		}
 		res.Sites = append(res.Sites, sr)
@@ -317,12 +342,14 @@ func (a *Auditor) Result() Result {
 	for i, s := range res.Sites {
 		index[s.Site] = i
 	}
-	for k, t := range a.rows {
-		s, r := &res.Sites[index[k.site]], t.row(&k, a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix)
-		if r.Stopped() > 0 {
-			s.Offenders = append(s.Offenders, r)
-		} else {
-			s.Compliant = append(s.Compliant, r)
+	for _, sh := range a.shards {
+		for k, t := range sh.rows {
+			s, r := &res.Sites[index[k.site]], t.row(&k, a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix)
+			if r.Stopped() > 0 {
+				s.Offenders = append(s.Offenders, r)
+			} else {
+				s.Compliant = append(s.Compliant, r)
+			}
 		}
 	}
 	for i := range res.Sites {
@@ -333,8 +360,31 @@ func (a *Auditor) Result() Result {
 	return res
 }
 
+// addSite adds a shard's result of a site to the one of its name in m.
+func addSite(m map[string]*SiteResult, s *SiteResult) {
+	t := m[s.Site]
+	if t == nil {
+		t = &SiteResult{Site: s.Site}
+		m[s.Site] = t
+	}
+	t.Requests += s.Requests
+	t.BotRequests += s.BotRequests
+	t.Others += s.Others
+	t.Unlisted += s.Unlisted
+	t.UnlistedAtLeast = t.UnlistedAtLeast || s.UnlistedAtLeast
+	for k, n := range s.lines {
+		if t.lines == nil {
+			t.lines = make(map[lineKey]int64)
+		}
+		if _, ok := t.lines[k]; ok || len(t.lines) < maxLines {
+			t.lines[k] += n
+		}
+	}
+}
+
 // rowBefore orders rows by requests stopped (offenders) or made, then by
-// client and group, so that the output is the same from run to run.
+// client, group, header and claim, so that the output is the same from
+// run to run.
 func rowBefore(a, b *Row, stopped bool) bool {
 	if stopped && a.Stopped() != b.Stopped() {
 		return a.Stopped() > b.Stopped()
@@ -342,16 +392,20 @@ func rowBefore(a, b *Row, stopped bool) bool {
 	if a.Requests != b.Requests {
 		return a.Requests > b.Requests
 	}
-	if a.Client != b.Client {
-		return a.Client < b.Client
+	for _, p := range [...][2]string{{a.Client, b.Client}, {a.Group, b.Group}, {a.UserAgent, b.UserAgent}, {a.Operator, b.Operator},
+		{a.Verification, b.Verification}, {a.Class, b.Class}} {
+		if p[0] != p[1] {
+			return p[0] < p[1]
+		}
 	}
-	return a.Group < b.Group
+	return false
 }
 
 // usedByHost reports whether a site of another port judged requests by
-// site's history (Auditor.useVersion's fallback).
-func (a *Auditor) usedByHost(site string) bool {
-	for other, n := range a.res.History {
+// site's history (the shards' useVersion fallback), by the counts of
+// history.
+func usedByHost(history map[string]int64, site string) bool {
+	for other, n := range history {
 		if n > 0 && other != site && hostOnly(other) == hostOnly(site) {
 			return true
 		}

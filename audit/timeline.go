@@ -87,6 +87,30 @@ func (tl *timeline) coarsen() {
 	tl.slices = m
 }
 
+// merge adds o's counts to tl (another shard's timeline of the site),
+// at the coarser of their widths.
+func (tl *timeline) merge(o *timeline) {
+	if tl.slices == nil {
+		tl.slices = make(map[int64]*report.Slice)
+	}
+	for tl.step < o.step {
+		tl.coarsen()
+	}
+	w := int64(timelineSteps[tl.step])
+	for k, s := range o.slices {
+		nk := k - k%w
+		t := tl.slices[nk]
+		if t == nil {
+			t = &report.Slice{Start: time.Unix(0, nk).UTC()}
+			tl.slices[nk] = t
+		}
+		addSlice(t, s)
+	}
+	for len(tl.slices) > maxSlices && tl.step < len(timelineSteps)-1 {
+		tl.coarsen()
+	}
+}
+
 // addSlice adds b's counts to a.
 func addSlice(a, b *report.Slice) {
 	for _, p := range [...][2]*report.ByVerification{{&a.Allowed, &b.Allowed}, {&a.Denied, &b.Denied}, {&a.Throttled, &b.Throttled},

@@ -102,7 +102,8 @@ func dnsPrefix(addr netip.Addr) netip.Prefix {
 	return p
 }
 
-// rdns checks addr against op's domains, from the cache or with one
+// rdns checks addr against op's domains, from the cache or (within the
+// call's budget b, whose deadline is made on a miss only) with one
 // forward-confirmed reverse-DNS lookup shared by concurrent callers. The
 // work is shared per client network (see prefixState): at most
 // MaxPendingPerPrefix lookups pending per network, none for ErrorTTL after
@@ -113,12 +114,13 @@ func dnsPrefix(addr netip.Addr) netip.Prefix {
 // one of the MaxConcurrentLookups slots (GoodSlots more); beyond that a
 // check is Unverifiable at once and not cached, so a flood of new addresses
 // costs neither goroutines nor DNS queries without bound.
-func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr) dnsAnswer {
+func (v *Verifier) rdns(b *budget, op *opEntry, i int, addr netip.Addr) dnsAnswer {
 	k := dnsKey{addr, uint8(i)}
 	now := v.now().UnixNano()
 	if a, ok := v.dnsCache.Peek(k); ok && a.expires > now {
-		return a
+		return a // the call's deadline is made on a miss only
 	}
+	ctx := b.context()
 	if v.dnsGaveUp.Load() {
 		v.observeLookup(LookupSkipped, 0)
 		return dnsAnswer{verdict: Unverifiable, detail: "the resolver stopped answering: no reverse DNS is looked up for the rest of this run"}
@@ -139,7 +141,7 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 			v.callsMu.Unlock()
 			v.observeLookup(LookupSkipped, 0)
 			return dnsAnswer{verdict: Unverifiable, detail: "the reverse zone of " + p.String() + " failed repeatedly in the last minute: not asked again yet"}
-		case !good && (pending >= MaxPendingPerPrefix || len(v.calls) >= MaxPendingLookups),
+		case !good && (pending >= v.perPrefix || len(v.calls) >= MaxPendingLookups),
 			good && (pending >= MaxPendingGoodPrefix || len(v.calls) >= MaxPendingLookups+ReservedLookups):
 			v.callsMu.Unlock()
 			v.observeLookup(LookupBusy, 0)
@@ -184,22 +186,30 @@ func (v *Verifier) rdns(ctx context.Context, op *opEntry, i int, addr netip.Addr
 		return c.ans
 	case <-ctx.Done():
 		return dnsAnswer{verdict: Unverifiable, detail: "no reverse-DNS answer in time: " + ctx.Err().Error()}
+	case <-v.dnsCtx.Done(): // given up on (OneShot), or closed
+		return dnsAnswer{verdict: Unverifiable, detail: "the resolver stopped answering: no reverse DNS is looked up for the rest of this run"}
 	}
 }
 
-// GiveUpDNSAfter makes v stop asking its resolver once n reverse-DNS
-// lookups in a row have failed (a timeout, a server failure: a resolver
-// that does not answer): each claim that needs one is then unverifiable
-// at once, as a failed lookup makes it, and warn is called once, saying
-// so. It is for one-shot runs over many claims (the audit of a log),
-// where each claim would otherwise wait its own DNSTimeout, one after the
-// other; a server keeps asking (a resolver that recovers is asked again
-// per network after ErrorTTL). Call it before v is used.
-func (v *Verifier) GiveUpDNSAfter(n int, warn func(string)) {
+// OneShot makes v a verifier for one run over many claims (the audit of
+// a log) rather than a server's, in two ways. It stops asking its
+// resolver once n reverse-DNS lookups in a row have failed (a timeout, a
+// server failure: a resolver that does not answer), the lookups in flight
+// with it: each claim that needs one is then unverifiable at once, as a
+// failed lookup makes it, and warn is called once, saying so; each claim
+// would otherwise wait its own DNSTimeout. And the lookups of one network
+// are bounded only by MaxConcurrentLookups, not MaxPendingPerPrefix: the
+// caller bounds the checks it runs at once, and a log's claims from one
+// network (a crawler's own, most often) are no client's flood. A server
+// keeps asking (a resolver that recovers is asked again per network after
+// ErrorTTL). Call it before v is used.
+func (v *Verifier) OneShot(n int, warn func(string)) {
 	v.dnsGiveUpAfter, v.dnsGiveUpWarn = int64(n), warn
+	v.dnsCtx, v.dnsStop = context.WithCancel(v.ctx)
+	v.perPrefix = MaxConcurrentLookups
 }
 
-// countDNSFailure counts a lookup's end toward GiveUpDNSAfter: failed
+// countDNSFailure counts a lookup's end toward OneShot's bound: failed
 // ones in a row, reset by any answer.
 func (v *Verifier) countDNSFailure(failed bool) {
 	if v.dnsGiveUpAfter <= 0 {
@@ -209,9 +219,12 @@ func (v *Verifier) countDNSFailure(failed bool) {
 		v.dnsFailStreak.Store(0)
 		return
 	}
-	if v.dnsFailStreak.Add(1) >= v.dnsGiveUpAfter && v.dnsGaveUp.CompareAndSwap(false, true) && v.dnsGiveUpWarn != nil {
-		v.dnsGiveUpWarn(fmt.Sprintf("crawler verification: %d reverse-DNS lookups in a row failed (the resolver does not answer): "+
-			"no more are made in this run, and the claims that need one are unverifiable", v.dnsGiveUpAfter))
+	if v.dnsFailStreak.Add(1) >= v.dnsGiveUpAfter && v.dnsGaveUp.CompareAndSwap(false, true) {
+		v.dnsStop() // the lookups in flight would fail too, each after its DNSTimeout
+		if v.dnsGiveUpWarn != nil {
+			v.dnsGiveUpWarn(fmt.Sprintf("crawler verification: %d reverse-DNS lookups in a row failed (the resolver does not answer): "+
+				"no more are made in this run, and the claims that need one are unverifiable", v.dnsGiveUpAfter))
+		}
 	}
 }
 
@@ -225,7 +238,7 @@ type dnsCall struct {
 // timeout (the wait for a free slot included); good: the address's network
 // is a crawler's, which may also take one of the GoodSlots.
 func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
-	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.DNSTimeout)
+	ctx, cancel := context.WithTimeout(v.dnsCtx, v.cfg.DNSTimeout)
 	defer cancel()
 	start := v.now()
 	ans := func(vd Verdict, ttl time.Duration, outcome, detail string) dnsAnswer {
@@ -257,11 +270,15 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 			return a
 		}
 		a := ans(Unverifiable, ErrorTTL, LookupError, "PTR lookup failed: "+err.Error())
-		a.zoneFailed = fairTry && v.ctx.Err() == nil
+		a.zoneFailed = fairTry && v.dnsCtx.Err() == nil
 		return a
 	}
 	var outside, unconfirmed []string
 	sawErr := ""
+	family := "ip6" // the forward lookup asks for the address's own family only
+	if addr.Is4() {
+		family = "ip4"
+	}
 	for j, n := range names {
 		if j == maxPTRNames {
 			break
@@ -271,7 +288,7 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 			outside = append(outside, name)
 			continue
 		}
-		ips, err := v.resolver.LookupNetIP(ctx, "ip", name)
+		ips, err := v.resolver.LookupNetIP(ctx, family, name)
 		if err != nil {
 			if !isNotFound(err) {
 				sawErr = "forward lookup of " + name + " failed: " + err.Error()

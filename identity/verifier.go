@@ -116,11 +116,16 @@ type Verifier struct {
 	startMu sync.Mutex // guards closed and the start of feed goroutines
 	closed  bool
 
-	// GiveUpDNSAfter: lookups failed in a row, and whether v gave up.
+	// OneShot: lookups failed in a row, and whether v gave up; the
+	// lookups' context (v.ctx's, ended when v gives up) and the bound on
+	// the lookups pending per network.
 	dnsGiveUpAfter int64
 	dnsGiveUpWarn  func(string)
 	dnsFailStreak  atomic.Int64
 	dnsGaveUp      atomic.Bool
+	dnsCtx         context.Context
+	dnsStop        context.CancelFunc
+	perPrefix      int
 
 	idxMu  sync.Mutex // serialises index rebuilds
 	ctx    context.Context
@@ -208,6 +213,7 @@ func New(cfg Config) (*Verifier, error) {
 		}
 	}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.dnsCtx, v.dnsStop, v.perPrefix = v.ctx, v.cancel, MaxPendingPerPrefix
 	if cfg.NoBackground {
 		v.cfg.Storage = nil
 		return v, nil
@@ -489,8 +495,10 @@ func (v *Verifier) verifyOne(b *budget, op *opEntry, i int, addr netip.Addr, ua 
 		say(fmt.Sprintf("%s is in none of %s's %d loaded IP-range feeds (of %d)", addr, op.Name, loaded, len(op.feeds)))
 	}
 	if len(op.domains) > 0 {
-		a := v.rdns(b.context(), op, i, addr)
-		say("reverse DNS: " + a.detail)
+		a := v.rdns(b, op, i, addr)
+		if how != nil {
+			say("reverse DNS: " + a.detail)
+		}
 		res.Verdict = a.verdict
 		switch {
 		case a.verdict == Verified:
