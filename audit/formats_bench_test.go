@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/guard"
-	"github.com/robotsguard/robotsguard/identity"
 )
 
 // benchFormats are the formats BenchmarkAuditFormats and
@@ -78,7 +78,7 @@ func formatLine(format string, r benchRequest) string {
 	switch format {
 	case FormatCaddy:
 		return fmt.Sprintf(`{"level":"info","ts":%d.%06d,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":%q,"remote_port":"%d","client_ip":%q,`+
-			`"proto":"HTTP/1.1","method":"GET","host":"example.com","uri":%s,"headers":{"User-Agent":[%s],"Referer":["https://example.com/"],"Accept":["*/*"],"Accept-Encoding":["gzip, br"]},`+
+			`"proto":"HTTP/1.1","method":"GET","host":"example.com","uri":%s,"headers":{"User-Agent":[%s],"Accept-Language":["en-US,en;q=0.9"],"Sec-Ch-Ua":["\"Chromium\";v=\"137\""],"Sec-Fetch-Mode":["navigate"],"Referer":["https://example.com/"],"Accept":["*/*"],"Accept-Encoding":["gzip, br"]},`+
 			`"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"http/1.1","server_name":"example.com"}},"bytes_read":0,"user_id":"","duration":0.000912345,"size":5120,"status":200,`+
 			`"resp_headers":{"Server":["Caddy"],"Content-Type":["text/html; charset=utf-8"]}}`+"\n",
 			r.At.Unix(), r.At.Nanosecond()/1e3, r.Client, r.Port, r.Client, jsonString(r.Target), jsonString(r.UserAgent))
@@ -137,20 +137,7 @@ func BenchmarkAuditFormats(b *testing.B) {
 	for _, format := range benchFormats {
 		b.Run(format, func(b *testing.B) {
 			log := benchFormatLog(format, reqs)
-			b.SetBytes(int64(len(log)))
-			b.ReportAllocs()
-			for b.Loop() {
-				a, err := New(guard.Config{Verify: &identity.VerifyConfig{Off: true}}, Options{Format: format, Site: "https://example.com",
-					Versions: []Version{{Name: "robots.txt", Body: []byte(robots)}}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := a.Read(context.Background(), bytes.NewReader(log), "bench"); err != nil {
-					b.Fatal(err)
-				}
-				a.Close()
-			}
-			b.ReportMetric(float64(len(reqs)*b.N)/b.Elapsed().Seconds(), "lines/s")
+			auditBench(b, format, log, len(reqs))
 		})
 	}
 }
@@ -199,6 +186,9 @@ func TestBenchFormats(t *testing.T) {
 			}
 			e, err := a.parse([]byte(line), line, format)
 			want := Entry{At: e.At, ClientIP: r.Client, Method: "GET", Target: r.Target, Host: host, HTTPS: https, UserAgent: r.UserAgent, Status: 200}
+			if format == FormatCaddy { // a browser's headers, as Caddy logs them
+				want.Evidence = classify.Evidence{Read: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true}
+			}
 			if at := r.At.Truncate(precision).UnixNano(); e.At < at-1000 || e.At > at+1000 {
 				t.Errorf("%s line %d: at %v, want %v", format, i, time.Unix(0, e.At).UTC(), r.At.Truncate(precision))
 			}

@@ -7,11 +7,11 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/internal/testdns"
@@ -335,9 +335,7 @@ func FuzzAudit(f *testing.F) {
 func TestResolverGivenUp(t *testing.T) {
 	dns := testdns.Start(t)
 	dns.Drop(netip.MustParsePrefix("11.0.0.0/8"))
-	off := false
-	cfg := guard.Config{Verify: &identity.VerifyConfig{Builtin: &off, Resolver: dns.Addr, DNSTimeout: duration.Duration(300 * time.Millisecond),
-		Operators: []identity.Operator{{Name: "google", Tokens: []string{"Googlebot"}, RDNS: []string{"googlebot.com"}}}}}
+	cfg := googleOnly(dns.Addr, 300*time.Millisecond)
 	var log strings.Builder
 	const clients = 400 // in 400 networks: no per-network memory of failures helps
 	for i := range clients {
@@ -366,5 +364,31 @@ func TestResolverGivenUp(t *testing.T) {
 	if n, most := dns.Dropped(), int64(2*(prefetchWorkers+shards)); n > most {
 		t.Errorf("%d queries sent to a resolver that was given up on after %d failures in a row; want at most %d, the first wave of the %d claims at once",
 			n, dnsGiveUp, most, prefetchWorkers+shards)
+	}
+}
+
+// TestUndeclaredInCaddyLog: Caddy's JSON log carries every header of the
+// request, so a browser's header without Accept-Language is judged as an
+// undeclared bot (by "*", its row of class undeclared), while one with it
+// passes as the browser; a Combined line, without headers, is taken at
+// its word.
+func TestUndeclaredInCaddyLog(t *testing.T) {
+	ts := strconv.FormatInt(t46.Unix(), 10)
+	withLang := strings.Replace(caddyJSON(ts, "192.0.2.10", "example.com", "/private/a", chromeUA), `"headers":{`, `"headers":{"Accept-Language":["en-US"],`, 1)
+	log := caddyJSON(ts, "192.0.2.11", "example.com", "/private/a", chromeUA) + withLang
+	a := newTestAuditor(t, guard.Config{}, Options{Format: FormatCaddy})
+	if err := a.Read(context.Background(), strings.NewReader(log), "caddy.log"); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Result().Sites[0]
+	if len(s.Offenders) != 1 || s.Offenders[0].Client != "192.0.2.11/32" || s.Offenders[0].Class != "undeclared" || s.Offenders[0].Group != "*" || s.Offenders[0].Disallowed != 1 {
+		t.Errorf("offenders %+v; want 192.0.2.11 alone, class undeclared, group *, 1 disallowed", s.Offenders)
+	}
+	c := newTestAuditor(t, guard.Config{}, Options{Site: "https://example.com"})
+	if err := c.Read(context.Background(), strings.NewReader(combined("192.0.2.11", t46, "/private/a", chromeUA)), "combined.log"); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Result().Sites[0]; len(s.Offenders) != 0 {
+		t.Errorf("a Combined line (no headers) of a browser's header: offenders %+v; want none", s.Offenders)
 	}
 }

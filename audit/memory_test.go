@@ -12,19 +12,17 @@ import (
 	"github.com/robotsguard/robotsguard/guard"
 )
 
-// clientsLog is a Combined log of n lines written as it is read, one
-// request of a bot from each of n addresses to a path robots.txt
-// disallows: n clients, each one the guard would have stopped.
-type clientsLog struct {
+// genLog is a log of n lines written as it is read: line appends the
+// i-th line to buf.
+type genLog struct {
 	i, n int
 	buf  []byte
+	line func(buf []byte, i int) []byte
 }
 
-func (l *clientsLog) Read(p []byte) (int, error) {
+func (l *genLog) Read(p []byte) (int, error) {
 	for len(l.buf) < len(p) && l.i < l.n {
-		i := l.i
-		l.buf = fmt.Appendf(l.buf, "10.%d.%d.%d - - [%s] \"GET /private/%d HTTP/1.1\" 200 512 \"-\" \"FooBot/1.0 (+https://foo.example/bot)\"\n",
-			i>>16&255, i>>8&255, i&255, t46.Add(time.Duration(i)*time.Millisecond).Format("02/Jan/2006:15:04:05 -0700"), i%100)
+		l.buf = l.line(l.buf, l.i)
 		l.i++
 	}
 	if len(l.buf) == 0 {
@@ -33,6 +31,16 @@ func (l *clientsLog) Read(p []byte) (int, error) {
 	n := copy(p, l.buf)
 	l.buf = l.buf[:copy(l.buf, l.buf[n:])]
 	return n, nil
+}
+
+// clientsLog is a Combined log of n lines, one request of a bot from each
+// of n addresses to a path robots.txt disallows: n clients, each one the
+// guard would have stopped.
+func clientsLog(n int) *genLog {
+	return &genLog{n: n, line: func(buf []byte, i int) []byte {
+		return fmt.Appendf(buf, "10.%d.%d.%d - - [%s] \"GET /private/%d HTTP/1.1\" 200 512 \"-\" \"FooBot/1.0 (+https://foo.example/bot)\"\n",
+			i>>16&255, i>>8&255, i&255, t46.Add(time.Duration(i)*time.Millisecond).Format("02/Jan/2006:15:04:05 -0700"), i%100)
+	}}
 }
 
 // heapPeak samples the heap in use every few milliseconds until stop is
@@ -83,7 +91,7 @@ func TestMillionClients(t *testing.T) {
 	a := newTestAuditor(t, guard.Config{}, Options{Site: "https://example.com"})
 	stop := heapPeak()
 	start := time.Now()
-	if err := a.Read(context.Background(), &clientsLog{n: n}, "million.log"); err != nil {
+	if err := a.Read(context.Background(), clientsLog(n), "million.log"); err != nil {
 		t.Fatal(err)
 	}
 	res := a.Result()

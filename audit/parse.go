@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -67,6 +68,10 @@ type Entry struct {
 	UserAgent string
 	// Status is the status the server answered with.
 	Status int
+	// Evidence is what the request's other headers say of the browser
+	// its User-Agent names, for a log that carries them (Caddy's); unread
+	// otherwise, and then no undeclared-bot rule applies.
+	Evidence classify.Evidence
 }
 
 // errSkip marks a line that is valid but not a request (a Caddy log line
@@ -297,10 +302,14 @@ type caddyLine struct {
 		Method   string `json:"method"`
 		Host     string `json:"host"`
 		URI      string `json:"uri"`
-		// Headers keeps the User-Agent only: the others are skipped,
-		// not made into a map (a line's headers cost a dozen of them).
-		Headers struct {
-			UserAgent []string `json:"User-Agent"`
+		// Headers keeps the User-Agent and the headers the
+		// undeclared-bot rules read: the others are skipped, not made
+		// into a map (a line's headers cost a dozen of them).
+		Headers *struct {
+			UserAgent      []string `json:"User-Agent"`
+			AcceptLanguage []string `json:"Accept-Language"`
+			SecCHUA        []string `json:"Sec-Ch-Ua"`
+			SecFetchMode   []string `json:"Sec-Fetch-Mode"`
 		} `json:"headers"`
 		TLS *struct{} `json:"tls"`
 	} `json:"request"`
@@ -326,8 +335,13 @@ func parseCaddy(line []byte) (Entry, error) {
 	if e.ClientIP == "" {
 		e.ClientIP = r.RemoteIP
 	}
-	if ua := r.Headers.UserAgent; len(ua) > 0 {
-		e.UserAgent = ua[0]
+	if h := r.Headers; h != nil {
+		if len(h.UserAgent) > 0 {
+			e.UserAgent = h.UserAgent[0]
+		}
+		// Caddy logs every header of the request (but those it
+		// redacts): the absence of one is known.
+		e.Evidence = classify.Evidence{Read: true, AcceptLanguage: len(h.AcceptLanguage) > 0, SecCHUA: len(h.SecCHUA) > 0, SecFetchMode: len(h.SecFetchMode) > 0}
 	}
 	switch {
 	case e.Target == "" || e.Method == "" || c.TS == 0:

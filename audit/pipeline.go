@@ -41,10 +41,14 @@ func (a *Auditor) Read(ctx context.Context, r io.Reader, name string) error {
 
 // Chunks: a chunk holds at most chunkLines lines or about chunkBytes
 // bytes; pipelineDepth chunks per worker may be read ahead of the judging.
+// A shard's queue holds shardQueue batches (a chunk's entries of its
+// clients), so that a shard busier than the others for a while does not
+// hold the dispatcher back.
 const (
 	chunkLines    = 1024
 	chunkBytes    = 256 << 10
 	pipelineDepth = 4
+	shardQueue    = 16
 )
 
 // chunk is lines of a log, read in turn; a worker parses them.
@@ -97,7 +101,7 @@ func (a *Auditor) startPipeline(ctx context.Context, cancel context.CancelCauseF
 	}
 	var judges sync.WaitGroup
 	for i, s := range a.shards {
-		p.in[i] = make(chan []Entry, pipelineDepth)
+		p.in[i] = make(chan []Entry, shardQueue)
 		judges.Go(func() {
 			for batch := range p.in[i] {
 				for j := range batch {

@@ -128,7 +128,9 @@ type Row struct {
 	Operator     string `json:"operator,omitempty"`
 	Verification string `json:"verification"`
 	// Class is "unfurler" or "fetcher" for an agent that fetches for a
-	// person (a link preview, a user-triggered fetch).
+	// person (a link preview, a user-triggered fetch), "undeclared" for a
+	// browser's header that the request's other headers contradict (a
+	// log that carries them: Caddy's; docs/undeclared.md).
 	Class string `json:"class,omitempty"`
 	// UserAgent is the User-Agent header of its requests (cut at 200
 	// bytes, with "…").

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
@@ -83,7 +84,8 @@ func netHash(addr netip.Addr, v4, v6 int) uint64 {
 func (s *shard) judge(ctx context.Context, en *Entry) {
 	a := s.a
 	s.now.Store(en.At)
-	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method}
+	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method,
+		Evidence: en.Evidence}
 	if en.Host != "" {
 		req.Host, req.Scheme = en.Host, schemeOf(en)
 	}
@@ -200,6 +202,9 @@ func (s *shard) count(en *Entry, v *guard.Verdict) {
 	v4, v6 := a.cfg.Clients.IPv4Prefix, a.cfg.Clients.IPv6Prefix
 	k := rowKey{site: site, client: limit.ClientOf(en.ClientIP, v4, v6),
 		group: v.Group, operator: v.Operator, verification: v.Verification, class: v.Class, ua: cut(en.UserAgent, maxRowUA)}
+	if v.Undeclared != "" {
+		k.class = classify.ClassUndeclared
+	}
 	if !v.Bot {
 		k.group = "(browser)"
 	}

@@ -114,7 +114,21 @@ func mwRequest(c mwCase) *http.Request {
 	r.RequestURI = c.target
 	r.RemoteAddr = "192.0.2.1:1234"
 	r.Header.Set("User-Agent", c.ua)
+	browserHeaders(r.Header)
 	return r
+}
+
+// browserHeaders sets on h the headers that real browsers send on every
+// request, beside their User-Agent: Accept-Language (every browser, any
+// scheme), and the Sec-CH-UA client hint and Sec-Fetch-Mode fetch metadata
+// that Chrome sends to secure origins. Without them a request whose
+// User-Agent names a browser is an undeclared bot (issue 47,
+// classify.UndeclaredRules), judged by the "*" group, and the "browser"
+// case would measure a bot; a bot is a bot whatever it sends.
+func browserHeaders(h http.Header) {
+	h.Set("Accept-Language", "en-US,en;q=0.9")
+	h.Set("Sec-CH-UA", `"Chromium";v="137", "Not/A)Brand";v="24"`)
+	h.Set("Sec-Fetch-Mode", "navigate")
 }
 
 func mwHandlers(tb testing.TB) []struct {

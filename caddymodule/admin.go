@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/dashboard"
 	"github.com/robotsguard/robotsguard/guard"
 	"github.com/robotsguard/robotsguard/identity"
@@ -305,14 +306,26 @@ func (AdminAPI) handleExplain(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := e.Explain(r.Context(), guard.Request{
+	req := guard.Request{
 		Scheme:    u.Scheme,
 		Host:      u.Host,
 		Target:    path,
 		UserAgent: q.Get("ua"),
 		ClientIP:  q.Get("ip"),
 		Origin:    serverFor(u.Scheme + "://" + u.Host),
-	})
+	}
+	if hs, ok := q["header"]; ok {
+		// The request's other headers ("Accept-Language: en", repeated):
+		// with them, the undeclared-bot rules apply as to a request.
+		h := make(http.Header, len(hs))
+		for _, s := range hs {
+			if name, value, ok := strings.Cut(s, ":"); ok {
+				h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+			}
+		}
+		req.Evidence = classify.EvidenceOf(h)
+	}
+	x, err := e.Explain(r.Context(), req)
 	if err != nil {
 		return apiError(http.StatusBadRequest, "explain: %v", err)
 	}

@@ -44,6 +44,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		r0 := httptest.NewRequest(http.MethodGet, "http://example.com"+bc.target, nil)
 		r0.RequestURI = bc.target // origin-form, as Caddy's requests have
 		r0.Header.Set("User-Agent", bc.ua)
+		browserHeaders(r0.Header)
 		r0.RemoteAddr = "192.0.2.1:1234"
 		w := &nopWriter{h: http.Header{}}
 		b.Run(bc.name, func(b *testing.B) {
@@ -109,6 +110,7 @@ func BenchmarkParallelServeHTTP(b *testing.B) {
 					r := httptest.NewRequest(http.MethodGet, "http://"+host+target, nil)
 					r.RequestURI = target
 					r.Header.Set("User-Agent", ua)
+					browserHeaders(r.Header)
 					r.RemoteAddr = "192.0.2." + strconv.Itoa((base+j)%250) + ":1234"
 					reqs[j] = r
 				}

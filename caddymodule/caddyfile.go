@@ -49,6 +49,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        http_tools [on|off]
 //	        cache_size <n>
 //	        person_agents own|star
+//	        undeclared on|off|report
 //	        apps <token...>
 //	    }]
 //	    verify off | verify [{
@@ -356,12 +357,16 @@ func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 			var err error
 			c.PersonAgents, err = v.one()
 			return err
+		case "undeclared":
+			var err error
+			c.Undeclared, err = v.one()
+			return err
 		case "apps":
 			toks, err := v.some()
 			c.Apps = append(c.Apps, toks...)
 			return err
 		}
-		return v.unknown("tokens, apps, empty_user_agent, http_tools, cache_size or person_agents")
+		return v.unknown("tokens, apps, empty_user_agent, http_tools, cache_size, person_agents or undeclared")
 	})
 }
 

@@ -237,6 +237,7 @@ func TestConfigCoversEveryField(t *testing.T) {
 			http_tools
 			cache_size 9
 			person_agents star
+			undeclared report
 			apps MyShopApp
 		}
 		verify {

@@ -43,6 +43,9 @@ var (
 	bansTotal = counterVec("bans_total",
 		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held bans.max_entries live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
 		"trigger", "outcome", "dry_run")
+	undeclaredTotal = counterVec("undeclared_total",
+		"Requests of undeclared bots (a User-Agent that names a browser, contradicted by the request's other headers), by rule (classify.UndeclaredRules: no-accept-language, no-client-hints, no-fetch-metadata) and action (allow, deny, throttle, and dry_run_deny, dry_run_throttle in dry run or with bots undeclared report).",
+		"rule", "action")
 	storeCallsTotal = counterVec("store_calls_total",
 		"Crawl-delay decisions that involved the shared store, by outcome (ok, error, timeout, skipped_backoff: decided locally while calls pause after failures).",
 		"outcome")
@@ -68,7 +71,7 @@ func histogram(name, help string, buckets ...float64) prometheus.Histogram {
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds, bansTotal} {
+	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds, bansTotal, undeclaredTotal} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -147,6 +150,9 @@ type metricsObserver struct{}
 
 func (metricsObserver) ObserveDecision(v guard.Verdict) {
 	requestsTotal.inc(v)
+	if v.Undeclared != "" { // a rule's name: bounded values
+		undeclaredTotal.WithLabelValues(v.Undeclared, v.ActionName()).Inc()
+	}
 }
 
 // counterKey identifies a counter of requestsTotal.

@@ -39,9 +39,25 @@ func provisioned(t *testing.T, g *RobotsGuard) *RobotsGuard {
 	return g
 }
 
+// browserHeaders sets on h the headers that real browsers send on every
+// request, beside their User-Agent: Accept-Language (every browser, any
+// scheme), and the Sec-CH-UA client hint and Sec-Fetch-Mode fetch metadata
+// that Chrome (and Firefox, fetch metadata) send to secure origins. Without
+// them a request whose User-Agent names a browser is an undeclared bot
+// (issue 47, classify.UndeclaredRules), judged by the "*" group; the tests'
+// simulated browsers send them so that they stay browsers. A bot is a bot
+// whatever it sends, and over http nothing reads the last two, so they are
+// set on every request.
+func browserHeaders(h http.Header) {
+	h.Set("Accept-Language", "en-US,en;q=0.9")
+	h.Set("Sec-CH-UA", `"Chromium";v="137", "Not/A)Brand";v="24"`)
+	h.Set("Sec-Fetch-Mode", "navigate")
+}
+
 func serve(g *RobotsGuard, ua, target string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodGet, "http://example.com"+target, nil)
 	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header)
 	repl := caddy.NewReplacer()
 	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
 	w := httptest.NewRecorder()

@@ -77,6 +77,15 @@ type Config struct {
 	// "*" too.
 	PersonAgents string `json:"person_agents,omitempty"`
 
+	// Undeclared says how a header that names a browser (Chrome,
+	// Firefox, Safari, Edge) is judged when the request's other headers
+	// contradict it (UndeclaredRules: no Accept-Language, and over https
+	// no client hints or fetch metadata from the releases that send
+	// them): "on" (the default) as an undeclared bot, by the "*" group;
+	// "report" the same in dry run (its requests pass, what would have
+	// stopped them is logged and counted); "off" as the browser.
+	Undeclared string `json:"undeclared,omitempty"`
+
 	// CacheSize bounds the LRU cache of User-Agent classifications (and
 	// the lock-free copy of it that requests read, as many again at most).
 	// Default 10000 headers.
@@ -98,6 +107,9 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, err
 	}
 	if err := settings.OrDefault(&c.CacheSize, DefaultCacheSize, "bots", "cache_size"); err != nil {
+		return c, err
+	}
+	if err := checkUndeclared(&c.Undeclared); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -266,6 +278,9 @@ type Classifier struct {
 	building atomic.Bool        // a rebuild is under way
 	verifier *identity.Verifier // nil when verification is off
 	purposes *identity.Purposes // nil when content_signals is off
+	// undeclared: the browser a header names is read (Info.Undeclared),
+	// unless Config.Undeclared is off.
+	undeclared bool
 }
 
 // Info is the classification of one header, shared by every request that
@@ -299,7 +314,9 @@ type Info struct {
 	// registry's name, e.g. "openai"): only a claim verified as that
 	// operator's earns the agent's exemption from "*".
 	PersonOperator string
-	spec           atomic.Pointer[specMemo]
+	// named is the browser a Browser's header names, for Undeclared.
+	named named
+	spec  atomic.Pointer[specMemo]
 }
 
 // UnverifiablePersonAgent reports whether the header is that of an agent
@@ -344,7 +361,8 @@ func New(cfg Config, v *identity.Verifier, purposes *identity.Purposes) *Classif
 		s.add(b, kindApp)
 	}
 	cache, _ := lru.New[string, *Info](max(cfg.CacheSize, 1))
-	return &Classifier{tokens: s, apps: builtinApps, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes}
+	return &Classifier{tokens: s, apps: builtinApps, emptyBot: cfg.EmptyUserAgent, toolsBots: cfg.HTTPTools, cache: cache, verifier: v, purposes: purposes,
+		undeclared: cfg.Undeclared != UndeclaredOff}
 }
 
 // hotSet is a copy of the classifier's cache, read without locks.
@@ -427,6 +445,9 @@ func (c *Classifier) rebuild() {
 func (c *Classifier) info(ua string) *Info {
 	bot, browser, person := c.compute(ua)
 	v := &Info{Bot: bot, Browser: browser}
+	if browser && c.undeclared {
+		v.named = nameBrowser(ua)
+	}
 	if person != nil {
 		v.Class, v.PersonOperator = person.class, person.operator
 	}

@@ -31,6 +31,7 @@ func benchRequest(ua, target string) *http.Request {
 	r := httptest.NewRequest("GET", "http://example.com"+target, nil)
 	r.RequestURI = target
 	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header)
 	return r
 }
 

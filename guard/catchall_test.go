@@ -82,6 +82,7 @@ func TestTrapGraceNotBorrowedByAChangedSite(t *testing.T) {
 	decide := func(host, target, ua, ip string) Verdict {
 		r := httptest.NewRequest("GET", "http://"+host+target, nil)
 		r.Header.Set("User-Agent", ua)
+		browserHeaders(r.Header)
 		return e.DecideHTTP(r, nil, ip, origin)
 	}
 	decide("x.example", "/", "WarmupBot/1.0", "192.0.2.250:1") // x's rules arm the trap from now

@@ -75,7 +75,32 @@ type trace struct {
 	signalRule *policy.SignalRule
 }
 
+// decide decides req (with tr, for Explain): an undeclared bot's verdict
+// is a dry run with bots.undeclared report.
 func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
+	v := e.decideFull(ctx, req, tr)
+	if v.Undeclared != "" && e.cfg.Bots.Undeclared == classify.UndeclaredReport {
+		v.DryRun = true
+	}
+	return v
+}
+
+// undeclaredRule names the rule by which req's other headers contradict
+// the browser its header names (info): an undeclared bot, judged by "*";
+// "" for none, or a header already a bot's.
+func undeclaredRule(req *Request, info *classify.Info, bot bool) string {
+	if bot || !info.Browser || !req.Evidence.Read {
+		return ""
+	}
+	req.Evidence.HTTPS = req.Scheme == "https"
+	if r := info.Undeclared(req.Evidence); r != nil {
+		return r.Name
+	}
+	return ""
+}
+
+// decideFull is decide without the dry run of bots.undeclared report.
+func (e *Engine) decideFull(ctx context.Context, req *Request, tr *trace) Verdict {
 	// The guard's own robots.txt fetch passes.
 	if sites.IsSelfFetch(ctx, req.peer) {
 		return Verdict{Reason: ReasonInternal, DryRun: e.cfg.DryRun}
@@ -92,11 +117,13 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	info := e.classes.Lookup(ua)
 	bot = bot || info.Bot // a header that claims an operator is a bot
+	undeclared := undeclaredRule(req, info, bot)
+	bot = bot || undeclared != ""
 	if len(req.Host) > maxHostName && hostTooLong(req.Host) {
 		// No DNS name is this long (RFC 1035): the Host is garbage, and
 		// no site, cache entry or store key is made of it. Bots are
 		// refused; others pass to the site, which answers as it will.
-		v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot}
+		v := Verdict{Bot: bot, DryRun: e.cfg.DryRun, Reason: ReasonNotBot, Undeclared: undeclared}
 		if bot || !info.Browser {
 			v.Bot, v.Action, v.Reason = true, Deny, ReasonBadTarget
 		}
@@ -111,6 +138,9 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	}
 	v := e.siteVerdict(req, tr, ent)
 	agent, groupClaims := info.Agent(st.Robots, ua, e.verifier)
+	if undeclared != "" {
+		v.Undeclared, agent, groupClaims = undeclared, st.Robots.Agent(""), 0 // "*", whatever group its header names
+	}
 	var ver identity.Result
 	unproven := false // judged by "*" as well as by its group
 	if claims := info.Claims | groupClaims; claims != 0 || req.Signed != nil && e.verifier != nil {

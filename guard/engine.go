@@ -302,6 +302,7 @@ func (e *Engine) done(req *Request, v *Verdict) {
 			zap.String("target", e.logTarget(req.Target)),
 			targetBytes(req.Target),
 			zap.Bool("dry_run", v.DryRun),
+			zap.String("undeclared", v.Undeclared),
 		)
 	}
 }

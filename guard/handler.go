@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/identity"
 )
 
@@ -81,6 +82,9 @@ func (e *Engine) fillRequest(req *Request, r, orig *http.Request, clientIP strin
 func (e *Engine) fillHeader(req *Request, r *http.Request, clientIP string) {
 	req.UserAgent, req.ClientIP = userAgent(r.Header), clientIP
 	req.header, req.peer = r.Header, r.RemoteAddr
+	if e.cfg.Bots.Undeclared != classify.UndeclaredOff {
+		req.Evidence = classify.EvidenceOf(r.Header)
+	}
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
@@ -118,6 +122,13 @@ func (e *Engine) DecideForwarded(r *http.Request, f *Forwarded, clientIP string)
 		}
 	}
 	e.fillHeader(&req, r, clientIP)
+	if r.Header.Get("X-Robots-Guard-Headers") != "all" {
+		// The proxy may forward the client's User-Agent and a few
+		// headers only: the absence of the others says nothing, and no
+		// undeclared-bot rule applies. A recipe whose proxy forwards
+		// them all says so (docs/proxies).
+		req.Evidence = classify.Evidence{}
+	}
 	// The question's peer is the proxy that asks, trusted by the front
 	// (and its X-Forwarded-For the client's address by contract), never
 	// an untrusted proxy in front of the site.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
 	"github.com/robotsguard/robotsguard/sites"
 	"github.com/robotsguard/robotsguard/traps"
@@ -262,6 +263,22 @@ type Explanation struct {
 	// documented purpose, that purpose and what the group's Content-Signal
 	// or Content-Usage lines say of it (SEMANTICS.md §8a).
 	ContentSignal *ExplainSignal `json:"content_signal,omitempty"`
+	// Undeclared is, for a header that names a browser and headers of
+	// the request (Request.Evidence) that contradict it, the rule that
+	// made it an undeclared bot, judged by "*".
+	Undeclared *ExplainUndeclared `json:"undeclared,omitempty"`
+}
+
+// ExplainUndeclared is the undeclared-bot part of an Explanation.
+type ExplainUndeclared struct {
+	// Rule names the rule, Header the header it missed, Evidence which
+	// browsers send that header and what was measured.
+	Rule     string `json:"rule"`
+	Header   string `json:"header"`
+	Evidence string `json:"evidence"`
+	// Enforced is false under bots undeclared report (the requests pass,
+	// what would have stopped them is counted).
+	Enforced bool `json:"enforced"`
 }
 
 // ExplainSignal is the AI-use preference part of an Explanation.
@@ -365,6 +382,12 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 			}
 		}
 		x.ContentSignal = sig
+	}
+	for _, r := range classify.UndeclaredRules {
+		if r.Name == v.Undeclared {
+			x.Undeclared = &ExplainUndeclared{Rule: r.Name, Header: r.Header, Evidence: r.Evidence,
+				Enforced: e.cfg.Bots.Undeclared != classify.UndeclaredReport}
+		}
 	}
 	if vx := tr.verify; vx != nil {
 		x.Verification = &ExplainVerification{

@@ -26,6 +26,7 @@ func TestUntrustedProxyNotBanned(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "http://example.com"+target, nil)
 		r.RemoteAddr = remote
 		r.Header.Set("User-Agent", uaChrome)
+		browserHeaders(r.Header)
 		if xff != "" {
 			r.Header.Set("X-Forwarded-For", xff)
 		}

@@ -3,6 +3,7 @@ package guard
 import (
 	"net/http"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/report"
 )
@@ -44,6 +45,9 @@ func recordOf(v *Verdict, ua string, client limit.Client, at int64) (report.Reco
 		// A browser's header (a trap or a ban stopped it): its group, "*",
 		// would say nothing.
 		rec.Group = browserGroup
+	}
+	if v.Undeclared != "" {
+		rec.Class = classify.ClassUndeclared
 	}
 	if v.Action == Deny {
 		rec.Rule = v.Rule

@@ -83,7 +83,7 @@ func TestBypassThroughRealServer(t *testing.T) {
 // doRaw builds the request as a Go server reads it from the wire.
 func doRaw(t *testing.T, h http.Handler, ua, target string) *httptest.ResponseRecorder {
 	t.Helper()
-	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\nHost: example.com\r\nUser-Agent: " + ua + "\r\n\r\n")))
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\nHost: example.com\r\nUser-Agent: " + ua + "\r\n" + browserHeaderLines + "\r\n")))
 	if err != nil {
 		t.Fatalf("%q: %v", target, err)
 	}

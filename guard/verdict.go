@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/policy"
@@ -52,6 +53,11 @@ type Request struct {
 	// Purpose): "prefetch" for a speculative fetch a browser makes on its
 	// own. With trap_links static such a fetch never bans.
 	SecPurpose string
+	// Evidence is what the request's other headers say of the browser
+	// its User-Agent names (classify.UndeclaredRules read it): the front
+	// ends fill it from the header unless bots.undeclared is off; left
+	// unread, no rule applies. Its HTTPS is taken from Scheme.
+	Evidence classify.Evidence
 
 	header http.Header // the request's header (RequestOf), read only in rare cases
 	peer   string      // the connection's remote address (RequestOf)
@@ -245,6 +251,11 @@ type Verdict struct {
 	// Class is "unfurler" or "fetcher" when the User-Agent names an agent
 	// that fetches for a person (classify.Info.Class), "" otherwise.
 	Class string
+	// Undeclared names the rule by which the request's other headers
+	// contradict the browser its User-Agent names (classify.Rule.Name),
+	// "" for none: an undeclared bot, judged by the "*" group (and in dry
+	// run with bots.undeclared report).
+	Undeclared string
 	// Crawler is the registry's entry of the crawler the User-Agent
 	// names (its documented purpose), nil for none or with content_signals
 	// off. Signal is the Content-Signal or Content-Usage line that denied
@@ -361,6 +372,7 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 		if v.Reason == ReasonDisallowedDecoded {
 			b = append(b, " (decoded path)"...)
 		}
+		b = v.appendUndeclared(b)
 	case Throttle:
 		if v.Reason == ReasonSignatureReplayed {
 			return append(b, "Signature replayed: its nonce was seen before; sign each request with a fresh nonce"...)
@@ -372,6 +384,7 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 		}
 		b = append(b, "Crawl-delay of robots.txt for "...)
 		b = append(b, v.Group...)
+		b = v.appendUndeclared(b)
 		b = append(b, " exceeded: retry after "...)
 		b = strconv.AppendInt(b, v.RetryAfterSeconds(), 10)
 		b = append(b, " s"...)
@@ -379,4 +392,24 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 		b = append(b, "Allowed"...)
 	}
 	return b
+}
+
+// appendUndeclared appends, for an undeclared bot, why it is judged as
+// one: " (an undeclared bot: its User-Agent names a browser, and it sent
+// no Accept-Language)".
+func (v Verdict) appendUndeclared(b []byte) []byte {
+	if v.Undeclared == "" {
+		return b
+	}
+	b = append(b, " (an undeclared bot: its User-Agent names a browser, and "...)
+	for _, r := range classify.UndeclaredRules {
+		if r.Name == v.Undeclared {
+			b = append(b, "it sent no "...)
+			b = append(b, r.Header...)
+			return append(b, ')')
+		}
+	}
+	b = append(b, "rule "...)
+	b = append(b, v.Undeclared...)
+	return append(b, ')')
 }

@@ -50,6 +50,7 @@ func signedGet(t testing.TB, path, ua, agent string, created time.Time) *http.Re
 	r.RequestURI = path
 	r.RemoteAddr = "11.0.113.77:5555"
 	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header)
 	if err := identity.Sign(signedRequestOf(r, "http"), key, tp, agent, created, created.Add(time.Minute), fmt.Sprint("nonce-", nonces.Add(1))); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +162,7 @@ func TestSignatureReplayAndMalformed(t *testing.T) {
 	garbled := func(ua string, agent bool) *http.Request {
 		r := httptest.NewRequest("GET", "http://example.com/public/x", nil)
 		r.Header.Set("User-Agent", ua)
+		browserHeaders(r.Header)
 		r.Header.Set("Signature-Input", `sig1=("@authority" ;tag="web-bot-auth"`)
 		r.Header.Set("Signature", "sig1=:AAAA")
 		if agent {

@@ -100,6 +100,7 @@ func TestDemo(t *testing.T) {
 	do := func(ua, path string) answer {
 		req, _ := http.NewRequest(http.MethodGet, site+path, nil)
 		req.Header.Set("User-Agent", ua)
+		browserHeaders(req.Header)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)

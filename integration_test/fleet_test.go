@@ -102,6 +102,7 @@ func (f *fleet) getPath(t *testing.T, addr, path, ua string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	req.Host = fmt.Sprintf("shop.example:%d", f.port)
 	req.Header.Set("User-Agent", ua)
+	browserHeaders(req.Header)
 	resp, err := fleetClient.Do(req)
 	if err != nil {
 		return 0, ""

@@ -35,6 +35,35 @@ const (
 	gptbotUA  = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
 )
 
+// browserHeaders sets on h the headers that real browsers send on every
+// request, beside their User-Agent: Accept-Language (every browser, any
+// scheme), and the Sec-CH-UA client hint and Sec-Fetch-Mode fetch metadata
+// that Chrome (and Firefox, fetch metadata) send to secure origins. Without
+// them a request whose User-Agent names a browser is an undeclared bot
+// (issue 47, classify.UndeclaredRules), judged by the "*" group; the tests'
+// simulated browsers send them so that they stay browsers (real Chromium,
+// in the chromedp tests, sends its own). A bot is a bot whatever it sends,
+// and over http nothing reads the last two, so they are set on every
+// request.
+func browserHeaders(h http.Header) {
+	for _, f := range browserFields {
+		h.Set(f[0], f[1])
+	}
+}
+
+// browserFields are the headers browserHeaders sets, as name and value.
+var browserFields = [][2]string{
+	{"Accept-Language", "en-US,en;q=0.9"},
+	{"Sec-CH-UA", `"Chromium";v="137", "Not/A)Brand";v="24"`},
+	{"Sec-Fetch-Mode", "navigate"},
+}
+
+// browserHeaderLines are browserHeaders as raw header lines, for the
+// tests that write a request's bytes themselves.
+const browserHeaderLines = "Accept-Language: en-US,en;q=0.9\r\n" +
+	"Sec-CH-UA: \"Chromium\";v=\"137\", \"Not/A)Brand\";v=\"24\"\r\n" +
+	"Sec-Fetch-Mode: navigate\r\n"
+
 // upstream is a real HTTP server behind reverse_proxy: it serves a
 // robots.txt that tests can change, and a page for every other path.
 type upstream struct {
@@ -165,6 +194,7 @@ func get(t *testing.T, tc *caddytest.Tester, port int, path, ua string, headers 
 		t.Fatal(err)
 	}
 	req.Header.Set("User-Agent", ua)
+	browserHeaders(req.Header)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}

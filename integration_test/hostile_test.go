@@ -73,7 +73,7 @@ func TestHostileTargets(t *testing.T) {
 				"GET %s HTTP/1.0\r\n", // no Host header
 				"GET %s HTTP/1.1\r\nHost: name:abc\r\n",
 			} {
-				req := fmt.Sprintf(head, target) + "User-Agent: " + ua + "\r\nConnection: close\r\n\r\n"
+				req := fmt.Sprintf(head, target) + "User-Agent: " + ua + "\r\n" + browserHeaderLines + "Connection: close\r\n\r\n"
 				if resp := rawRequest(t, addr, req); strings.Contains(resp, "SECRET") {
 					leaks++
 					t.Errorf("%q leaked the disallowed page:\n%s", req, resp)
@@ -82,7 +82,7 @@ func TestHostileTargets(t *testing.T) {
 		}
 	}
 	// The checks above must be able to fail: a browser reads the page.
-	if resp := rawRequest(t, addr, "GET /private/secret.html HTTP/1.0\r\nUser-Agent: "+browserUA+"\r\n\r\n"); !strings.Contains(resp, "SECRET") {
+	if resp := rawRequest(t, addr, "GET /private/secret.html HTTP/1.0\r\nUser-Agent: "+browserUA+"\r\n"+browserHeaderLines+"\r\n"); !strings.Contains(resp, "SECRET") {
 		t.Fatalf("a browser did not get the page, so the test proves nothing:\n%s", resp)
 	}
 }
@@ -167,6 +167,9 @@ func h2cGet(t *testing.T, addr, path, ua string) (string, string) {
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":path", path}, {"user-agent", ua}} {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	for _, f := range browserFields { // HTTP/2 header names are lower case
+		enc.WriteField(hpack.HeaderField{Name: strings.ToLower(f[0]), Value: f[1]})
 	}
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
 	var status string

@@ -171,7 +171,7 @@ var bodyLine = regexp.MustCompile(`^Disallowed by robots\.txt line (\d+) for `)
 // or 0 for a 200.
 func wireLine(t *testing.T, addr, target, ua string) (int, error) {
 	target = strings.Replace(target, "HOST", addr, 1)
-	resp := rawRequest(t, addr, "GET "+target+" HTTP/1.1\r\nHost: "+addr+"\r\nUser-Agent: "+ua+"\r\nConnection: close\r\n\r\n")
+	resp := rawRequest(t, addr, "GET "+target+" HTTP/1.1\r\nHost: "+addr+"\r\nUser-Agent: "+ua+"\r\n"+browserHeaderLines+"Connection: close\r\n\r\n")
 	status, _, _ := strings.Cut(resp, "\r\n")
 	_, body, _ := strings.Cut(resp, "\r\n\r\n")
 	switch {

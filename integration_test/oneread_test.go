@@ -200,7 +200,7 @@ func (r hostileRequest) bytes(clientIP string) []byte {
 	for _, h := range r.hosts {
 		fmt.Fprintf(&b, "Host: %s\r\n", h)
 	}
-	fmt.Fprintf(&b, "User-Agent: %s\r\nX-Forwarded-For: %s\r\nConnection: close\r\n\r\n", r.ua, clientIP)
+	fmt.Fprintf(&b, "User-Agent: %s\r\n%sX-Forwarded-For: %s\r\nConnection: close\r\n\r\n", r.ua, browserHeaderLines, clientIP)
 	return []byte(b.String())
 }
 

@@ -37,6 +37,7 @@ func TestPeoplesSoftwareThroughCaddy(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
 		req.Header.Set("User-Agent", ua)
+		browserHeaders(req.Header)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -252,6 +252,7 @@ func (p proxyClient) get(path, ua, ip string, extra ...string) answer {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
 	req.Host = "example.com"
 	req.Header.Set("User-Agent", ua)
+	browserHeaders(req.Header)
 	req.Header.Set("X-Forwarded-For", ip)
 	for i := 0; i+1 < len(extra); i += 2 {
 		if extra[i] == "Host" {

@@ -184,7 +184,7 @@ Sitemap: http://{host}/sitemap.xml
 `, port))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	raw := func(host, path, ip string) string {
-		return rawRequest(t, addr, "GET "+path+" HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: "+browserUA+"\r\nX-Forwarded-For: "+ip+"\r\nConnection: close\r\n\r\n")
+		return rawRequest(t, addr, "GET "+path+" HTTP/1.1\r\nHost: "+host+"\r\nUser-Agent: "+browserUA+"\r\n"+browserHeaderLines+"X-Forwarded-For: "+ip+"\r\nConnection: close\r\n\r\n")
 	}
 	raw("first.example", "/no-robots/x", "192.0.2.201") // the first name's robots.txt starts the clock
 	time.Sleep(3200 * time.Millisecond)

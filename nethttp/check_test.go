@@ -308,6 +308,7 @@ func question(ua, target string) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "http://check.internal/", nil)
 	r.RemoteAddr = "127.0.0.1:1"
 	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header) // what a proxy that forwards every header passes on
 	r.Header.Set("X-Forwarded-Uri", target)
 	r.Header.Set("X-Forwarded-Host", "example.com")
 	r.Header.Set("X-Forwarded-For", "192.0.2.1")

@@ -35,6 +35,7 @@ func Example() {
 	} {
 		req := httptest.NewRequest("GET", "/private/report", nil)
 		req.Header.Set("User-Agent", ua)
+		req.Header.Set("Accept-Language", "en-US,en;q=0.9") // every browser sends one
 		rec := httptest.NewRecorder()
 		site.ServeHTTP(rec, req)
 		fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))

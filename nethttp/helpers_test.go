@@ -51,11 +51,27 @@ func at(e *guard.Engine, ua, target, ip string) guard.Verdict {
 	return e.Decide(context.Background(), guard.Request{Host: "example.com", Target: target, UserAgent: ua, ClientIP: ip})
 }
 
+// browserHeaders sets on h the headers that real browsers send on every
+// request, beside their User-Agent: Accept-Language (every browser, any
+// scheme), and the Sec-CH-UA client hint and Sec-Fetch-Mode fetch metadata
+// that Chrome (and Firefox, fetch metadata) send to secure origins. Without
+// them a request whose User-Agent names a browser is an undeclared bot
+// (issue 47, classify.UndeclaredRules), judged by the "*" group; the tests'
+// simulated browsers send them so that they stay browsers. A bot is a bot
+// whatever it sends, and over http nothing reads the last two, so they are
+// set on every request.
+func browserHeaders(h http.Header) {
+	h.Set("Accept-Language", "en-US,en;q=0.9")
+	h.Set("Sec-CH-UA", `"Chromium";v="137", "Not/A)Brand";v="24"`)
+	h.Set("Sec-Fetch-Mode", "navigate")
+}
+
 // do sends a GET of path with ua from 192.0.2.1 to h.
 func do(h http.Handler, ua, path string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodGet, "http://example.com"+path, nil)
 	r.RemoteAddr = "192.0.2.1:1234"
 	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec

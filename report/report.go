@@ -284,7 +284,9 @@ type Record struct {
 	// Verification is the verdict on its claim to be a known crawler.
 	Verification identity.Verdict
 	// Class is "unfurler" or "fetcher" for an agent that fetches for a
-	// person (a link preview, a user-triggered fetch), "" for others.
+	// person (a link preview, a user-triggered fetch), "undeclared"
+	// (classify.ClassUndeclared) for an undeclared bot (a header that names a browser, contradicted
+	// by the request's other headers), "" for others.
 	Class string
 	// Rule is the robots.txt line that denied it, counted in the site's
 	// lines; nil for none.

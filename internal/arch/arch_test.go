@@ -56,7 +56,7 @@ var arrows = map[string][]string{
 	"caddymodule":                   {"caddymodule/robotscmd", "classify", "dashboard", "duration", "identity", "guard", "limit", "nethttp", "policy", "report", "sites", "traps"},
 	"nethttp":                       {"dashboard", "guard", "identity", "report"},
 	"caddymodule/robotscmd":         {"audit", "dashboard", "guard", "identity", "policy", "report", "sites", "traps"},
-	"audit":                         {"guard", "identity", "limit", "policy", "report", "sites"},
+	"audit":                         {"classify", "guard", "identity", "limit", "policy", "report", "sites"},
 	"traps":                         {"duration", "limit", "policy"},
 	"cmd/caddy":                     {"caddymodule"},
 }
