@@ -187,7 +187,7 @@ func TestBenchFormats(t *testing.T) {
 			e, err := a.parse([]byte(line), line, format)
 			want := Entry{At: e.At, ClientIP: r.Client, Method: "GET", Target: r.Target, Host: host, HTTPS: https, UserAgent: r.UserAgent, Status: 200}
 			if format == FormatCaddy { // a browser's headers, as Caddy logs them
-				want.Evidence = classify.Evidence{Read: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true}
+				want.Evidence = classify.Evidence{Read: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true, Navigate: true}
 			}
 			if at := r.At.Truncate(precision).UnixNano(); e.At < at-1000 || e.At > at+1000 {
 				t.Errorf("%s line %d: at %v, want %v", format, i, time.Unix(0, e.At).UTC(), r.At.Truncate(precision))

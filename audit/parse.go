@@ -310,6 +310,7 @@ type caddyLine struct {
 			AcceptLanguage []string `json:"Accept-Language"`
 			SecCHUA        []string `json:"Sec-Ch-Ua"`
 			SecFetchMode   []string `json:"Sec-Fetch-Mode"`
+			Upgrade        []string `json:"Upgrade"`
 		} `json:"headers"`
 		TLS *struct{} `json:"tls"`
 	} `json:"request"`
@@ -341,7 +342,8 @@ func parseCaddy(line []byte) (Entry, error) {
 		}
 		// Caddy logs every header of the request (but those it
 		// redacts): the absence of one is known.
-		e.Evidence = classify.Evidence{Read: true, AcceptLanguage: len(h.AcceptLanguage) > 0, SecCHUA: len(h.SecCHUA) > 0, SecFetchMode: len(h.SecFetchMode) > 0}
+		e.Evidence = classify.Evidence{Read: true, AcceptLanguage: len(h.AcceptLanguage) > 0, SecCHUA: len(h.SecCHUA) > 0, SecFetchMode: len(h.SecFetchMode) > 0,
+			Navigate: len(h.SecFetchMode) > 0 && h.SecFetchMode[0] == "navigate", WebSocket: len(h.Upgrade) > 0 && strings.EqualFold(h.Upgrade[0], "websocket")}
 	}
 	switch {
 	case e.Target == "" || e.Method == "" || c.TS == 0:

@@ -52,13 +52,18 @@ type Evidence struct {
 	// AcceptLanguage, SecCHUA and SecFetchMode report the presence of
 	// the Accept-Language, Sec-CH-UA and Sec-Fetch-Mode headers.
 	AcceptLanguage, SecCHUA, SecFetchMode bool
+	// Navigate reports a navigation by its own word (Sec-Fetch-Mode:
+	// navigate); WebSocket a WebSocket handshake (Upgrade: websocket).
+	Navigate, WebSocket bool
 }
 
 // EvidenceOf returns the Evidence of a request's header h (read; its
 // HTTPS is the caller's to set). It does not allocate.
 func EvidenceOf(h http.Header) Evidence {
+	mode, up := h["Sec-Fetch-Mode"], h["Upgrade"]
 	return Evidence{Read: true, AcceptLanguage: len(h["Accept-Language"]) > 0,
-		SecCHUA: len(h["Sec-Ch-Ua"]) > 0, SecFetchMode: len(h["Sec-Fetch-Mode"]) > 0}
+		SecCHUA: len(h["Sec-Ch-Ua"]) > 0, SecFetchMode: len(mode) > 0,
+		Navigate: len(mode) > 0 && mode[0] == "navigate", WebSocket: len(up) > 0 && strings.EqualFold(up[0], "websocket")}
 }
 
 // Browser families a User-Agent header can name, for the rules.
@@ -95,10 +100,14 @@ type Rule struct {
 	// since says which headers it applies to: those that name one of
 	// its families at its major version or later (Chrome's version for
 	// Chromium-based browsers). plain limits it to plain headers (see
-	// named), https to requests over TLS.
-	since []since
-	plain bool
-	https bool
+	// named), https to requests over TLS, navigations to requests that
+	// say they are one (Sec-Fetch-Mode: navigate), and notWebSocket
+	// leaves WebSocket handshakes out.
+	since        []since
+	plain        bool
+	https        bool
+	navigations  bool
+	notWebSocket bool
 	// Evidence says which browsers send Header, since when, on which
 	// requests, and what was measured (docs/undeclared.md).
 	Evidence string
@@ -106,29 +115,35 @@ type Rule struct {
 
 // UndeclaredRules are the rules, in the order they are tried. A rule is
 // added only with measurements that no real browser is refused by it
-// (docs/undeclared.md): "Accept: */*" exactly (every fetch() and script
-// of Chromium sends it) and text/html without Upgrade-Insecure-Requests
-// (every <link rel=prefetch>) were measured and are not rules; neither
-// is HTTP/1.x over TLS, which browsers behind a TLS-inspecting proxy use.
+// (docs/undeclared.md, integration_test.TestUndeclaredRealBrowsers):
+// "Accept: */*" exactly (every fetch() and script of Chromium sends it)
+// and text/html without Upgrade-Insecure-Requests (every <link
+// rel=prefetch>) were measured and are not rules; neither is HTTP/1.x
+// over TLS, which browsers behind a TLS-inspecting proxy use. Chromium
+// sends no Sec-CH-UA on CORS preflights, worker, shared-worker and
+// service-worker scripts, their own fetches and WebSocket handshakes, and
+// no Sec-Fetch-Mode on WebSocket handshakes: the rules leave those out.
 var UndeclaredRules = []*Rule{
 	{
 		Name: "no-accept-language", Header: "Accept-Language",
 		since: []since{{familyChrome, 0}, {familyFirefox, 0}, {familySafari, 0}, {familyEdge, 0}},
-		Evidence: "Chrome, Firefox, Safari and Edge send Accept-Language on every request they make " +
-			"(navigations, sub-resources, fetch(), prefetch, service workers, media), over http and https; " +
-			"measured: 0 of the requests of real Chromium and Firefox ESR refused (integration_test.TestUndeclaredRealBrowsers)",
-	},
-	{
-		Name: "no-client-hints", Header: "Sec-CH-UA",
-		since: []since{{familyChrome, 89}}, plain: true, https: true,
-		Evidence: "Chrome 89 and later (and Edge and Opera on its engine) send the Sec-CH-UA client hint on every " +
-			"request to a secure origin; measured: 0 of 125 requests of real Chromium over https refused",
+		Evidence: "Chrome, Firefox, Safari and Edge send Accept-Language on every request they make; measured on real " +
+			"Chromium 156 and Firefox ESR 153 over http and https: navigations, sub-resources, fonts, media ranges, fetch(), " +
+			"XHR, beacons, EventSource, prefetch, CORS preflights, workers, shared workers, service workers and their " +
+			"fetches, WebSocket handshakes: none without it (integration_test.TestUndeclaredRealBrowsers)",
 	},
 	{
 		Name: "no-fetch-metadata", Header: "Sec-Fetch-Mode",
-		since: []since{{familyChrome, 80}, {familyFirefox, 90}}, plain: true, https: true,
-		Evidence: "Chrome 80 and Firefox 90 and later send fetch metadata (Sec-Fetch-Mode) on every request to a " +
-			"secure origin; measured: 0 requests of real Chromium over https refused",
+		since: []since{{familyChrome, 80}, {familyFirefox, 90}}, plain: true, https: true, notWebSocket: true,
+		Evidence: "fetch metadata is sent to secure origins since Chrome 80 and Firefox 90; measured over https on every " +
+			"kind of request above: only Chromium's WebSocket handshake lacks it (left out)",
+	},
+	{
+		Name: "no-client-hints", Header: "Sec-CH-UA",
+		since: []since{{familyChrome, 89}}, plain: true, https: true, navigations: true,
+		Evidence: "Chrome 89 and later (and Edge and Opera on its engine) send the Sec-CH-UA client hint on every " +
+			"navigation to a secure origin (top-level, frames, forms, history); measured: every navigation of real " +
+			"Chromium over https carried it, while preflights, workers and WebSocket handshakes do not (left out)",
 	},
 }
 
@@ -141,7 +156,7 @@ type since struct {
 // applies reports whether r applies to the browser n names, over a
 // request whose evidence is ev.
 func (r *Rule) applies(n named, ev Evidence) bool {
-	if r.https && !ev.HTTPS || r.plain && !n.plain {
+	if r.https && !ev.HTTPS || r.plain && !n.plain || r.navigations && !ev.Navigate || r.notWebSocket && ev.WebSocket {
 		return false
 	}
 	for _, s := range r.since {

@@ -26,12 +26,17 @@ const (
 // before the header, plain http for the https rules, headers not read).
 func TestUndeclaredRules(t *testing.T) {
 	c := New(Config{}, nil, nil)
-	full := Evidence{Read: true, HTTPS: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true}
+	full := Evidence{Read: true, HTTPS: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true, Navigate: true}
 	without := func(f func(*Evidence)) Evidence { e := full; f(&e); return e }
 	noLang := without(func(e *Evidence) { e.AcceptLanguage = false })
 	noCH := without(func(e *Evidence) { e.SecCHUA = false })
 	noFetch := without(func(e *Evidence) { e.SecFetchMode = false })
 	plainHTTP := Evidence{Read: true, AcceptLanguage: true} // browsers send neither over http
+	// Chromium's requests over https that carry no client hints: a
+	// fetch of a worker or a CORS preflight (fetch metadata, no
+	// navigation), a WebSocket handshake (neither).
+	worker := Evidence{Read: true, HTTPS: true, AcceptLanguage: true, SecFetchMode: true}
+	webSocket := Evidence{Read: true, HTTPS: true, AcceptLanguage: true, WebSocket: true}
 	for _, tc := range []struct {
 		ua   string
 		ev   Evidence
@@ -42,7 +47,11 @@ func TestUndeclaredRules(t *testing.T) {
 		{chrome137, noLang, "no-accept-language"},
 		{chrome137, noCH, "no-client-hints"},
 		{chrome137, noFetch, "no-fetch-metadata"},
+		{chrome137, Evidence{Read: true, HTTPS: true, AcceptLanguage: true, SecFetchMode: true, Navigate: true}, "no-client-hints"},
 		{chrome137, plainHTTP, ""},
+		{chrome137, worker, ""},
+		{chrome137, webSocket, ""},
+		{firefox128, webSocket, ""},
 		{chrome137, Evidence{Read: true}, "no-accept-language"},
 		{chromeAndroid, noCH, "no-client-hints"},
 		{edge137, noCH, "no-client-hints"},
@@ -88,7 +97,8 @@ func TestEvidenceOf(t *testing.T) {
 	h.Set("accept-language", "en")
 	h.Set("sec-ch-ua", `"Chromium";v="137"`)
 	h.Set("sec-fetch-mode", "navigate")
-	if ev := EvidenceOf(h); !ev.Read || !ev.AcceptLanguage || !ev.SecCHUA || !ev.SecFetchMode {
+	h.Set("upgrade", "WebSocket")
+	if ev := EvidenceOf(h); !ev.Read || !ev.AcceptLanguage || !ev.SecCHUA || !ev.SecFetchMode || !ev.Navigate || !ev.WebSocket {
 		t.Errorf("EvidenceOf(%v) = %+v; want every header present", h, ev)
 	}
 	if n := testing.AllocsPerRun(100, func() { EvidenceOf(h) }); n != 0 {
@@ -127,7 +137,8 @@ func FuzzUndeclared(f *testing.F) {
 		if n.major < 0 {
 			t.Fatalf("%q: major %d", ua, n.major)
 		}
-		ev := Evidence{Read: bits&1 != 0, HTTPS: bits&2 != 0, AcceptLanguage: bits&4 != 0, SecCHUA: bits&8 != 0, SecFetchMode: bits&16 != 0}
+		ev := Evidence{Read: bits&1 != 0, HTTPS: bits&2 != 0, AcceptLanguage: bits&4 != 0, SecCHUA: bits&8 != 0, SecFetchMode: bits&16 != 0,
+			Navigate: bits&32 != 0, WebSocket: bits&64 != 0}
 		info := c.Lookup(ua)
 		r := info.Undeclared(ev)
 		if ev.AcceptLanguage && ev.SecCHUA && ev.SecFetchMode && r != nil {

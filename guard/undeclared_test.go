@@ -89,7 +89,7 @@ func TestUndeclaredExplain(t *testing.T) {
 	}
 	req.Evidence = classify.Evidence{Read: true, AcceptLanguage: true}
 	x, err = e.Explain(t.Context(), req)
-	if err != nil || x.Undeclared == nil || x.Undeclared.Rule != "no-client-hints" || x.Undeclared.Header != "Sec-CH-UA" || !x.Undeclared.Enforced || x.Status != 403 {
-		t.Errorf("Accept-Language only, over https: %+v, %v; want no-client-hints, enforced, 403", x, err)
+	if err != nil || x.Undeclared == nil || x.Undeclared.Rule != "no-fetch-metadata" || x.Undeclared.Header != "Sec-Fetch-Mode" || !x.Undeclared.Enforced || x.Status != 403 {
+		t.Errorf("Accept-Language only, over https: %+v, %v; want no-fetch-metadata, enforced, 403", x, err)
 	}
 }

@@ -17,15 +17,23 @@ import (
 // the test is skipped with a message saying what to install.
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+	return browserBinary(t, "chromium", "chromium", "chromium-browser", "google-chrome")
+}
+
+// browserBinary returns the path of the first of names installed. Under
+// CI its absence fails the test, naming the Debian package that .ci/run
+// installs; elsewhere the test is skipped with the same words.
+func browserBinary(t *testing.T, pkg string, names ...string) string {
+	t.Helper()
+	for _, name := range names {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed: .ci/run installs Debian's chromium package")
+		t.Fatalf("%s is not installed: .ci/run installs Debian's %s package", names[0], pkg)
 	}
-	t.Skip("chromium is not installed (apt-get install chromium); the browser tests need a real browser")
+	t.Skipf("%s is not installed (apt-get install %s); the browser tests need a real browser", names[0], pkg)
 	return ""
 }
 

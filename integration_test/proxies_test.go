@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -144,15 +145,32 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // waitListening waits until something accepts connections on addr.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
+	waitDial(t, addr, "nothing listens on", func() (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) })
+}
+
+// waitCertificate waits until the server on addr completes a TLS
+// handshake: Caddy's tls internal issues its certificate in the
+// background, and a handshake before fails.
+func waitCertificate(t *testing.T, addr string) {
+	t.Helper()
+	waitDial(t, addr, "no TLS handshake with", func() (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	})
+}
+
+// waitDial calls dial until it connects, for 20 s at most, then fails
+// saying what (e.g. "nothing listens on") of addr.
+func waitDial(t *testing.T, addr, what string, dial func() (net.Conn, error)) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := dial()
 		if err == nil {
 			c.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s after 20s: %v", addr, err)
+			t.Fatalf("%s %s after 20s: %v", what, addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -69,7 +67,7 @@ type scraper struct {
 // 403, with a body that names the undeclared bot and the header it did not
 // send, while "*" serves them the public pages. Scrapy, which sends
 // Accept-Language by default, passes over http and is caught over https by
-// the missing Sec-CH-UA client hint. With undeclared off, the same
+// its missing fetch metadata (Sec-Fetch-Mode). With undeclared off, the same
 // scraper is served the disallowed pages, so the 403s are the feature's.
 func TestUndeclaredScrapers(t *testing.T) {
 	httpPort, httpsPort, offPort := freePort(t), freePort(t), freePort(t)
@@ -119,7 +117,7 @@ func TestUndeclaredScrapers(t *testing.T) {
 					if s.acceptLanguage {
 						status, header = http.StatusOK, ""
 						if https {
-							status, header = http.StatusForbidden, "Sec-CH-UA"
+							status, header = http.StatusForbidden, "Sec-Fetch-Mode"
 						}
 					}
 					checkScraper(t, s.name+" over "+scheme, urls, got, status, header)
@@ -152,25 +150,6 @@ Disallow: /private/
 	respond "public page {path}"
 }
 `, addr, extra, guard)
-}
-
-// waitCertificate waits until the site on addr completes TLS handshakes:
-// tls internal issues its certificate in the background, after the
-// configuration is loaded.
-func waitCertificate(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no TLS handshake with %s after 20s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // scraperList writes into dir the list of URLs under base that a scraper
