@@ -126,11 +126,13 @@ type Rule struct {
 var UndeclaredRules = []*Rule{
 	{
 		Name: "no-accept-language", Header: "Accept-Language",
-		since: []since{{familyChrome, 0}, {familyFirefox, 0}, {familySafari, 0}, {familyEdge, 0}},
+		since: []since{{familyChrome, 0}, {familyFirefox, 0}, {familySafari, 0}, {familyEdge, 0}}, plain: true,
 		Evidence: "Chrome, Firefox, Safari and Edge send Accept-Language on every request they make; measured on real " +
 			"Chromium 156 and Firefox ESR 153 over http and https: navigations, sub-resources, fonts, media ranges, fetch(), " +
 			"XHR, beacons, EventSource, prefetch, CORS preflights, workers, shared workers, service workers and their " +
-			"fetches, WebSocket handshakes: none without it (integration_test.TestUndeclaredRealBrowsers)",
+			"fetches, WebSocket handshakes: none without it (integration_test.TestUndeclaredRealBrowsers). Plain headers " +
+			"only: an app's WebView (\"; wv)\") or embedded engine may fetch through the app's own HTTP stack with its " +
+			"header (Android's shouldInterceptRequest), without the browser's other headers",
 	},
 	{
 		Name: "no-fetch-metadata", Header: "Sec-Fetch-Mode",

@@ -65,11 +65,11 @@ func TestUndeclaredRules(t *testing.T) {
 		{safari18, noCH, ""},
 		{safari18, noFetch, ""},
 		{safari18, noLang, "no-accept-language"},
-		{webView, noCH, ""}, // an app's WebView: only the first rule
+		{webView, noCH, ""}, // an app's WebView: no rule
 		{webView, noFetch, ""},
-		{webView, noLang, "no-accept-language"},
-		{samsung, noCH, ""}, // a fork: only the first rule
-		{samsung, noLang, "no-accept-language"},
+		{webView, noLang, ""}, // an app may fetch for its WebView itself
+		{samsung, noCH, ""}, // a fork: no rule
+		{samsung, noLang, ""},
 		{paleMoon, noFetch, ""},
 		{iosChrome, noLang, ""}, // names none of the four (CriOS)
 		{"curl/8.5.0", Evidence{Read: true}, ""},
