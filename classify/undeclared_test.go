@@ -68,7 +68,7 @@ func TestUndeclaredRules(t *testing.T) {
 		{webView, noCH, ""}, // an app's WebView: no rule
 		{webView, noFetch, ""},
 		{webView, noLang, ""}, // an app may fetch for its WebView itself
-		{samsung, noCH, ""}, // a fork: no rule
+		{samsung, noCH, ""},   // a fork: no rule
 		{samsung, noLang, ""},
 		{paleMoon, noFetch, ""},
 		{iosChrome, noLang, ""}, // names none of the four (CriOS)

@@ -81,6 +81,8 @@ type Site struct {
 	Error string
 	// Text is the robots.txt as parsed; line n is the file's line n.
 	Text string
+	// Licenses are the URLs of its License lines (RSL 1.0).
+	Licenses []string
 	// Traps are the site's traps with this copy.
 	Traps []Trap
 	// History lists the versions of the site's robots.txt seen, oldest

@@ -44,7 +44,8 @@ func newFixture(sites, rows, lines int) *fixture {
 		f.sites = append(f.sites, Site{Name: name, Outcome: "ok", Status: 200, HasRules: true,
 			Fetched: now.Add(-time.Minute), Checked: now.Add(-time.Minute), NextRefresh: now.Add(14 * time.Minute),
 			ETag: `"abc"`, Text: robots.String(), Traps: []Trap{{Path: "/no-robots/", State: "armed"}},
-			History: []Version{{SHA256: "43761ba1ee03b948ea70", Outcome: "ok", Bytes: 1234, FirstSeen: now.Add(-48 * time.Hour), LastSeen: now.Add(-time.Minute)}}})
+			Licenses: []string{"https://site.example/license.xml"},
+			History:  []Version{{SHA256: "43761ba1ee03b948ea70", Outcome: "ok", Bytes: 1234, FirstSeen: now.Add(-48 * time.Hour), LastSeen: now.Add(-time.Minute)}}})
 		sr := report.SiteReport{Site: name, Traffic: traffic(s)}
 		for r := range rows {
 			row := report.ClientReport{Client: fmt.Sprintf("203.0.%d.%d/32", r/256, r%256), Group: "*", Verification: "none", Denials: int64(rows - r), Throttles: int64(r % 3)}
@@ -208,6 +209,7 @@ func TestSitePage(t *testing.T) {
 	for _, want := range []string{
 		`<h2 id=site>https://site001.example</h2>`,
 		`<dt>ETag</dt><dd>&#34;abc&#34;</dd>`,
+		`<dt>licences (RSL)</dt><dd><code>https://site.example/license.xml</code></dd>`,
 		`<tr id="L2"><td class=ln>2</td><td class=hits>41</td><td>Disallow: /private/</td></tr>`,
 		`<tr id="L5" class="decides"><td class=ln>5</td><td class=hits></td><td>Disallow: /</td></tr>`,
 		`<p><strong>deny</strong> · disallowed · HTTP 403 · group <code>GPTBot</code></p>`,

@@ -70,6 +70,9 @@ type SiteStatus struct {
 	// Text is the robots.txt as fetched, for the operator's page; not in
 	// the JSON (the admin API's sites list stays small).
 	Text string `json:"-"`
+	// Licenses are the URLs of the copy's License lines (RSL 1.0): the
+	// documents that say how the site's content is licensed.
+	Licenses []string `json:"licenses,omitempty"`
 	// Traps describes each trap (Config.Traps.Paths) with this copy.
 	Traps []traps.Status `json:"traps,omitempty"`
 	// History lists the versions of the site's robots.txt seen, oldest
@@ -95,7 +98,7 @@ func (e *Engine) status(ent *sites.Site, st *sites.State) SiteStatus {
 		s.FetchError = st.Err.Error()
 	}
 	if st.Robots != nil {
-		s.Text = st.Robots.Text()
+		s.Text, s.Licenses = st.Robots.Text(), st.Robots.Licenses()
 	}
 	s.Rules = !st.Unreachable && st.Robots.Restricts()
 	if !st.Fetched.IsZero() {

@@ -93,3 +93,16 @@ func TestUndeclaredExplain(t *testing.T) {
 		t.Errorf("Accept-Language only, over https: %+v, %v; want no-fetch-metadata, enforced, 403", x, err)
 	}
 }
+
+// TestLicensesShown: the License lines of a site's robots.txt (RSL 1.0)
+// are in its status, which the sites list, explain and the dashboard show.
+func TestLicensesShown(t *testing.T) {
+	e := mustNew(t, Config{})
+	defer e.Close()
+	req := Request{Scheme: "https", Host: "example.com", Target: "/", UserAgent: "GPTBot/1.2",
+		Origin: site("License: https://example.com/license.xml\nUser-agent: *\nDisallow: /private/\n")}
+	x, err := e.Explain(t.Context(), req)
+	if err != nil || x.RobotsTxt == nil || len(x.RobotsTxt.Licenses) != 1 || x.RobotsTxt.Licenses[0] != "https://example.com/license.xml" {
+		t.Fatalf("explain: %+v, %v; want the robots.txt's licence listed", x.RobotsTxt, err)
+	}
+}

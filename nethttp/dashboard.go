@@ -42,7 +42,7 @@ func (b dashBackend) Sites(context.Context) []dashboard.Site {
 	var out []dashboard.Site
 	for _, s := range b.e.Sites() {
 		d := dashboard.Site{Name: s.Site, Outcome: s.Outcome, Status: s.Status, HasRules: s.Rules, Unreachable: s.Unreachable, DryRun: s.DryRun, UntrustedProxies: s.UntrustedProxies,
-			Fetched: s.Fetched, Checked: s.Checked, NextRefresh: s.NextRefresh, ETag: s.ETag, Error: s.FetchError, Text: s.Text}
+			Fetched: s.Fetched, Checked: s.Checked, NextRefresh: s.NextRefresh, ETag: s.ETag, Error: s.FetchError, Text: s.Text, Licenses: s.Licenses}
 		for _, t := range s.Traps {
 			d.Traps = append(d.Traps, dashboard.Trap{Path: t.Trap, State: t.State, ArmsAt: t.ArmsAt, AllowedFor: t.AllowedFor})
 		}

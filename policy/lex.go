@@ -36,6 +36,8 @@ var keySpellings = [...]keySpelling{
 	{"content-signal", keyContentSignal, false},
 	{"content signal", keyContentSignal, true},
 	{"content-usage", keyContentUsage, false},
+	{"license", keyLicense, false},
+	{"licence", keyLicense, true},
 }
 
 // knownOther lists records that have no effect on matching but are common
@@ -163,6 +165,8 @@ func canonicalName(k keyKind) string {
 		return "Content-Signal"
 	case keyContentUsage:
 		return "Content-Usage"
+	case keyLicense:
+		return "License"
 	}
 	return ""
 }

@@ -93,6 +93,13 @@ var lintCases = []lintCase{
 	// A clean file has no findings.
 	{name: "clean file", body: "# comment\nUser-agent: *\nDisallow: /private/\nAllow: /public/\n\nUser-agent: GPTBot\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"},
 	{name: "empty body", body: ""},
+
+	// License (RSL 1.0, SEMANTICS.md §8b): a global record with an
+	// absolute http(s) URL; inside a group it still applies to the site.
+	{name: "license lines", body: "License: https://example.com/l.xml\nUser-agent: *\nLicense: https://example.com/m.xml\nDisallow: /x\n\nLicense: /relative.xml\n",
+		want: []lintWant{{3, "license-global", sevInfo}, {6, "license-url", sevWarn}}},
+	{name: "too many licenses (16 kept)", body: strings.Repeat("License: https://example.com/l.xml\n", 17),
+		want: []lintWant{{17, "too-many-licenses", sevWarn}}},
 	{name: "only comments and blank lines", body: "# a\n\n   \n\t# b\n"},
 
 	// size-cap (§1): reported on the line where reading stops.

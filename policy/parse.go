@@ -16,6 +16,7 @@ const (
 	keyCrawlDelay
 	keyContentSignal
 	keyContentUsage
+	keyLicense
 )
 
 // parser holds the state of one Parse call.
@@ -174,6 +175,8 @@ func (p *parser) line(n int, s string) {
 		p.rule(n, Disallow, value)
 	case keySitemap:
 		p.r.sitemaps = append(p.r.sitemaps, value)
+	case keyLicense:
+		p.license(n, value)
 	case keyCrawlDelay:
 		p.crawlDelay(n, value)
 	case keyContentSignal:

@@ -19,6 +19,7 @@ type Robots struct {
 	tokens   tokenTable
 	sets     []ruleSet
 	sitemaps []string
+	licenses []string     // the License lines' URLs (RSL 1.0), in file order
 	signals  []SignalRule // every Content-Signal and Content-Usage line, in file order
 	diags    []Diagnostic // found while parsing; Lint adds the rest
 	trunc    bool
@@ -127,6 +128,14 @@ func (r *Robots) agentList() []string {
 // Sitemaps returns the values of the Sitemap lines, in file order.
 func (r *Robots) Sitemaps() []string {
 	return append([]string(nil), r.sitemaps...)
+}
+
+// Licenses returns the URLs of the License lines (Really Simple Licensing
+// 1.0: the RSL documents that say how the site's content is licensed), in
+// file order; lines whose value is no absolute http or https URL are left
+// out (and reported by Lint).
+func (r *Robots) Licenses() []string {
+	return append([]string(nil), r.licenses...)
 }
 
 // Truncated reports whether the body was longer than MaxBodySize, so that

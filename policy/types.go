@@ -220,6 +220,8 @@ var categories = map[string]string{
 	"signal-outside-group": CategoryRules, "signal-wildcard": CategoryRules, "signal-conflict": CategoryRules,
 	"signal-contradicts-rules": CategoryRules, "signal-not-enforced": CategoryCompat, "aipref-vocab": CategoryCompat, "too-many-signals": CategoryFile,
 	"html-page": CategoryFile, "size-cap": CategoryFile,
+	// RSL 1.0 licences (License; SEMANTICS.md §8b).
+	"license-url": CategorySyntax, "license-global": CategoryRules, "too-many-licenses": CategoryFile,
 }
 
 // IsLintCode reports whether code is the code of a diagnostic Lint may
