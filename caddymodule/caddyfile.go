@@ -11,6 +11,7 @@ import (
 
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/duration"
+	"github.com/robotsguard/robotsguard/license"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/sites"
 	"github.com/robotsguard/robotsguard/traps"
@@ -51,6 +52,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	        person_agents own|star
 //	        undeclared on|off|report
 //	        apps <token...>
+//	    }]
+//	    licenses [enforce|report|off] [{
+//	        refresh <duration>
+//	        fetch_timeout <duration>
+//	        max_documents <n>
+//	        token_cache_size <n>
 //	    }]
 //	    verify off | verify [{
 //	        on_spoofed deny|star
@@ -159,6 +166,8 @@ func (g *RobotsGuard) parseSetting(d *caddyfile.Dispenser) error {
 		g.Store, err = parseStore(d, v.args[1])
 	case "content_signals":
 		g.ContentSignals, err = v.one()
+	case "licenses":
+		return parseLicenses(d, v, &g.Licenses)
 	case "dry_run":
 		err = v.flag(&g.DryRun)
 	case "log_query":
@@ -335,6 +344,34 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 			return err
 		}
 		return v.unknown("refresh, fetch_timeout, on_unreachable, max_sites, max_bytes, new_sites_per_second, site_names or origin")
+	})
+}
+
+// parseLicenses reads "licenses [enforce|report|off] [{ ... }]".
+func parseLicenses(d *caddyfile.Dispenser, v values, c *license.Config) error {
+	switch len(v.args) {
+	case 0:
+	case 1:
+		c.Mode = v.args[0]
+	default:
+		return d.Errf("licenses: want \"licenses [enforce|report|off]\" and an optional block, got %d arguments", len(v.args))
+	}
+	return subBlock(d, "licenses", func(v values) error {
+		switch v.key() {
+		case "mode":
+			var err error
+			c.Mode, err = v.one()
+			return err
+		case "refresh":
+			return v.dur(&c.Refresh)
+		case "fetch_timeout":
+			return v.dur(&c.FetchTimeout)
+		case "max_documents":
+			return v.num(&c.MaxDocuments)
+		case "token_cache_size":
+			return v.num(&c.TokenCacheSize)
+		}
+		return v.unknown("mode, refresh, fetch_timeout, max_documents or token_cache_size")
 	})
 }
 

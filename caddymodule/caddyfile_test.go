@@ -266,6 +266,12 @@ func TestConfigCoversEveryField(t *testing.T) {
 		}
 		store redis redis://127.0.0.1:6379
 		content_signals report
+		licenses report {
+			refresh 2h
+			fetch_timeout 5s
+			max_documents 3
+			token_cache_size 77
+		}
 		dry_run
 		log_query
 	}`

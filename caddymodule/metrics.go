@@ -43,6 +43,9 @@ var (
 	bansTotal = counterVec("bans_total",
 		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held bans.max_entries live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
 		"trigger", "outcome", "dry_run")
+	licenseFetchesTotal = counterVec("license_fetches_total",
+		"Fetches of the RSL documents that robots.txt License lines name, by outcome (ok; error and invalid keep the last good copy, or leave the content unenforced when none is known).",
+		"outcome")
 	undeclaredTotal = counterVec("undeclared_total",
 		"Requests of undeclared bots (a User-Agent that names a browser, contradicted by the request's other headers), by rule (classify.UndeclaredRules: no-accept-language, no-client-hints, no-fetch-metadata) and action (allow, deny, throttle, and dry_run_deny, dry_run_throttle in dry run or with bots undeclared report).",
 		"rule", "action")
@@ -71,7 +74,7 @@ func histogram(name, help string, buckets ...float64) prometheus.Histogram {
 // registerMetrics registers the collectors on reg; registering them again
 // on the same registry is not an error.
 func registerMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds, bansTotal, undeclaredTotal} {
+	for _, c := range []prometheus.Collector{requestsTotal, fetchesTotal, feedFetchesTotal, lookupsTotal, lookupSeconds, storeCallsTotal, storeCallSeconds, bansTotal, undeclaredTotal, licenseFetchesTotal} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -147,6 +150,11 @@ var (
 // metricsObserver feeds the Engine's decisions and fetches into the
 // collectors. Browsers (not_bot) are counted too, under group "_none".
 type metricsObserver struct{}
+
+// ObserveLicenseFetch counts a fetch of an RSL document.
+func (metricsObserver) ObserveLicenseFetch(outcome string) {
+	licenseFetchesTotal.WithLabelValues(outcome).Inc()
+}
 
 func (metricsObserver) ObserveDecision(v guard.Verdict) {
 	requestsTotal.inc(v)

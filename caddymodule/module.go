@@ -478,6 +478,7 @@ func (g *RobotsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 		vars[varMark] = mark // as caddyhttp.SetVar does
 	}
 	if !v.Enforced() {
+		guard.SetLicenseHeaders(w.Header(), v) // a bot on licensed content: the Link to its terms
 		return next.ServeHTTP(w, r)
 	}
 	return g.stop(w, r, srv, &v)

@@ -5,6 +5,7 @@ package guard
 import (
 	"github.com/robotsguard/robotsguard/classify"
 	"github.com/robotsguard/robotsguard/identity"
+	"github.com/robotsguard/robotsguard/license"
 	"github.com/robotsguard/robotsguard/limit"
 	"github.com/robotsguard/robotsguard/traps"
 
@@ -78,6 +79,12 @@ type Config struct {
 	// pass; "off" reads the lines and ignores them. Unknown crawlers,
 	// crawlers with no listed purpose and browsers are never affected.
 	ContentSignals string `json:"content_signals,omitempty"`
+
+	// Licenses says how the licences that a site's robots.txt names
+	// (RSL 1.0 License lines) are enforced on bots: a bot that fetches
+	// content a licence with a licence server covers needs a valid token
+	// of it (docs/licensing.md).
+	Licenses license.Config `json:"licenses,omitzero"`
 
 	// DryRun decides, logs and reports every request but lets all of them
 	// through, to try a configuration on live traffic.

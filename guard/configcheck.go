@@ -25,7 +25,7 @@ func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 // or an error naming the first invalid field.
 func (c Config) withDefaults() (Config, error) {
 	for _, check := range [...]func() error{c.robotsTxtDefaults, c.botDefaults, c.limitDefaults,
-		c.trapDefaults, c.signalDefaults} {
+		c.trapDefaults, c.signalDefaults, c.licenseDefaults} {
 		if err := check(); err != nil {
 			return c, err
 		}
@@ -77,6 +77,13 @@ func (c *Config) botDefaults() (err error) {
 // trapDefaults checks and defaults the traps block (package traps).
 func (c *Config) trapDefaults() (err error) {
 	c.Traps, err = c.Traps.WithDefaults()
+	return err
+}
+
+// licenseDefaults checks and defaults the licenses block (package
+// license).
+func (c *Config) licenseDefaults() (err error) {
+	c.Licenses, err = c.Licenses.WithDefaults()
 	return err
 }
 

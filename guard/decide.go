@@ -85,6 +85,15 @@ func (e *Engine) decide(ctx context.Context, req *Request, tr *trace) Verdict {
 	return v
 }
 
+// alsoStar is the file whose "*" group applies too, beside the agent's
+// own: r for an unproven claim of a specific group, nil otherwise.
+func alsoStar(unproven bool, agent policy.Agent, r *policy.Robots) *policy.Robots {
+	if unproven && agent.Specific() {
+		return r
+	}
+	return nil
+}
+
 // undeclaredRule names the rule by which req's other headers contradict
 // the browser its header names (info): an undeclared bot, judged by "*";
 // "" for none, or a header already a bot's.
@@ -190,11 +199,8 @@ func (e *Engine) decideFull(ctx context.Context, req *Request, tr *trace) Verdic
 	if e.siteStops(&v, st, targetOK) {
 		return v
 	}
-	var also *policy.Robots // the file whose "*" applies too
-	if unproven && agent.Specific() {
-		also = st.Robots
-	}
-	e.judge(ctx, req, tr, &v, agent, also, target, ver)
+	e.judge(ctx, req, tr, &v, agent, alsoStar(unproven, agent, st.Robots), target, ver)
+	e.checkLicense(ctx, req, &v, st.Robots, target, targetOK)
 	if v.Action == Throttle && tr == nil && !e.byGroup {
 		e.proxied(req, v.Site) // said once per peer: its visitors share one budget
 	}

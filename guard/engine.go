@@ -13,6 +13,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/robotsguard/robotsguard/classify"
+	"github.com/robotsguard/robotsguard/license"
 	"github.com/robotsguard/robotsguard/traps"
 
 	"go.uber.org/zap"
@@ -42,6 +43,7 @@ type Engine struct {
 	now        func() time.Time
 	sites      *sites.Cache
 	classes    *classify.Classifier
+	lic        *licenses // nil with licenses off
 	limits     limit.Limiter
 	obs        Observer
 	log        *zap.Logger // decision lines, sampled
@@ -167,6 +169,10 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 		deps.OnRules, deps.OnConfirm = e.checkTraps, e.confirmTraps
 	}
 	e.sites = sites.New(cfg.RobotsTxt, deps)
+	if cfg.Licenses.Mode != license.ModeOff {
+		e.lic = newLicenses(cfg.Licenses, o.transport, e.log, o.observer, e.now)
+		e.lic.self = e.selfSource
+	}
 	return e, nil
 }
 

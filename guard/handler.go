@@ -85,6 +85,11 @@ func (e *Engine) fillHeader(req *Request, r *http.Request, clientIP string) {
 	if e.cfg.Bots.Undeclared != classify.UndeclaredOff {
 		req.Evidence = classify.EvidenceOf(r.Header)
 	}
+	if e.lic != nil {
+		if a := r.Header["Authorization"]; len(a) > 0 && len(a[0]) > 8 && strings.EqualFold(a[0][:8], "License ") {
+			req.licenseToken = strings.TrimSpace(a[0][8:])
+		}
+	}
 	if e.traps != nil { // only traps read fetch metadata
 		req.SecFetchSite = headerValue(r.Header, "Sec-Fetch-Site")
 		req.SecFetchDest = headerValue(r.Header, "Sec-Fetch-Dest")
@@ -198,6 +203,7 @@ func headerValue(h http.Header, key string) string {
 // first.
 func (e *Engine) SetAnswerHeaders(h http.Header, v Verdict) {
 	h["Cache-Control"] = []string{"no-store"}
+	SetLicenseHeaders(h, v)
 	if e.acceptSig && v.Operator != "" && v.Method != identity.MethodSignature && e.verifier.SignsFor(v.Operator) {
 		h["Accept-Signature"] = []string{`sig1=("@authority" "signature-agent";key="sig1");created;expires;tag="web-bot-auth"`}
 	}
@@ -208,6 +214,36 @@ func (e *Engine) SetAnswerHeaders(h http.Header, v Verdict) {
 		secs := (v.BanUntil - e.now().UnixNano() + int64(time.Second) - 1) / int64(time.Second)
 		h["Retry-After"] = []string{retryAfterText(max(secs, 1))}
 	}
+}
+
+// SetLicenseHeaders sets on h what an answer to a bot on licensed content
+// carries (RSL 1.0): a Link to the licence's RSL document, on every
+// answer (the fronts set it before the site answers a request that
+// passes); for ReasonLicense and ReasonLicenseUnavailable, enforced, the
+// WWW-Authenticate: License challenge.
+func SetLicenseHeaders(h http.Header, v Verdict) {
+	if v.License == "" {
+		return
+	}
+	h.Add("Link", "<"+v.License+`>; rel="license"; type="application/rsl+xml"`)
+	if v.Reason != ReasonLicense && v.Reason != ReasonLicenseUnavailable || !v.Enforced() {
+		return // a dry run's answer is the site's: no challenge
+	}
+	c := "License"
+	if v.LicenseError != "" {
+		c += ` error="` + v.LicenseError + `", error_description=` + strconv.Quote(headerSafe(v.LicenseDetail)) + ","
+	}
+	h["Www-Authenticate"] = []string{c + ` authorization_uri="` + strings.TrimSuffix(v.LicenseServer, "/") + `/token"`}
+}
+
+// headerSafe is s without the bytes a header value cannot hold.
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // Respond writes the answer to a request that v stops (v.Enforced()): 403

@@ -60,7 +60,10 @@ type Request struct {
 	Evidence classify.Evidence
 
 	header http.Header // the request's header (RequestOf), read only in rare cases
-	peer   string      // the connection's remote address (RequestOf)
+	// licenseToken is the token of an Authorization: License header, read
+	// when licences are enforced.
+	licenseToken string
+	peer         string // the connection's remote address (RequestOf)
 
 	addr     netip.Addr // ClientIP parsed, once (Engine.clientAddr)
 	addrDone bool
@@ -171,28 +174,39 @@ const (
 	// agents), and its signature headers cannot be read
 	// (identity.ErrMalformed): answered 400, as the draft allows.
 	ReasonBadSignature
+	// ReasonLicense: robots.txt allows the path, and a licence of the
+	// site's robots.txt (RSL 1.0) covers it, whose licence server issues
+	// tokens, and the bot sent none, or one that does not verify:
+	// answered 401 with a WWW-Authenticate: License challenge (402 for
+	// a licence that asks payment and no token).
+	ReasonLicense
+	// ReasonLicenseUnavailable: as ReasonLicense, but the token could not
+	// be checked now (the licence server did not answer): 503.
+	ReasonLicenseUnavailable
 )
 
 var reasonNames = [...]string{
-	ReasonNotBot:            "not_bot",
-	ReasonRobotsTxt:         "robots_txt",
-	ReasonInternal:          "internal_fetch",
-	ReasonAllowed:           "allowed",
-	ReasonDisallowed:        "disallowed",
-	ReasonDisallowedDecoded: "disallowed_decoded",
-	ReasonUnreachable:       "unreachable",
-	ReasonCrawlDelay:        "crawl_delay",
-	ReasonBadTarget:         "bad_target",
-	ReasonNewSiteRate:       "new_site_rate",
-	ReasonSpoofed:           "spoofed",
-	ReasonTrap:              "trap",
-	ReasonBanned:            "banned",
-	ReasonTrapUnattributed:  "trap_unattributed",
-	ReasonContentSignal:     "content_signal",
-	ReasonUnknownSite:       "unknown_site",
-	ReasonPersonAgent:       "person_agent",
-	ReasonSignatureReplayed: "signature_replayed",
-	ReasonBadSignature:      "bad_signature",
+	ReasonNotBot:             "not_bot",
+	ReasonRobotsTxt:          "robots_txt",
+	ReasonInternal:           "internal_fetch",
+	ReasonAllowed:            "allowed",
+	ReasonDisallowed:         "disallowed",
+	ReasonDisallowedDecoded:  "disallowed_decoded",
+	ReasonUnreachable:        "unreachable",
+	ReasonCrawlDelay:         "crawl_delay",
+	ReasonBadTarget:          "bad_target",
+	ReasonNewSiteRate:        "new_site_rate",
+	ReasonSpoofed:            "spoofed",
+	ReasonTrap:               "trap",
+	ReasonBanned:             "banned",
+	ReasonTrapUnattributed:   "trap_unattributed",
+	ReasonContentSignal:      "content_signal",
+	ReasonUnknownSite:        "unknown_site",
+	ReasonPersonAgent:        "person_agent",
+	ReasonSignatureReplayed:  "signature_replayed",
+	ReasonBadSignature:       "bad_signature",
+	ReasonLicense:            "license",
+	ReasonLicenseUnavailable: "license_unavailable",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -251,6 +265,16 @@ type Verdict struct {
 	// Class is "unfurler" or "fetcher" when the User-Agent names an agent
 	// that fetches for a person (classify.Info.Class), "" otherwise.
 	Class string
+	// License is the URL of the RSL document whose licence covers the
+	// content a bot asked for (a License line of the site's robots.txt):
+	// every answer to the bot carries it in a Link header. LicenseServer
+	// is the licence server that issues its tokens; LicenseError is the
+	// challenge's error for ReasonLicense ("" for no token, or
+	// "invalid_token") and ReasonLicenseUnavailable ("server_error"), and
+	// LicenseDetail why; LicensePayment reports a licence that asks
+	// payment (402, not 401, without a token).
+	License, LicenseServer, LicenseError, LicenseDetail string
+	LicensePayment                                      bool
 	// Undeclared names the rule by which the request's other headers
 	// contradict the browser its User-Agent names (classify.Rule.Name),
 	// "" for none: an undeclared bot, judged by the "*" group (and in dry
@@ -290,8 +314,15 @@ func (v Verdict) Enforced() bool { return v.Action != Allow && !v.DryRun }
 func (v Verdict) StatusCode() int {
 	switch v.Action {
 	case Deny:
-		if v.Reason == ReasonBadSignature {
+		switch {
+		case v.Reason == ReasonBadSignature:
 			return http.StatusBadRequest
+		case v.Reason == ReasonLicense && v.LicensePayment && v.LicenseError == "":
+			return http.StatusPaymentRequired
+		case v.Reason == ReasonLicense:
+			return http.StatusUnauthorized
+		case v.Reason == ReasonLicenseUnavailable:
+			return http.StatusServiceUnavailable
 		}
 		return http.StatusForbidden
 	case Throttle:
@@ -355,6 +386,18 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 				b = append(b, v.Crawler.Kind...)
 			}
 			return b
+		case ReasonLicense, ReasonLicenseUnavailable:
+			b = append(b, "Licensed content: "...)
+			switch {
+			case v.LicenseDetail != "":
+				b = append(b, v.LicenseDetail...)
+			default:
+				b = append(b, "send Authorization: License with a token of "...)
+				b = append(b, v.LicenseServer...)
+			}
+			b = append(b, " (terms: "...)
+			b = append(b, v.License...)
+			return append(b, ')')
 		case ReasonSpoofed:
 			b = append(b, "Disallowed: the User-Agent names a crawler of "...)
 			b = append(b, v.Operator...)

@@ -93,6 +93,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v := h.e.DecideHTTP(r, nil, h.o.clientIP(r), h.next)
 	switch {
 	case !v.Enforced():
+		guard.SetLicenseHeaders(w.Header(), v) // a bot on licensed content: the Link to its terms
 		h.next.ServeHTTP(w, r)
 	case v.Action == guard.Throttle:
 		h.o.throttle(w, r, v)

@@ -379,7 +379,7 @@ func guardedDial(d *net.Dialer) func(ctx context.Context, network, addr string) 
 		if err != nil {
 			return nil, err
 		}
-		err = fmt.Errorf("robots.txt redirect to %s refused: it resolves to no public address", host)
+		err = fmt.Errorf("%s refused: a site's file chose it (a robots.txt redirect, a licence's URL), and it resolves to no public address", host)
 		for _, ip := range ips {
 			if !isPublic(ip) {
 				continue
@@ -551,4 +551,18 @@ type bytesSource []byte
 
 func (b bytesSource) Fetch(context.Context, Request) (Result, error) {
 	return Result{StatusCode: http.StatusOK, Body: b}, nil
+}
+
+// Foreign returns ctx marked, for a client of NewHTTPClient, to connect to
+// public addresses only when rawURL's host is not siteHost (the site's own
+// host name) and siteHost is not in the private network itself: for a
+// fetch whose URL a site's file chose (an RSL document that robots.txt
+// names, its licence server), as for a robots.txt redirect away from the
+// site. An unparsable URL is marked too.
+func Foreign(ctx context.Context, siteHost, rawURL string) context.Context {
+	u, err := url.Parse(rawURL)
+	if err == nil && strings.EqualFold(u.Hostname(), siteHost) || privateHost(ctx, siteHost) {
+		return ctx
+	}
+	return context.WithValue(ctx, publicOnlyKey{}, true)
 }

@@ -1,0 +1,260 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+
+	"github.com/robotsguard/robotsguard/license"
+	"github.com/robotsguard/robotsguard/policy"
+	"github.com/robotsguard/robotsguard/sites"
+)
+
+// LicenseObserver is the part of an Observer that counts the fetches of
+// RSL documents, by outcome: "ok", "error" (the last good copy, or none,
+// stays: enforcement is weaker until a fetch succeeds) and "invalid".
+type LicenseObserver interface {
+	ObserveLicenseFetch(outcome string)
+}
+
+// maxLicenseDocs bounds the RSL documents held, all sites together.
+const maxLicenseDocs = 1000
+
+// licenses holds the RSL documents that the sites' License lines name
+// (Config.Licenses), each compiled for its site, fetched when a bot first
+// asks for a page of a site that names one, and again after Refresh by
+// the first bot after it (which does not wait); a failed fetch keeps the
+// last good copy and leaves a WARN and a metric.
+type licenses struct {
+	cfg      license.Config
+	client   *http.Client
+	verifier *license.Verifier
+	log      *zap.Logger
+	obs      LicenseObserver // nil: none
+	now      func() time.Time
+	docs     *lru.Cache[docKey, *licenseDoc]
+	// self: the guard reads robots.txt from the site's own handler, and
+	// so a document on the site.
+	self bool
+}
+
+// docKey is a document of a site: the same URL compiles per site.
+type docKey struct{ site, url string }
+
+// licenseDoc is one site's copy of an RSL document.
+type licenseDoc struct {
+	mu      sync.Mutex // held by the fetch
+	matcher *license.Matcher
+	due     time.Time // when it is fetched again
+	tried   bool
+}
+
+// newLicenses returns the licences of an Engine of cfg, fetching through
+// rt (nil: the guard's own transport, which reaches public addresses only
+// where a site's file chose the URL).
+func newLicenses(cfg license.Config, rt http.RoundTripper, log *zap.Logger, obs Observer, now func() time.Time) *licenses {
+	timeout := time.Duration(cfg.FetchTimeout)
+	client := sites.NewHTTPClient(rt, timeout)
+	docs, _ := lru.New[docKey, *licenseDoc](maxLicenseDocs)
+	l := &licenses{cfg: cfg, client: client, log: log, now: now, docs: docs,
+		verifier: license.NewVerifier(license.VerifierConfig{Client: client, Now: now, CacheSize: cfg.TokenCacheSize})}
+	l.obs, _ = obs.(LicenseObserver)
+	return l
+}
+
+// content returns the licensed content of site that target is, and the
+// URL of its document: the first of the License lines of r (at most
+// MaxDocuments) whose document covers it; nil for none.
+func (l *licenses) content(ctx context.Context, site string, origin http.Handler, r *policy.Robots, target string) (*license.Content, string) {
+	urls := r.Licenses()
+	for i, u := range urls {
+		if i == l.cfg.MaxDocuments {
+			break
+		}
+		if c := l.matcher(ctx, site, u, origin).Match(target); c != nil {
+			return c, u
+		}
+	}
+	return nil, ""
+}
+
+// matcher returns site's copy of the document at u, fetching it when it
+// was never fetched (the request waits, at most FetchTimeout) or is due
+// (in the background; the request uses the copy it has).
+func (l *licenses) matcher(ctx context.Context, site, u string, origin http.Handler) *license.Matcher {
+	k := docKey{site, u}
+	d, ok := l.docs.Get(k)
+	if !ok {
+		d = &licenseDoc{}
+		if prev, found, _ := l.docs.PeekOrAdd(k, d); found {
+			d = prev
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case !d.tried:
+		d.tried = true
+		l.fetch(ctx, site, u, origin, d)
+	case l.now().After(d.due):
+		d.due = l.now().Add(time.Duration(l.cfg.Refresh))
+		go func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			l.fetch(context.Background(), site, u, origin, d)
+		}()
+	}
+	return d.matcher
+}
+
+// fetch fetches the document at u for site into d (d.mu held).
+func (l *licenses) fetch(ctx context.Context, site, u string, origin http.Handler, d *licenseDoc) {
+	d.due = l.now().Add(time.Duration(l.cfg.Refresh))
+	doc, err := l.get(ctx, site, u, origin)
+	outcome := "ok"
+	switch {
+	case errors.Is(err, errInvalidDoc):
+		outcome = "invalid"
+	case err != nil:
+		outcome = "error"
+	}
+	if l.obs != nil {
+		l.obs.ObserveLicenseFetch(outcome)
+	}
+	if err != nil {
+		kept := "none is known: its content is not enforced until a fetch succeeds"
+		if d.matcher != nil {
+			kept = "the last good copy is kept"
+		}
+		l.log.Warn("robots_guard: licenses: the RSL document of a License line could not be read; "+kept,
+			zap.String("site", site), zap.String("url", u), zap.Error(err))
+		return
+	}
+	d.matcher = doc.For(site)
+}
+
+// errInvalidDoc marks a document that was fetched but could not be read.
+var errInvalidDoc = errors.New("not an RSL document")
+
+// get fetches and parses the document at u for site: from the site's own
+// handler (origin, in-process, as its robots.txt) when u is on the site
+// and the guard reads robots.txt so, else over the network, where a host
+// other than the site's is reached on public addresses only (a site's
+// file chose the URL: sites.Foreign).
+func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler) (*license.Document, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(l.cfg.FetchTimeout))
+	defer cancel()
+	var body []byte
+	du, err := url.Parse(u)
+	su, serr := url.Parse(site)
+	if err == nil && serr == nil && origin != nil && l.self && strings.EqualFold(du.Scheme+"://"+du.Host, site) {
+		res, err := sites.SelfSource().Fetch(ctx, sites.Request{Site: su, URL: du, Origin: origin})
+		if err != nil {
+			return nil, err
+		}
+		if res.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s answered %d", u, res.StatusCode)
+		}
+		body = res.Body
+	} else if body, err = l.download(ctx, site, u); err != nil {
+		return nil, err
+	}
+	doc, err := license.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInvalidDoc, err)
+	}
+	return doc, nil
+}
+
+// download fetches u over the network, bounded.
+func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(sites.Foreign(ctx, hostOf(site), u), http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/rsl+xml, application/xml;q=0.9, text/xml;q=0.8")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d", u, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, license.MaxDocumentBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > license.MaxDocumentBytes {
+		return nil, fmt.Errorf("%w: longer than %d bytes", errInvalidDoc, license.MaxDocumentBytes)
+	}
+	return body, nil
+}
+
+// checkLicense judges a bot's request that robots.txt lets pass against
+// the licences its site's robots.txt names: content a licence covers
+// gets the document's URL (v.License, for the Link header of every
+// answer); content with a licence server needs a valid token from it
+// (RSL's Crawler Authorization Protocol), else 401 (402 where the licence
+// asks payment, 503 when the token cannot be checked now).
+func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *policy.Robots, target string, targetOK bool) {
+	if e.lic == nil || v.Action != Allow || !targetOK || r == nil {
+		return
+	}
+	c, doc := e.lic.content(ctx, v.Site, req.Origin, r, target)
+	if c == nil {
+		return
+	}
+	v.License = doc
+	if c.Server == "" {
+		return // terms only: nobody issues tokens
+	}
+	v.LicenseServer = c.Server
+	switch {
+	case req.licenseToken == "":
+		v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, ""
+		v.LicensePayment = paid(c.Payment)
+	default:
+		err := e.lic.verifier.Verify(sites.Foreign(ctx, hostOf(v.Site), c.Server), c.Server, v.Site+target, req.licenseToken)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, license.ErrInvalidToken):
+			v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, "invalid_token"
+			v.LicenseDetail = strings.TrimPrefix(err.Error(), license.ErrInvalidToken.Error()+": ")
+		default:
+			v.Action, v.Reason, v.LicenseError = Deny, ReasonLicenseUnavailable, "server_error"
+			v.LicenseDetail = "the licence server could not be asked: " + err.Error()
+		}
+	}
+	if e.cfg.Licenses.Mode == license.ModeReport {
+		v.DryRun = true
+	}
+}
+
+// paid reports whether a licence's payment type asks payment (402, not
+// 401, for a request without a token): every type but free and
+// attribution, and none.
+func paid(payment string) bool {
+	switch strings.ToLower(payment) {
+	case "", "free", "attribution":
+		return false
+	}
+	return true
+}
+
+// hostOf is the host name of a site name ("https://example.com:8443").
+func hostOf(site string) string {
+	_, host, _ := strings.Cut(site, "://")
+	name, _ := sites.SplitHost(host)
+	return name
+}

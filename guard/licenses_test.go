@@ -1,0 +1,153 @@
+package guard
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robotsguard/robotsguard/internal/testlicense"
+	"github.com/robotsguard/robotsguard/license"
+)
+
+// licensedSite is a site whose robots.txt names an RSL document: its
+// /articles/ are licensed by the licence server ls (payment as given),
+// /free/ under terms with no licence server, the rest not licensed.
+func licensedSite(ls *testlicense.Server, payment string) http.Handler {
+	rsl := `<rsl xmlns="https://rslstandard.org/rsl">
+  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">search</permits>` + payment + `</license></content>
+  <content url="/free/*"><license><payment type="free"/></license></content>
+</rsl>`
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "License: http://example.com/license.xml\nUser-agent: *\nDisallow: /private/\n")
+	})
+	mux.HandleFunc("/license.xml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rsl+xml")
+		io.WriteString(w, rsl)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return mux
+}
+
+// TestLicenses: a bot that fetches content a licence with a licence
+// server covers needs a valid token of that server (RSL's CAP): without
+// one 401 (402 where the licence asks payment) with the WWW-Authenticate:
+// License challenge; with a valid token it passes; an expired one, or one
+// for another site, is 401 invalid_token; every answer to the bot on
+// licensed content links the document; a browser is never asked; a path
+// robots.txt disallows stays 403; licenses off and report change it.
+func TestLicenses(t *testing.T) {
+	ls := testlicense.Start(t)
+	origin := licensedSite(ls, "")
+	const gpt = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+	serve := func(e *Engine, ua, target, token string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "http://example.com"+target, nil)
+		r.RequestURI = target
+		r.Header.Set("User-Agent", ua)
+		browserHeaders(r.Header)
+		if token != "" {
+			r.Header.Set("Authorization", "License "+token)
+		}
+		w := httptest.NewRecorder()
+		v := e.DecideHTTP(r, nil, "192.0.2.9", origin)
+		if v.Enforced() {
+			e.Respond(w, r, v)
+		} else {
+			SetLicenseHeaders(w.Header(), v)
+			w.WriteHeader(200)
+		}
+		return w
+	}
+	// The licence server is on this machine, the site example.com: a
+	// fetch the site's file chose may reach public addresses only, so
+	// the test's own transport stands in (TestLicenseServerPrivate holds
+	// the refusal).
+	local := WithTransport(http.DefaultTransport)
+	e := mustNew(t, Config{}, local)
+	defer e.Close()
+	link := `<http://example.com/license.xml>; rel="license"; type="application/rsl+xml"`
+
+	w := serve(e, gpt, "/articles/1", "")
+	if w.Code != 401 || !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "License") || w.Header().Get("Link") != link ||
+		!strings.Contains(w.Header().Get("WWW-Authenticate"), ls.URL+"/token") {
+		t.Errorf("no token: %d, WWW-Authenticate %q, Link %q; want 401, a License challenge naming the token endpoint, the Link", w.Code, w.Header().Get("WWW-Authenticate"), w.Header().Get("Link"))
+	}
+	w = serve(e, gpt, "/articles/1", ls.Token("http://example.com/", time.Hour))
+	if w.Code != 200 || w.Header().Get("Link") != link {
+		t.Errorf("a valid token: %d, Link %q; want 200 with the Link", w.Code, w.Header().Get("Link"))
+	}
+	for name, token := range map[string]string{
+		"expired":      ls.Token("http://example.com/", -time.Hour),
+		"another site": ls.Token("http://other.example/", time.Hour),
+		"garbage":      "not-a-token",
+	} {
+		w := serve(e, gpt, "/articles/2", token)
+		if w.Code != 401 || !strings.Contains(w.Header().Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Errorf("%s token: %d, WWW-Authenticate %q; want 401 invalid_token", name, w.Code, w.Header().Get("WWW-Authenticate"))
+		}
+	}
+	if w := serve(e, gpt, "/free/x", ""); w.Code != 200 || w.Header().Get("Link") != link {
+		t.Errorf("content under terms without a licence server: %d, Link %q; want 200 with the Link", w.Code, w.Header().Get("Link"))
+	}
+	if w := serve(e, gpt, "/other", ""); w.Code != 200 || w.Header().Get("Link") != "" {
+		t.Errorf("content no licence covers: %d, Link %q; want 200 without a Link", w.Code, w.Header().Get("Link"))
+	}
+	if w := serve(e, gpt, "/private/x", ""); w.Code != 403 {
+		t.Errorf("a path robots.txt disallows: %d; want 403 whatever the licence", w.Code)
+	}
+	const chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/137.0.0.0 Safari/537.36"
+	if w := serve(e, chrome, "/articles/1", ""); w.Code != 200 || w.Header().Get("WWW-Authenticate") != "" {
+		t.Errorf("a browser: %d, %q; want 200 and no challenge", w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+	if w := serve(e, gpt, "/articles/3", ls.Opaque("http://example.com/", time.Hour)); w.Code != 200 {
+		t.Errorf("an opaque token, introspected: %d; want 200", w.Code)
+	}
+	ls.SetDown(true)
+	if w := serve(e, gpt, "/articles/3", ls.Opaque("http://example.com/", time.Hour)); w.Code != 503 {
+		t.Errorf("licence server down, a new opaque token: %d; want 503", w.Code)
+	}
+	if w := serve(e, gpt, "/articles/4", ls.Token("http://example.com/", time.Hour)); w.Code != 200 {
+		t.Errorf("licence server down, a signed token (its keys known): %d; want 200", w.Code)
+	}
+	ls.SetDown(false)
+
+	paidOrigin := licensedSite(ls, `<payment type="purchase"><amount currency="USD">10</amount></payment>`)
+	paid := mustNew(t, Config{}, local)
+	defer paid.Close()
+	origin = paidOrigin
+	if w := serve(paid, gpt, "/articles/1", ""); w.Code != 402 {
+		t.Errorf("a licence that asks payment, no token: %d; want 402", w.Code)
+	}
+	origin = licensedSite(ls, "")
+	report := mustNew(t, Config{Licenses: license.Config{Mode: license.ModeReport}}, local)
+	defer report.Close()
+	if w := serve(report, gpt, "/articles/1", ""); w.Code != 200 || w.Header().Get("Link") != link {
+		t.Errorf("licenses report: %d, Link %q; want 200 (a dry run) with the Link", w.Code, w.Header().Get("Link"))
+	}
+	off := mustNew(t, Config{Licenses: license.Config{Mode: license.ModeOff}})
+	defer off.Close()
+	if w := serve(off, gpt, "/articles/1", ""); w.Code != 200 || w.Header().Get("Link") != "" {
+		t.Errorf("licenses off: %d, Link %q; want 200, no Link", w.Code, w.Header().Get("Link"))
+	}
+}
+
+// TestLicenseServerPrivate: a licence server that the site's document
+// names on a private address, for a public site, is not asked (the
+// document chose the URL): the token cannot be checked, 503, and nothing
+// reaches the server.
+func TestLicenseServerPrivate(t *testing.T) {
+	ls := testlicense.Start(t)
+	e := mustNew(t, Config{})
+	defer e.Close()
+	r := httptest.NewRequest("GET", "http://example.com/articles/1", nil)
+	r.RequestURI = "/articles/1"
+	r.Header.Set("User-Agent", "GPTBot/1.2")
+	r.Header.Set("Authorization", "License "+ls.Token("http://example.com/", time.Hour))
+	v := e.DecideHTTP(r, nil, "192.0.2.9", licensedSite(ls, ""))
+	if v.StatusCode() != 503 || !strings.Contains(v.LicenseDetail, "no public address") || ls.Requests("/key")+ls.Requests("/introspect") != 0 {
+		t.Errorf("%d %q, %d requests to the server; want 503 naming the refusal, none", v.StatusCode(), v.LicenseDetail, ls.Requests("/key")+ls.Requests("/introspect"))
+	}
+}
