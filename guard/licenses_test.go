@@ -151,3 +151,15 @@ func TestLicenseServerPrivate(t *testing.T) {
 		t.Errorf("%d %q, %d requests to the server; want 503 naming the refusal, none", v.StatusCode(), v.LicenseDetail, ls.Requests("/key")+ls.Requests("/introspect"))
 	}
 }
+
+// TestLicenseExplained: explain names the licence that covers the content
+// and the licence server whose token a bot needs, and answers 401.
+func TestLicenseExplained(t *testing.T) {
+	ls := testlicense.Start(t)
+	e := mustNew(t, Config{})
+	defer e.Close()
+	x, err := e.Explain(t.Context(), Request{Scheme: "http", Host: "example.com", Target: "/articles/1", UserAgent: "GPTBot/1.2", Origin: licensedSite(ls, "")})
+	if err != nil || x.License != "http://example.com/license.xml" || x.LicenseServer != ls.URL || x.Status != 401 || x.Reason != "license" {
+		t.Errorf("explain: %+v, %v; want the document, the licence server, 401 for reason license", x, err)
+	}
+}

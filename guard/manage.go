@@ -266,6 +266,15 @@ type Explanation struct {
 	// documented purpose, that purpose and what the group's Content-Signal
 	// or Content-Usage lines say of it (SEMANTICS.md §8a).
 	ContentSignal *ExplainSignal `json:"content_signal,omitempty"`
+	// License is the RSL document whose licence covers the content (a
+	// License line of the site's robots.txt), LicenseServer the licence
+	// server whose token a bot needs for it ("" for none), and
+	// LicenseError the challenge's error when the request's token (none
+	// in explain) would not do ("" for none sent, "invalid_token",
+	// "server_error").
+	License       string `json:"license,omitempty"`
+	LicenseServer string `json:"license_server,omitempty"`
+	LicenseError  string `json:"license_error,omitempty"`
 	// Undeclared is, for a header that names a browser and headers of
 	// the request (Request.Evidence) that contradict it, the rule that
 	// made it an undeclared bot, judged by "*".
@@ -355,6 +364,7 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 		Site: v.Site, UserAgent: req.UserAgent, Target: req.Target, ClientIP: ip, Bot: v.Bot,
 		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group, Class: v.Class,
 		CrawlDelay: duration.Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
+		License: v.License, LicenseServer: v.LicenseServer, LicenseError: v.LicenseError,
 	}
 	if v.Enforced() {
 		x.Status = v.StatusCode()
