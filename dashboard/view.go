@@ -79,7 +79,10 @@ const maxOffenders = 10
 // sitePage is one site's page.
 type sitePage struct {
 	siteRow
-	Report     report.SiteReport
+	Report report.SiteReport
+	// Licences: some row of the site counts licence decisions (RSL), so
+	// its tables show their columns.
+	Licences   bool
 	HourChart  template.HTML
 	DayChart   template.HTML
 	VerifChart template.HTML
@@ -265,6 +268,9 @@ func topOffenders(rep report.Report) []offender {
 	for _, sr := range rep.Sites {
 		for i := range sr.LastDay {
 			c := &sr.LastDay[i]
+			if stopped(c) == 0 {
+				continue // licensed requests only: no offender
+			}
 			if len(out) == maxOffenders && !before(c, &out[len(out)-1].ClientReport, sr.Site, out[len(out)-1].Site) {
 				continue
 			}
@@ -284,9 +290,28 @@ func topOffenders(rep report.Report) []offender {
 	return out
 }
 
-// stopped is the requests a row counts.
+// stopped is the requests a row counts that were stopped: all but the
+// licensed ones.
 func stopped(c *report.ClientReport) int64 {
-	return c.Denials + c.Throttles + c.Traps + c.Banned + c.UnattributedTraps
+	return c.Denials + c.Throttles + c.Traps + c.Banned + c.UnattributedTraps + c.Unlicensed + c.InvalidTokens + c.LicenseUnavailable
+}
+
+// licensing reports whether a row counts licence decisions (RSL).
+func licensing(c *report.ClientReport) bool {
+	return c.Licensed+c.Unlicensed+c.InvalidTokens+c.LicenseUnavailable != 0
+}
+
+// licences reports whether some row counts licence decisions: the tables
+// of a site's rows show their columns only then.
+func licences(rows ...[]report.ClientReport) bool {
+	for _, rs := range rows {
+		for i := range rs {
+			if licensing(&rs[i]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // short cuts an error message to 160 bytes (on a rune boundary), for a
@@ -333,6 +358,7 @@ func (d *dash) sitePage(ctx context.Context, row siteRow, sr *report.SiteReport,
 	p := &sitePage{siteRow: row}
 	if sr != nil {
 		p.Report = *sr
+		p.Licences = licences(sr.LastHour, sr.LastDay)
 		p.HourChart = actionChart(sr.Traffic.LastHour, "15:04", 2, "Bot requests, last hour (5-minute slices, UTC)")
 		p.DayChart = actionChart(sr.Traffic.LastDay, dayLayout, dayLabels, "Bot requests, last day (hours, UTC)")
 		p.VerifChart = verificationChart(sr.Traffic.LastDay, dayLayout, dayLabels, "Crawler claims by verification, last day (hours, UTC)")
@@ -423,15 +449,19 @@ var funcs = template.FuncMap{
 		return h[:min(len(h), 12)]
 	},
 	"css": func() template.CSS { return template.CSS(styleCSS) }, //nolint:gosec // our own embedded file
-	"rows": func(title, id string, rows []report.ClientReport) clientTable {
-		t := clientTable{Title: title, ID: id}
+	"rows": func(title, id string, rows []report.ClientReport, licences bool) clientTable {
+		t := clientTable{Title: title, ID: id, Licences: licences}
 		for _, c := range rows {
 			t.Rows = append(t.Rows, offender{ClientReport: c})
 		}
 		return t
 	},
 	"offenders": func(rows []offender) clientTable {
-		return clientTable{ID: "offenders", Rows: rows, WithSite: true}
+		t := clientTable{ID: "offenders", Rows: rows, WithSite: true}
+		for i := range rows {
+			t.Licences = t.Licences || licensing(&rows[i].ClientReport)
+		}
+		return t
 	},
 	"feedTable": func(id string, fs []identity.FeedStatus, now time.Time) feedTable {
 		return feedTable{ID: id, Feeds: fs, Now: now}
@@ -446,11 +476,12 @@ type feedTable struct {
 }
 
 // clientTable is a table of report rows, with their sites in the
-// overview's.
+// overview's, and the columns of licence decisions when Licences.
 type clientTable struct {
 	Title, ID string
 	Rows      []offender
 	WithSite  bool
+	Licences  bool
 }
 
 // ago says how long before now t is ("25m3s ago", or "in 40s" for a time

@@ -263,7 +263,14 @@ func (e *Engine) done(req *Request, v *Verdict) {
 		e.obs.ObserveDecision(*v)
 	}
 	if v.Action == Allow {
-		if v.Bot && v.Site != "" {
+		switch {
+		case licensed(v):
+			// A bot that passed with a valid licence token: its client's
+			// row counts it (and the timeline, as allowed).
+			if rec, ok := recordOf(v, req.UserAgent, e.clientKey(req), e.clock(req)); ok {
+				e.report.Record(rec)
+			}
+		case v.Bot && v.Site != "":
 			// The site's traffic timeline (report.Traffic) counts the
 			// bots that pass, by verdict; browsers pass uncounted.
 			e.report.Record(report.Record{Site: v.Site, Verification: v.Verification, At: e.clock(req), Kind: report.Allowed})

@@ -3,6 +3,7 @@ package guard
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -220,12 +221,16 @@ func (e *Engine) SetAnswerHeaders(h http.Header, v Verdict) {
 // carries (RSL 1.0): a Link to the licence's RSL document, on every
 // answer (the fronts set it before the site answers a request that
 // passes); for ReasonLicense and ReasonLicenseUnavailable, enforced, the
-// WWW-Authenticate: License challenge.
+// WWW-Authenticate: License challenge. Set again on the same header (the
+// decision service sets them before Respond does), it adds no second
+// Link.
 func SetLicenseHeaders(h http.Header, v Verdict) {
 	if v.License == "" {
 		return
 	}
-	h.Add("Link", "<"+v.License+`>; rel="license"; type="application/rsl+xml"`)
+	if link := "<" + v.License + `>; rel="license"; type="application/rsl+xml"`; !slices.Contains(h["Link"], link) {
+		h["Link"] = append(h["Link"], link)
+	}
 	if v.Reason != ReasonLicense && v.Reason != ReasonLicenseUnavailable || !v.Enforced() {
 		return // a dry run's answer is the site's: no challenge
 	}

@@ -76,6 +76,14 @@ func newLicenses(cfg license.Config, rt http.RoundTripper, log *zap.Logger, obs 
 // MaxDocuments) whose document covers it; nil for none.
 func (l *licenses) content(ctx context.Context, site string, origin http.Handler, r *policy.Robots, target string) (*license.Content, string) {
 	urls := r.Licenses()
+	for _, u := range urls {
+		if isDocument(site, u, target) {
+			// The terms themselves: every crawler may read them (and
+			// the guard's own fetch of them, through a proxy, must not
+			// wait for itself).
+			return nil, ""
+		}
+	}
 	for i, u := range urls {
 		if i == l.cfg.MaxDocuments {
 			break
@@ -182,6 +190,7 @@ func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error)
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/rsl+xml, application/xml;q=0.9, text/xml;q=0.8")
+	req.Header.Set("User-Agent", "robotsguard (licence fetch)")
 	resp, err := l.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -239,6 +248,17 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 	if e.cfg.Licenses.Mode == license.ModeReport {
 		v.DryRun = true
 	}
+}
+
+// isDocument reports whether target, on site, is the document at u.
+func isDocument(site, u, target string) bool {
+	rest, ok := strings.CutPrefix(u, site)
+	if !ok || rest == "" || rest[0] != '/' {
+		return false
+	}
+	path, _, _ := strings.Cut(target, "?")
+	docPath, _, _ := strings.Cut(rest, "?")
+	return path == docPath
 }
 
 // paid reports whether a licence's payment type asks payment (402, not

@@ -32,6 +32,20 @@ func licensedSite(ls *testlicense.Server, payment string) http.Handler {
 	return mux
 }
 
+// licenseRequest is a GET of target on example.com with the User-Agent
+// ua, a browser's other headers and, unless token is "", an
+// Authorization: License header.
+func licenseRequest(ua, target, token string) *http.Request {
+	r := httptest.NewRequest("GET", "http://example.com"+target, nil)
+	r.RequestURI = target
+	r.Header.Set("User-Agent", ua)
+	browserHeaders(r.Header)
+	if token != "" {
+		r.Header.Set("Authorization", "License "+token)
+	}
+	return r
+}
+
 // TestLicenses: a bot that fetches content a licence with a licence
 // server covers needs a valid token of that server (RSL's CAP): without
 // one 401 (402 where the licence asks payment) with the WWW-Authenticate:
@@ -44,13 +58,7 @@ func TestLicenses(t *testing.T) {
 	origin := licensedSite(ls, "")
 	const gpt = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
 	serve := func(e *Engine, ua, target, token string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest("GET", "http://example.com"+target, nil)
-		r.RequestURI = target
-		r.Header.Set("User-Agent", ua)
-		browserHeaders(r.Header)
-		if token != "" {
-			r.Header.Set("Authorization", "License "+token)
-		}
+		r := licenseRequest(ua, target, token)
 		w := httptest.NewRecorder()
 		v := e.DecideHTTP(r, nil, "192.0.2.9", origin)
 		if v.Enforced() {
@@ -94,6 +102,9 @@ func TestLicenses(t *testing.T) {
 	}
 	if w := serve(e, gpt, "/other", ""); w.Code != 200 || w.Header().Get("Link") != "" {
 		t.Errorf("content no licence covers: %d, Link %q; want 200 without a Link", w.Code, w.Header().Get("Link"))
+	}
+	if w := serve(e, gpt, "/license.xml", ""); w.Code != 200 || w.Header().Get("Link") != "" {
+		t.Errorf("the licence's own document: %d, Link %q; want 200: the terms are everyone's to read", w.Code, w.Header().Get("Link"))
 	}
 	if w := serve(e, gpt, "/private/x", ""); w.Code != 403 {
 		t.Errorf("a path robots.txt disallows: %d; want 403 whatever the licence", w.Code)

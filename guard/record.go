@@ -16,17 +16,35 @@ const browserGroup = "(browser)"
 // whether the report counts it: every 403 (robots.txt denials in either
 // view, spoofed claims, content signals, and the refusals of a site's
 // state: an unreachable robots.txt, an unknown site, a target with no
-// path), Crawl-delay throttles, trap hits and banned requests. Only a
-// first fetch postponed (429, retry soon), a replayed signature (429, sign
-// anew) and unreadable signature headers (400) are not counted: they say
-// nothing of how a client treats robots.txt (the metrics count them). A dry run's are
-// counted where they would have been stopped (SiteStatus.DryRun says so).
+// path), Crawl-delay throttles, trap hits and banned requests, and the
+// licence refusals (RSL), each of its own kind: no token (401, 402:
+// report.Unlicensed), an invalid token (401 invalid_token:
+// report.InvalidToken), a token that could not be checked (503
+// server_error: report.LicenseUnavailable). Of the requests that pass, it
+// is the record of a bot's with a valid licence token (report.Licensed);
+// other requests that pass have none (Engine.done counts allowed bots in
+// the timeline). Only a first fetch postponed (429, retry soon), a
+// replayed signature (429, sign anew) and unreadable signature headers
+// (400) are not counted: they say nothing of how a client treats
+// robots.txt (the metrics count them). A dry run's are counted where they
+// would have been stopped (SiteStatus.DryRun says so).
 // The record carries the request's User-Agent header, ua, as the request
 // holds it: report.Recorder.Record keeps at most 200 bytes of it, and
 // copies it only when it is longer.
 func recordOf(v *Verdict, ua string, client limit.Client, at int64) (report.Record, bool) {
 	var kind report.Kind
 	switch {
+	case v.Action == Allow:
+		if !licensed(v) {
+			return report.Record{}, false
+		}
+		kind = report.Licensed
+	case v.Reason == ReasonLicense && v.LicenseError == "":
+		kind = report.Unlicensed
+	case v.Reason == ReasonLicense:
+		kind = report.InvalidToken
+	case v.Reason == ReasonLicenseUnavailable:
+		kind = report.LicenseUnavailable
 	case v.Reason == ReasonTrap:
 		kind = report.Trap
 	case v.Reason == ReasonTrapUnattributed:
@@ -49,15 +67,23 @@ func recordOf(v *Verdict, ua string, client limit.Client, at int64) (report.Reco
 	if v.Undeclared != "" {
 		rec.Class = classify.ClassUndeclared
 	}
-	if v.Action == Deny {
+	if kind == report.Denial {
 		rec.Rule = v.Rule
 	}
 	return rec, true
 }
 
+// licensed reports whether v lets a bot pass with a valid licence token:
+// the content's licence has a licence server (checkLicense asks a token
+// only then), and the token passed.
+func licensed(v *Verdict) bool {
+	return v.Action == Allow && v.Bot && v.LicenseServer != "" && v.LicenseError == ""
+}
+
 // Report returns the violations report: per site (the 100 busiest), the
-// top clients by robots.txt denials, throttles, trap hits and banned
-// requests over the last hour and day, and the lines that denied whom.
+// top clients by robots.txt denials, throttles, trap hits, banned
+// requests and licence refusals (then by licensed requests) over the last
+// hour and day, and the lines that denied whom.
 func (e *Engine) Report() report.Report { return e.report.Report() }
 
 // ReportHandler returns an http.Handler that serves Report as JSON, for a

@@ -16,20 +16,14 @@ import (
 // guarded by robots_guard with the given licenses setting ("" for the
 // default, enforce), and an extra line (tls internal) before. Its
 // robots.txt names its own /license.xml in a License line and disallows
-// /private/ to every bot; that RSL document licenses /articles/* by the
-// licence server ls, /paid/* by ls for a purchase, and /free/* under terms
-// with no licence server; every other path is a page that names itself.
+// /private/ to every bot; that RSL document is licenseRSL's; every other
+// path is a page that names itself.
 func licensedSiteBlock(scheme string, port int, extra, licenses string, ls *testlicense.Server) string {
 	base := fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
 	guard := "robots_guard"
 	if licenses != "" {
 		guard = "robots_guard {\n\t\tlicenses " + licenses + "\n\t}"
 	}
-	rsl := `<rsl xmlns="https://rslstandard.org/rsl">
-  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">search</permits></license></content>
-  <content url="/paid/*" server="` + ls.URL + `"><license><payment type="purchase"><amount currency="USD">10</amount></payment></license></content>
-  <content url="/free/*"><license><payment type="free"/></license></content>
-</rsl>`
 	return fmt.Sprintf(`%s {
 	%s
 	%s
@@ -41,7 +35,18 @@ Disallow: /private/
 	respond /license.xml `+"`%s`"+`
 	respond "page {path}"
 }
-`, base, extra, guard, base, rsl)
+`, base, extra, guard, base, licenseRSL(ls))
+}
+
+// licenseRSL is the RSL document of the licensed sites: /articles/* is
+// licensed by the licence server ls, /paid/* by ls for a purchase, and
+// /free/* under terms with no licence server.
+func licenseRSL(ls *testlicense.Server) string {
+	return `<rsl xmlns="https://rslstandard.org/rsl">
+  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">search</permits></license></content>
+  <content url="/paid/*" server="` + ls.URL + `"><license><payment type="purchase"><amount currency="USD">10</amount></payment></license></content>
+  <content url="/free/*"><license><payment type="free"/></license></content>
+</rsl>`
 }
 
 // licenseLink is the Link header of an answer on content that the RSL

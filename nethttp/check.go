@@ -103,9 +103,16 @@ var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the 
 // question's own address.
 //
 // It answers 200 when the request may pass, and otherwise e's own 403,
-// 429 with Retry-After, or 400 for unreadable Web Bot Auth signature
-// headers, with its one-line body (or what WithDenyHandler and
-// WithThrottleHandler write). Every answer carries X-Robots-Guard-Action
+// 429 with Retry-After, 400 for unreadable Web Bot Auth signature
+// headers, or, for a bot on content a licence of the site's robots.txt
+// covers (RSL 1.0, docs/licensing.md), 401 (402 where the licence asks
+// payment) without a valid licence token and 503 when the token cannot be
+// checked now, with its one-line body (or what WithDenyHandler and
+// WithThrottleHandler write). An answer about licensed content carries
+// the Link to the licence's RSL document, the yes as much as the
+// refusal, and a refusal for want of a token the WWW-Authenticate:
+// License challenge (guard.SetLicenseHeaders), for the proxy to pass to
+// the client. Every answer carries X-Robots-Guard-Action
 // (allow, deny, throttle, dry_run_deny, dry_run_throttle),
 // X-Robots-Guard-Status (the status the client must get) and
 // X-Robots-Guard-Reason; a bot's answer X-Robots-Guard-Group,
@@ -119,7 +126,9 @@ var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the 
 // status but 2xx, 401 and 403 as an error, so a question in its contract
 // (X-Original-URI) is answered 403 for a throttle too, with
 // X-Robots-Guard-Status 429 and Retry-After, which the recipe turns back
-// into the 429 the client must see.
+// into the 429 the client must see, and so for a 400, 402 or 503. A 401
+// goes to nginx as it is: nginx passes it to the client with its
+// WWW-Authenticate.
 //
 // A question it cannot place is never allowed: one from an untrusted
 // address gets 403; one without a forwarded target, with a target that
@@ -189,6 +198,11 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v.Action != guard.Allow {
 		h[hdrMessage] = []string{headerSafe(v.Message())}
 	}
+	// A bot on licensed content (RSL): the Link to the licence's terms on
+	// every answer, for the proxy to pass to the client with the site's,
+	// and on a refusal for want of a token the WWW-Authenticate: License
+	// challenge. Respond sets them too: they are set once.
+	guard.SetLicenseHeaders(h, v)
 	switch {
 	case !v.Enforced():
 		h[hdrStatus] = statusOK
@@ -204,18 +218,18 @@ func (c *checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = &statusAs{ResponseWriter: w, from: http.StatusTooManyRequests, to: http.StatusForbidden}
 		}
 		c.o.throttle(w, r, v)
-	case v.StatusCode() == http.StatusBadRequest:
-		// Unreadable signature headers of a signing agent's claim.
-		// nginx takes only 401 and 403 for a refusal (anything else is
-		// its own 500), so it gets 403 with X-Robots-Guard-Status 400,
-		// which the recipe turns back into the 400.
-		h[hdrStatus] = statusBadRequest
-		if nginx {
-			w = &statusAs{ResponseWriter: w, from: http.StatusBadRequest, to: http.StatusForbidden}
-		}
-		c.o.deny(w, r, v)
 	default:
-		h[hdrStatus] = statusDeny
+		// 403; 401 and 402 for want of a licence token, 503 when it
+		// cannot be checked; 400 for unreadable signature headers of a
+		// signing agent's claim. nginx takes only 401 and 403 for a
+		// refusal (anything else is its own 500), so it gets 403 with
+		// X-Robots-Guard-Status 400, 402 or 503, which the recipe turns
+		// back into that status.
+		status := v.StatusCode()
+		h[hdrStatus] = statusValues(status)
+		if nginx && status != http.StatusForbidden && status != http.StatusUnauthorized {
+			w = &statusAs{ResponseWriter: w, from: status, to: http.StatusForbidden}
+		}
 		c.o.deny(w, r, v)
 	}
 }
@@ -473,17 +487,38 @@ func (s *statusAs) WriteHeader(code int) {
 // browser's answer allocates nothing. They are shared: nothing may change
 // them in place.
 var (
-	statusOK         = []string{"200"}
-	statusDeny       = []string{"403"}
-	statusThrottle   = []string{"429"}
-	statusBadRequest = []string{"400"}
-	actionValues     = map[string][]string{
+	statusOK          = []string{"200"}
+	statusDeny        = []string{"403"}
+	statusThrottle    = []string{"429"}
+	statusBadRequest  = []string{"400"}
+	statusLicense     = []string{"401"}
+	statusPayment     = []string{"402"}
+	statusUnavailable = []string{"503"}
+	actionValues      = map[string][]string{
 		"allow": {"allow"}, "deny": {"deny"}, "throttle": {"throttle"},
 		"dry_run_deny": {"dry_run_deny"}, "dry_run_throttle": {"dry_run_throttle"},
 	}
 	reasonTable       = valueTable[guard.Reason](32)
 	verificationTable = valueTable[identity.Verdict](8)
 )
+
+// statusValues returns the X-Robots-Guard-Status value of a refusal's
+// status.
+func statusValues(status int) []string {
+	switch status {
+	case http.StatusForbidden:
+		return statusDeny
+	case http.StatusBadRequest:
+		return statusBadRequest
+	case http.StatusUnauthorized:
+		return statusLicense
+	case http.StatusPaymentRequired:
+		return statusPayment
+	case http.StatusServiceUnavailable:
+		return statusUnavailable
+	}
+	return []string{strconv.Itoa(status)}
+}
 
 // valueTable makes the header values of the first n values of an enum.
 func valueTable[T interface {

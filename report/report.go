@@ -1,11 +1,13 @@
 // Package report keeps the violations report of robotsguard: per site, the
 // clients that robots.txt stopped (denials, throttles, trap hits and
-// requests refused by a ban) over the last hour and day, and the
-// robots.txt lines that denied whom. A Recorder takes one Record per
-// stopped request on the request path, without writing memory that other
-// CPUs use (records wait in per-P batches), and builds a bounded Report on
-// demand. It knows nothing of HTTP requests or verdicts: the enforcer says
-// what each record is.
+// requests refused by a ban) or that its licences (RSL) judged (licensed,
+// unlicensed, an invalid token, a token that could not be checked) over
+// the last hour and day, and the robots.txt lines that denied whom. A
+// Recorder takes one Record per stopped (or licensed) request on the
+// request path, without writing memory that other CPUs use (records wait
+// in per-P batches), and builds a bounded Report on demand. It knows
+// nothing of HTTP requests or verdicts: the enforcer says what each record
+// is.
 package report
 
 import (
@@ -27,14 +29,15 @@ import (
 
 // Bounds of the violations report. Memory: at most reportSites sites, each
 // in reportShards shards of reportMinutes + reportHours buckets of at most
-// reportClients/reportShards entries (about 130 bytes each, and the last
+// reportClients/reportShards entries (about 180 bytes each, and the last
 // User-Agent header of the entry's client, a copy of at most
 // reportUserAgent bytes), and at most reportLines lines of at most
-// reportWhom entries: about 450 KB a site at worst (every entry a
-// different 200-byte header), 45 MB in all; and the batches that records
-// wait in (Recorder.Record), 4 × GOMAXPROCS + 4 of about 4 KB, which keep
-// the robots.txt rules and User-Agent headers (at most reportUserAgent
-// bytes each) of their records until the next flush.
+// reportWhom entries (about 50 bytes each): about 600 KB a site at worst
+// (every entry a different 200-byte header; a day of such records
+// measures 590 KB, 360 KB with short headers), 60 MB in all; and the
+// batches that records wait in (Recorder.Record), 4 × GOMAXPROCS + 4 of
+// about 4 KB, which keep the robots.txt rules and User-Agent headers (at
+// most reportUserAgent bytes each) of their records until the next flush.
 const (
 	reportSites     = 100
 	reportMinutes   = 12 // five-minute buckets: the last hour
@@ -58,6 +61,10 @@ type reportKey struct {
 // reportCounts are the counts of one client in a bucket.
 type reportCounts struct {
 	denials, throttles, traps, banned, unattributed int64
+	// The licence decisions (RSL): requests that passed with a valid
+	// token, and those refused without one, with an invalid one, or
+	// with one that could not be checked.
+	licensed, unlicensed, invalidTokens, licenseUnavailable int64
 	// err bounds the overcount of a space-saving counter that took over
 	// another's slot.
 	err int64
@@ -75,6 +82,10 @@ func (c *reportCounts) merge(o *reportCounts) {
 	c.traps += o.traps
 	c.banned += o.banned
 	c.unattributed += o.unattributed
+	c.licensed += o.licensed
+	c.unlicensed += o.unlicensed
+	c.invalidTokens += o.invalidTokens
+	c.licenseUnavailable += o.licenseUnavailable
 	c.err += o.err
 	if o.uaAt >= c.uaAt {
 		c.ua, c.uaAt = o.ua, o.uaAt
@@ -96,41 +107,75 @@ func (c *reportCounts) seen(ua string, at int64) {
 	}
 }
 
+// total is every request the counts count, licensed ones too: the weight
+// by which the space-saving counters keep a client (so that an evicted
+// client's licensed requests are in its successor's error bound too).
 func (c reportCounts) total() int64 {
-	return c.denials + c.throttles + c.traps + c.banned + c.unattributed
+	return c.denials + c.throttles + c.traps + c.banned + c.unattributed +
+		c.licensed + c.unlicensed + c.invalidTokens + c.licenseUnavailable
+}
+
+// inherit starts the counts of a client that took over the slot of an
+// evicted one whose total was n: n is its error, spread as denials so that
+// totals stay upper bounds.
+func (c *reportCounts) inherit(n int64) { c.err, c.denials = n, n }
+
+// whomCounts are the denials of one group (and verdict) by a line: two
+// counts, not a reportCounts, as a site holds up to reportLines ×
+// reportWhom of them.
+type whomCounts struct {
+	count int64
+	err   int64 // as reportCounts.err
+}
+
+func (c *whomCounts) total() int64 { return c.count }
+
+// inherit starts the count of a group that took over an evicted one's
+// slot, as reportCounts.inherit.
+func (c *whomCounts) inherit(n int64) { c.err, c.count = n, n }
+
+// counter is what a spaceSaving keeps per key: C's pointer, which weighs
+// the key (total) and takes over an evicted key's weight (inherit).
+type counter[C any] interface {
+	*C
+	total() int64
+	inherit(n int64)
 }
 
 // spaceSaving keeps the heaviest keys of a stream in a fixed number of
 // counters (Metwally et al.): a key not held replaces the lightest one,
 // inheriting its total as the error bound. With fewer distinct keys than
 // counters the counts are exact.
-type spaceSaving[K comparable] struct {
-	m   map[K]*reportCounts
+type spaceSaving[K comparable, C any, P counter[C]] struct {
+	m   map[K]P
 	max int
 }
 
-func newSpaceSaving[K comparable](max int) spaceSaving[K] {
-	return spaceSaving[K]{m: make(map[K]*reportCounts, max), max: max}
+// clientCounters are a bucket's counters of clients; whomCounters a line's
+// of groups.
+type (
+	clientCounters = spaceSaving[reportKey, reportCounts, *reportCounts]
+	whomCounters   = spaceSaving[whomKey, whomCounts, *whomCounts]
+)
+
+func newSpaceSaving[K comparable, C any, P counter[C]](max int) spaceSaving[K, C, P] {
+	return spaceSaving[K, C, P]{m: make(map[K]P, max), max: max}
 }
 
-func (s *spaceSaving[K]) add(k K, f func(*reportCounts)) {
+func (s *spaceSaving[K, C, P]) add(k K, f func(P)) {
 	c, ok := s.m[k]
 	if !ok {
+		c = P(new(C))
 		if len(s.m) >= s.max {
 			var minK K
-			var minC *reportCounts
+			var minC P
 			for k2, c2 := range s.m {
 				if minC == nil || c2.total() < minC.total() {
 					minK, minC = k2, c2
 				}
 			}
 			delete(s.m, minK)
-			c = &reportCounts{err: minC.total()}
-			// The newcomer inherits the evicted count as its error,
-			// spread as denials so totals stay upper bounds.
-			c.denials = minC.total()
-		} else {
-			c = &reportCounts{}
+			c.inherit(minC.total())
 		}
 		s.m[k] = c
 	}
@@ -141,22 +186,37 @@ func (s *spaceSaving[K]) add(k K, f func(*reportCounts)) {
 type bucket struct {
 	start   int64 // Unix ns
 	len     int64 // ns
-	clients spaceSaving[reportKey]
-	// totals counts every record of the slice exactly, by kind and
-	// verdict: the site's traffic (Timeline), allowed bot requests too.
+	clients clientCounters
+	// totals counts every record of the slice exactly, by kind (as the
+	// timeline tells them apart: timelineKind) and verdict: the site's
+	// traffic (Timeline), allowed bot requests too.
 	totals [kinds][verdicts]int64
 }
 
-// kinds and verdicts size bucket.totals: every Kind, and identity's four
+// kinds and verdicts size bucket.totals: the kinds up to Allowed (those
+// after it count as one of them, timelineKind), and identity's four
 // verdicts.
 const (
 	kinds    = int(Allowed) + 1
 	verdicts = int(identity.Unverifiable) + 1
 )
 
+// timelineKind is the kind under which the site's timeline counts a
+// record: a licence refusal as a Denial (Slice.Denied), a licensed request
+// as Allowed; the others as themselves.
+func timelineKind(k Kind) Kind {
+	switch k {
+	case Unlicensed, InvalidToken, LicenseUnavailable:
+		return Denial
+	case Licensed:
+		return Allowed
+	}
+	return k
+}
+
 // count adds n records of kind and verdict to the bucket's totals.
 func (b *bucket) count(kind Kind, v identity.Verdict, n int64) {
-	if int(kind) < kinds && int(v) < verdicts {
+	if kind = timelineKind(kind); int(kind) < kinds && int(v) < verdicts {
 		b.totals[kind][v] += n
 	}
 }
@@ -172,7 +232,7 @@ type lineKey struct {
 type lineStat struct {
 	text  string
 	count int64
-	whom  spaceSaving[whomKey]
+	whom  whomCounters
 }
 
 type whomKey struct {
@@ -227,7 +287,7 @@ func (sr *reportShard) hour(at int64) *bucket {
 	case hb.start > hs:
 		return nil
 	case hb.start < hs:
-		*hb = bucket{start: hs, len: int64(time.Hour), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
+		*hb = bucket{start: hs, len: int64(time.Hour), clients: newSpaceSaving[reportKey, reportCounts](reportClients / reportShards)}
 	}
 	return hb
 }
@@ -245,7 +305,7 @@ func (sr *reportShard) bucketFor(at int64) *bucket {
 		return sr.hour(at)
 	case mb.start < ms:
 		sr.fold(mb)
-		*mb = bucket{start: ms, len: int64(5 * time.Minute), clients: newSpaceSaving[reportKey](reportClients / reportShards)}
+		*mb = bucket{start: ms, len: int64(5 * time.Minute), clients: newSpaceSaving[reportKey, reportCounts](reportClients / reportShards)}
 	}
 	return mb
 }
@@ -270,10 +330,28 @@ const (
 	// Timeline only, not in the client rows: a Record of this kind needs
 	// no Client, Group or Rule.
 	Allowed
+	// Unlicensed is a bot's request for content that a licence (RSL)
+	// covers, whose licence server issues tokens, without a token: 401,
+	// or 402 where the licence asks payment.
+	Unlicensed
+	// InvalidToken is such a request with a token that its licence server
+	// did not accept (expired, for other content, unreadable): 401
+	// invalid_token.
+	InvalidToken
+	// LicenseUnavailable is such a request with a token that could not be
+	// checked (the licence server did not answer, or may not be asked):
+	// 503 server_error. It is counted apart from InvalidToken: the
+	// failure is the licence server's, not the client's.
+	LicenseUnavailable
+	// Licensed is a bot request that passed with a valid token of the
+	// licence server of the content it asked for. It is counted in the
+	// client rows (and as Allowed in the site's Timeline), though it was
+	// not stopped.
+	Licensed
 )
 
-// Record is one stopped request (or, of kind Allowed, a bot request that
-// passed), as the Recorder counts it.
+// Record is one stopped request (or, of kind Allowed or Licensed, a bot
+// request that passed), as the Recorder counts it.
 type Record struct {
 	// Site is the site, scheme and host ("https://example.com").
 	Site string
@@ -361,10 +439,10 @@ func New(v4, v6 int, now func() time.Time) *Recorder {
 	return r
 }
 
-// Record counts one stopped request. It writes only its P's batch (past
-// the bound on batches, one it may share); one call in reportBatchSize
-// adds the batch to the shared report. A record without a site is not
-// counted.
+// Record counts one stopped request (or a bot request that passed: kinds
+// Allowed and Licensed). It writes only its P's batch (past the bound on
+// batches, one it may share); one call in reportBatchSize adds the batch
+// to the shared report. A record without a site is not counted.
 //
 // The User-Agent header waits in the batch as the request's own string,
 // without a copy, when it is at most reportUserAgent bytes: net/http
@@ -459,6 +537,14 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 				c.banned += n
 			case TrapUnattributed:
 				c.unattributed += n
+			case Unlicensed:
+				c.unlicensed += n
+			case InvalidToken:
+				c.invalidTokens += n
+			case LicenseUnavailable:
+				c.licenseUnavailable += n
+			case Licensed:
+				c.licensed += n
 			}
 		})
 	}
@@ -472,9 +558,9 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 			sh.other += n
 			return
 		}
-		ls = &lineStat{text: rec.rule.String(), whom: newSpaceSaving[whomKey](reportWhom)}
+		ls = &lineStat{text: rec.rule.String(), whom: newSpaceSaving[whomKey, whomCounts](reportWhom)}
 		sh.lines[lk] = ls
 	}
 	ls.count += n
-	ls.whom.add(whomKey{rec.key.group, rec.key.verification}, func(c *reportCounts) { c.denials += n })
+	ls.whom.add(whomKey{rec.key.group, rec.key.verification}, func(c *whomCounts) { c.count += n })
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -379,5 +380,96 @@ func TestTraffic(t *testing.T) {
 	}
 	if day != 1 {
 		t.Fatalf("a day on: %d in the day, want 1", day)
+	}
+}
+
+// TestLicenceKinds: the licence decisions are counted per client row, in
+// fields of their own (none is a robots.txt denial, none counts in a
+// line), per site; in the site's timeline a licensed request counts as
+// allowed and a refusal as denied; rows of stopped requests come before a
+// row of licensed ones only, and the JSON leaves out the fields of none.
+func TestLicenceKinds(t *testing.T) {
+	clk := testclock.New()
+	r := New(32, 64, clk.Now)
+	at := func() int64 { return clk.Now().UnixNano() }
+	const other = "https://other.example"
+	gpt, claude := limit.ClientOf("203.0.113.1:1", 32, 64), limit.ClientOf("203.0.113.2:1", 32, 64)
+	rec := func(s string, c limit.Client, group string, kind Kind) Record {
+		return Record{Site: s, Client: c, Group: group, Verification: identity.Verified, UserAgent: group + "/1.0", At: at(), Kind: kind}
+	}
+	for range 5 {
+		r.Record(rec(site, gpt, "GPTBot", Licensed))
+	}
+	for range 2 {
+		r.Record(rec(site, gpt, "GPTBot", Unlicensed))
+	}
+	r.Record(rec(site, gpt, "GPTBot", InvalidToken))
+	r.Record(rec(site, gpt, "GPTBot", LicenseUnavailable))
+	r.Record(rec(site, claude, "ClaudeBot", Licensed))
+	for range 3 {
+		r.Record(rec(other, gpt, "GPTBot", InvalidToken))
+	}
+	clk.Add(2 * time.Hour) // out of the last hour, in the last day
+	r.Record(rec(site, gpt, "GPTBot", Unlicensed))
+
+	rep := r.Report()
+	if len(rep.Sites) != 2 || rep.Sites[0].Site != site || rep.Sites[1].Site != other {
+		t.Fatalf("%+v", rep)
+	}
+	s := rep.Sites[0]
+	want := ClientReport{Client: "203.0.113.1/32", Group: "GPTBot", Verification: "verified", UserAgent: "GPTBot/1.0",
+		Licensed: 5, Unlicensed: 3, InvalidTokens: 1, LicenseUnavailable: 1}
+	if got := row(s.LastDay, "203.0.113.1/32"); got != want {
+		t.Errorf("last day:\n got %+v\nwant %+v", got, want)
+	}
+	want.Licensed, want.Unlicensed, want.InvalidTokens, want.LicenseUnavailable = 0, 1, 0, 0 // the later one only
+	if got := row(s.LastHour, "203.0.113.1/32"); got != want || len(s.LastHour) != 1 {
+		t.Errorf("last hour:\n got %+v\nwant %+v", got, want)
+	}
+	if len(s.LastDay) != 2 || s.LastDay[0].Client != "203.0.113.1/32" || s.LastDay[1].Licensed != 1 || s.LastDay[1].Group != "ClaudeBot" {
+		t.Errorf("a row of licensed requests only should come last: %+v", s.LastDay)
+	}
+	if len(s.Lines) != 0 {
+		t.Errorf("licence decisions counted in the lines: %+v", s.Lines)
+	}
+	if o := row(rep.Sites[1].LastDay, "203.0.113.1/32"); o.InvalidTokens != 3 || o.Licensed+o.Unlicensed+o.LicenseUnavailable+o.Denials != 0 {
+		t.Errorf("the other site's row: %+v", o)
+	}
+	var allowed, denied int64
+	for _, sl := range s.Traffic.LastDay {
+		allowed += sl.Allowed.Verified
+		denied += sl.Denied.Verified
+	}
+	if allowed != 6 || denied != 5 {
+		t.Errorf("timeline: %d allowed, %d denied; want 6 (licensed) and 5 (licence refusals)", allowed, denied)
+	}
+	b, err := json.Marshal(s.LastDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"licensed":5`, `"unlicensed":3`, `"invalid_tokens":1`, `"license_unavailable":1`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("the JSON lacks %s: %s", field, b)
+		}
+	}
+	if b, _ := json.Marshal(ClientReport{Denials: 1}); strings.Contains(string(b), "licen") || strings.Contains(string(b), "token") {
+		t.Errorf("a row without licence decisions names them: %s", b)
+	}
+}
+
+// Recording a licence decision, a licensed request too, allocates nothing
+// (in the steady state), as a denial.
+func TestRecordLicenceAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops items at random, and a new batch is an allocation")
+	}
+	clk := testclock.New()
+	r := New(32, 64, clk.Now)
+	for _, kind := range []Kind{Licensed, Unlicensed, InvalidToken, LicenseUnavailable} {
+		rec := Record{Site: site, Client: limit.ClientOf("203.0.113.1:1", 32, 64), Group: "GPTBot", UserAgent: "GPTBot/1.2", At: clk.Now().UnixNano(), Kind: kind}
+		r.Record(rec)
+		if n := testing.AllocsPerRun(1000, func() { r.Record(rec) }); n != 0 {
+			t.Errorf("Record of kind %d allocates %v times", kind, n)
+		}
 	}
 }

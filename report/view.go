@@ -22,7 +22,8 @@ type Report struct {
 // SiteReport is the report of one site.
 type SiteReport struct {
 	Site string `json:"site"`
-	// LastHour and LastDay list the top clients by stopped requests.
+	// LastHour and LastDay list the top clients by stopped requests (and
+	// then by licensed ones).
 	LastHour []ClientReport `json:"last_hour"`
 	LastDay  []ClientReport `json:"last_day"`
 	// Lines lists the robots.txt lines that denied requests, the busiest
@@ -47,9 +48,10 @@ type Slice struct {
 	// Start is when the slice starts.
 	Start time.Time `json:"start"`
 	// Allowed counts bot requests that passed (a dry run's included: they
-	// count where they would have been stopped).
+	// count where they would have been stopped), licensed ones too.
 	Allowed ByVerification `json:"allowed"`
-	// Denied counts robots.txt denials and spoofed claims refused.
+	// Denied counts robots.txt denials and spoofed claims refused, and the
+	// other refusals of a bot (content signals, licences).
 	Denied ByVerification `json:"denied"`
 	// Throttled counts requests faster than the Crawl-delay.
 	Throttled ByVerification `json:"throttled"`
@@ -161,6 +163,19 @@ type ClientReport struct {
 	// UnattributedTraps counts requests under a trap path without the
 	// client's own link token (trap_links client): refused, not banned.
 	UnattributedTraps int64 `json:"unattributed_traps,omitempty"`
+	// The licence decisions (RSL) on the row's requests for content whose
+	// licence server issues tokens: Licensed counts those that passed
+	// with a valid token, Unlicensed those refused without a token (401,
+	// or 402 where the licence asks payment), InvalidTokens those refused
+	// with a token the server did not accept (401 invalid_token),
+	// LicenseUnavailable those whose token could not be checked (503
+	// server_error: the licence server's failure, not the client's); with
+	// licenses report, the refusals that would have been. None of them is
+	// a robots.txt denial (Denials).
+	Licensed           int64 `json:"licensed,omitempty"`
+	Unlicensed         int64 `json:"unlicensed,omitempty"`
+	InvalidTokens      int64 `json:"invalid_tokens,omitempty"`
+	LicenseUnavailable int64 `json:"license_unavailable,omitempty"`
 	// Error is how many of this row's requests may be missing: the row
 	// took over a slot of the space-saving counters, and counts only what
 	// came since (the true total is at most the row's plus Error); 0
@@ -184,9 +199,10 @@ type WhomCount struct {
 }
 
 // Report returns the violations report: per site (the 100 busiest), the
-// top clients by denials, throttles, trap hits and banned requests over the
-// last hour and day, the lines that denied whom, and the site's traffic
-// over time. Every record made before the call is counted.
+// top clients by denials, throttles, trap hits, banned requests and
+// licence refusals (then by licensed requests) over the last hour and
+// day, the lines that denied whom, and the site's traffic over time.
+// Every record made before the call is counted.
 func (r *Recorder) Report() Report {
 	r.drain()
 	now := r.now().UnixNano()
@@ -218,7 +234,7 @@ func (r *Recorder) Report() Report {
 				}
 				lr.Count += ls.count
 				for k, c := range ls.whom.m {
-					lr.Whom = addWhom(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.denials - c.err})
+					lr.Whom = addWhom(lr.Whom, WhomCount{Group: k.group, Verification: k.verification.String(), Count: c.count - c.err})
 				}
 			}
 			sh.mu.Unlock()
@@ -271,21 +287,28 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 		rows = append(rows, ClientReport{
 			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(), Class: k.class, UserAgent: c.ua,
 			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned,
-			UnattributedTraps: c.unattributed, Error: c.err,
+			UnattributedTraps: c.unattributed,
+			Licensed:          c.licensed, Unlicensed: c.unlicensed, InvalidTokens: c.invalidTokens, LicenseUnavailable: c.licenseUnavailable,
+			Error: c.err,
 		})
 	}
-	// Busiest first; a client's rows of several groups or verdicts in a
-	// fixed order.
+	// The most stopped requests first, then the most licensed ones (a row
+	// of licensed requests only is last: the report is of violations);
+	// a client's rows of several groups or verdicts in a fixed order.
 	slices.SortFunc(rows, func(a, b ClientReport) int {
-		ta := a.Denials + a.Throttles + a.Traps + a.Banned + a.UnattributedTraps
-		tb := b.Denials + b.Throttles + b.Traps + b.Banned + b.UnattributedTraps
-		return cmp.Or(cmp.Compare(tb, ta), strings.Compare(a.Client, b.Client),
+		return cmp.Or(cmp.Compare(stopped(&b), stopped(&a)), cmp.Compare(b.Licensed, a.Licensed), strings.Compare(a.Client, b.Client),
 			strings.Compare(a.Group, b.Group), strings.Compare(a.Verification, b.Verification), strings.Compare(a.Class, b.Class))
 	})
 	if len(rows) > reportTop {
 		rows = rows[:reportTop]
 	}
 	return rows
+}
+
+// stopped is the requests a row counts that were stopped (or, in dry run,
+// would have been): all but the licensed ones.
+func stopped(c *ClientReport) int64 {
+	return c.Denials + c.Throttles + c.Traps + c.Banned + c.UnattributedTraps + c.Unlicensed + c.InvalidTokens + c.LicenseUnavailable
 }
 
 // addWhom adds w to ws, summing the counts of the same group and verdict.

@@ -70,7 +70,9 @@ func runReport(out io.Writer, addr string) (int, error) {
 	return exitOK, nil
 }
 
-// printReport writes a report as readable tables.
+// printReport writes a report as readable tables; a site's tables have
+// the columns of licence decisions (RSL) only when some row of the site
+// counts one.
 func printReport(out io.Writer, rep report.Report) {
 	fmt.Fprintf(out, "robots.txt violations since %s\n", rep.Since.UTC().Format(time.RFC3339))
 	if len(rep.Sites) == 0 {
@@ -79,6 +81,7 @@ func printReport(out io.Writer, rep report.Report) {
 	}
 	for _, s := range rep.Sites {
 		fmt.Fprintf(out, "\n%s\n", s.Site)
+		lic := licences(s.LastHour) || licences(s.LastDay)
 		for _, part := range []struct {
 			title string
 			rows  []report.ClientReport
@@ -89,7 +92,11 @@ func printReport(out io.Writer, rep report.Report) {
 				continue
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED\tUNATTRIBUTED")
+			head := "    CLIENT\tGROUP\tVERIFICATION\tDENIALS\tTHROTTLES\tTRAPS\tBANNED\tUNATTRIBUTED"
+			if lic {
+				head += "\tLICENSED\tUNLICENSED\tINVALID TOKEN\tLICENSE UNAVAILABLE"
+			}
+			fmt.Fprintln(tw, head)
 			for _, c := range part.rows {
 				den := strconv.FormatInt(c.Denials, 10)
 				if c.Error > 0 {
@@ -102,7 +109,11 @@ func printReport(out io.Writer, rep report.Report) {
 				if c.Class != "" {
 					group += " (" + c.Class + ")"
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned, c.UnattributedTraps)
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d", c.Client, group, c.Verification, den, c.Throttles, c.Traps, c.Banned, c.UnattributedTraps)
+				if lic {
+					fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d", c.Licensed, c.Unlicensed, c.InvalidTokens, c.LicenseUnavailable)
+				}
+				fmt.Fprintln(tw)
 			}
 			tw.Flush()
 		}
@@ -122,4 +133,14 @@ func printReport(out io.Writer, rep report.Report) {
 		}
 		tw.Flush()
 	}
+}
+
+// licences reports whether some row counts licence decisions.
+func licences(rows []report.ClientReport) bool {
+	for _, c := range rows {
+		if c.Licensed+c.Unlicensed+c.InvalidTokens+c.LicenseUnavailable != 0 {
+			return true
+		}
+	}
+	return false
 }
