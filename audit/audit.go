@@ -80,6 +80,15 @@ type Options struct {
 	// group and "*" (Result.Offline). With verify off, as that guard,
 	// every header is believed.
 	Offline bool
+	// Licenses are the RSL documents that robots.txt's License lines
+	// name, by URL (the command line's --license URL=FILE): a bot's
+	// request for licensed content is judged by them (Row.Unlicensed),
+	// and no document is fetched. Nil: the audit fetches each document
+	// of the License lines of Versions and History once, before the
+	// first entry is judged (one that cannot be had is a warning, and the
+	// content it licenses is not judged), or, with Offline, none. No
+	// licence server is ever asked (guard.WithOfflineLicenses).
+	Licenses map[string][]byte
 }
 
 // Auditor judges access log entries. Its methods are not safe for
@@ -120,7 +129,10 @@ type Auditor struct {
 	// once judged (*[]Entry).
 	workers          int
 	buffers, batches sync.Pool
-	res              Result
+	// licenses are the RSL documents the engines judge by, by URL
+	// (loadLicenses); they do not change once the shards run.
+	licenses map[string][]byte
+	res      Result
 }
 
 // New returns an Auditor that judges with engines of cfg (their
@@ -180,7 +192,7 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 	for _, v := range vs {
 		a.res.Versions = append(a.res.Versions, VersionUse{Name: v.Name, Since: v.Since})
 	}
-	if err := a.start(cfg, opts.Offline); err != nil {
+	if err := a.start(cfg, opts); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -188,8 +200,10 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 }
 
 // start makes the Auditor's verifier (the one of Options.Offline when
-// offline) and loads its feeds, then the shards' engines of cfg.
-func (a *Auditor) start(cfg guard.Config, offline bool) error {
+// offline) and loads its feeds and the RSL documents of the License
+// lines, then the shards' engines of cfg.
+func (a *Auditor) start(cfg guard.Config, opts Options) error {
+	offline := opts.Offline
 	// The audit models a guard; it must not act as one: no shared store
 	// (its bans and Crawl-delay clocks are the live fleet's, on the
 	// store's own clock), no origin (every host of the log is judged by
@@ -222,6 +236,9 @@ func (a *Auditor) start(cfg guard.Config, offline bool) error {
 		a.loadFeeds(a.verifier)
 		a.prefetch = newPrefetcher(a.verifier)
 	}
+	if err = a.loadLicenses(cfg, opts.Licenses, offline); err != nil {
+		return err
+	}
 	// Each shard keeps its share of the per-client bounds.
 	cd, err := cfg.CrawlDelay.WithDefaults()
 	if err != nil {
@@ -230,11 +247,12 @@ func (a *Auditor) start(cfg guard.Config, offline bool) error {
 	cfg.CrawlDelay.MaxKeys = max(cd.MaxKeys/shards, minShardKeys)
 	for range shards {
 		s := newShard(a)
-		opts := []guard.Option{guard.WithSource(s.src), guard.WithClock(s.clock), guard.WithLogger(zap.NewNop())}
+		// The engines fetch no RSL document and ask no licence server.
+		eopts := []guard.Option{guard.WithSource(s.src), guard.WithClock(s.clock), guard.WithLogger(zap.NewNop()), guard.WithOfflineLicenses(a.licenseDoc)}
 		if a.verifier != nil {
-			opts = append(opts, guard.WithVerifier(a.verifier))
+			eopts = append(eopts, guard.WithVerifier(a.verifier))
 		}
-		if s.e, err = guard.New(cfg, opts...); err != nil {
+		if s.e, err = guard.New(cfg, eopts...); err != nil {
 			return err
 		}
 		a.shards = append(a.shards, s)

@@ -72,6 +72,13 @@ type Entry struct {
 	// its User-Agent names, for a log that carries them (Caddy's); unread
 	// otherwise, and then no undeclared-bot rule applies.
 	Evidence classify.Evidence
+	// Authorization reports a request that carried an Authorization
+	// header that may hold a licence token (RSL 1.0): Caddy logs it as
+	// "REDACTED" (a value it shows must be of the License scheme). Its
+	// value is not kept. It says something only where the log carries
+	// the request's headers (Evidence.Read); elsewhere the token is
+	// unknown.
+	Authorization bool
 }
 
 // errSkip marks a line that is valid but not a request (a Caddy log line
@@ -302,11 +309,13 @@ type caddyLine struct {
 		Method   string `json:"method"`
 		Host     string `json:"host"`
 		URI      string `json:"uri"`
-		// Headers keeps the User-Agent and the headers the
-		// undeclared-bot rules read: the others are skipped, not made
-		// into a map (a line's headers cost a dozen of them).
+		// Headers keeps the User-Agent, the headers the undeclared-bot
+		// rules read and Authorization (a licence token's presence):
+		// the others are skipped, not made into a map (a line's headers
+		// cost a dozen of them).
 		Headers *struct {
 			UserAgent      []string `json:"User-Agent"`
+			Authorization  []string `json:"Authorization"`
 			AcceptLanguage []string `json:"Accept-Language"`
 			SecCHUA        []string `json:"Sec-Ch-Ua"`
 			SecFetchMode   []string `json:"Sec-Fetch-Mode"`
@@ -344,6 +353,7 @@ func parseCaddy(line []byte) (Entry, error) {
 		// redacts): the absence of one is known.
 		e.Evidence = classify.Evidence{Read: true, AcceptLanguage: len(h.AcceptLanguage) > 0, SecCHUA: len(h.SecCHUA) > 0, SecFetchMode: len(h.SecFetchMode) > 0,
 			Navigate: len(h.SecFetchMode) > 0 && h.SecFetchMode[0] == "navigate", WebSocket: len(h.Upgrade) > 0 && strings.EqualFold(h.Upgrade[0], "websocket")}
+		e.Authorization = licenseAuthorization(h.Authorization)
 	}
 	switch {
 	case e.Target == "" || e.Method == "" || c.TS == 0:
@@ -355,4 +365,16 @@ func parseCaddy(line []byte) (Entry, error) {
 	}
 	e.At = int64(c.TS * 1e9)
 	return e, nil
+}
+
+// licenseAuthorization reports whether the logged values of an
+// Authorization header may carry a licence token: Caddy logs "REDACTED"
+// (unless log_credentials is on), which may be one; a value it shows
+// must be of the License scheme, as the guard reads it (its first value).
+func licenseAuthorization(vals []string) bool {
+	if len(vals) == 0 {
+		return false
+	}
+	v := vals[0]
+	return v == "REDACTED" || len(v) > 8 && strings.EqualFold(v[:8], "License ")
 }

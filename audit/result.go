@@ -100,6 +100,11 @@ type SiteResult struct {
 	// million: Unlisted is then a lower bound).
 	Unlisted        int64 `json:"unlisted_offenders,omitempty"`
 	UnlistedAtLeast bool  `json:"unlisted_at_least,omitempty"`
+	// Unlicensed, TokenUnchecked and TokenUnknown count the bot requests
+	// for content whose licence names a licence server, as a Row's do.
+	Unlicensed     int64 `json:"unlicensed,omitempty"`
+	TokenUnchecked int64 `json:"token_unchecked,omitempty"`
+	TokenUnknown   int64 `json:"token_unknown,omitempty"`
 	// Lines are the robots.txt lines that stopped requests, the busiest
 	// first.
 	Lines []LineCount `json:"lines,omitempty"`
@@ -147,6 +152,21 @@ type Row struct {
 	Throttled  int64 `json:"throttled"`
 	Traps      int64 `json:"traps"`
 	Banned     int64 `json:"banned"`
+	// Unlicensed counts its requests for content whose licence (an RSL
+	// document that a License line of robots.txt names) names a licence
+	// server, made without a licence token: the guard would have
+	// answered 401 (402 where the licence asks payment). Only a log that
+	// carries the request's headers (Caddy's) shows that there was none.
+	// TokenUnchecked counts such requests that carried an Authorization
+	// header (Caddy logs it "REDACTED"): they pass with a token that
+	// verifies, which the audit cannot know (a log's tokens have
+	// expired, and it asks no licence server). TokenUnknown counts such
+	// requests in a log without the request's headers (every format but
+	// Caddy's): whether they carried a token is unknown. Neither of the
+	// two is counted as stopped.
+	Unlicensed     int64 `json:"unlicensed,omitempty"`
+	TokenUnchecked int64 `json:"token_unchecked,omitempty"`
+	TokenUnknown   int64 `json:"token_unknown,omitempty"`
 	// Other counts the requests stopped for another reason: a target
 	// without a path (bad_target), or what the site's state would have
 	// caused.
@@ -160,7 +180,7 @@ type Row struct {
 
 // Stopped is the number of requests the guard would have stopped.
 func (r *Row) Stopped() int64 {
-	return r.Disallowed + r.Spoofed + r.Throttled + r.Traps + r.Banned + r.Other
+	return r.Disallowed + r.Spoofed + r.Throttled + r.Traps + r.Banned + r.Unlicensed + r.Other
 }
 
 // Example is one request the guard would have stopped.
@@ -180,6 +200,7 @@ const (
 	throttled
 	trapped
 	banned
+	unlicensed
 	otherwise
 	kinds
 )
@@ -197,6 +218,8 @@ func kindOf(v *guard.Verdict) int {
 		return trapped
 	case guard.ReasonBanned:
 		return banned
+	case guard.ReasonLicense:
+		return unlicensed
 	}
 	if v.Action == guard.Allow {
 		return passed
@@ -204,11 +227,37 @@ func kindOf(v *guard.Verdict) int {
 	return otherwise
 }
 
+// The licence counts of a request (licenseOf).
+const (
+	licenseNone      = iota // no licence server's content, or stopped for another reason
+	licenseRefused          // without a token: Unlicensed
+	licenseUnchecked        // an Authorization header logged: TokenUnchecked
+	licenseUnknown          // a log without the request's headers: TokenUnknown
+)
+
+// licenseOf is the licence count of an entry its engine decided with v:
+// the engines let any token pass unchecked (guard.WithOfflineLicenses),
+// so a request for content with a licence server that passes had the
+// token tokenOf gave it.
+func licenseOf(en *Entry, v *guard.Verdict) int {
+	switch {
+	case v.Reason == guard.ReasonLicense:
+		return licenseRefused
+	case v.Action != guard.Allow || v.LicenseServer == "":
+		return licenseNone
+	case tokenOf(en) == tokenLogged:
+		return licenseUnchecked
+	}
+	return licenseUnknown
+}
+
 // tally is a row while the audit runs, its key saying whose: smaller than
 // the Row that Result makes of it, for there are many.
 type tally struct {
 	first, last int64        // Unix ns
 	n           [kinds]int64 // n[passed] counts every request
+	unchecked   int64        // Row.TokenUnchecked
+	unknown     int64        // Row.TokenUnknown
 	cutUA       bool         // the key's User-Agent is the header cut
 	lines       []lineN      // Row.Lines: a few pairs cost less than a map
 	examples    []Example
@@ -226,6 +275,12 @@ func (t *tally) add(en *Entry, v *guard.Verdict) {
 	t.first, t.last = min(t.first, en.At), max(t.last, en.At) // logs out of order too
 	k := kindOf(v)
 	if k == passed {
+		switch licenseOf(en, v) {
+		case licenseUnchecked:
+			t.unchecked++
+		case licenseUnknown:
+			t.unknown++
+		}
 		return
 	}
 	t.n[k]++
@@ -257,7 +312,7 @@ func (t *tally) row(k *rowKey, v4, v6 int) Row {
 	r := Row{Site: k.site, Client: k.client.Format(v4, v6), Group: k.group, Operator: k.operator, Verification: k.verification.String(), Class: k.class,
 		UserAgent: k.ua, First: time.Unix(0, t.first).UTC(), Last: time.Unix(0, t.last).UTC(), Requests: t.n[passed],
 		Disallowed: t.n[disallowed], Spoofed: t.n[spoofed], Throttled: t.n[throttled], Traps: t.n[trapped], Banned: t.n[banned], Other: t.n[otherwise],
-		Examples: t.examples}
+		Unlicensed: t.n[unlicensed], TokenUnchecked: t.unchecked, TokenUnknown: t.unknown, Examples: t.examples}
 	if t.cutUA {
 		r.UserAgent += "…"
 	}
@@ -372,6 +427,9 @@ func addSite(m map[string]*SiteResult, s *SiteResult) {
 	t.Requests += s.Requests
 	t.BotRequests += s.BotRequests
 	t.Others += s.Others
+	t.Unlicensed += s.Unlicensed
+	t.TokenUnchecked += s.TokenUnchecked
+	t.TokenUnknown += s.TokenUnknown
 	t.Unlisted += s.Unlisted
 	t.UnlistedAtLeast = t.UnlistedAtLeast || s.UnlistedAtLeast
 	for k, n := range s.lines {

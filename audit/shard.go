@@ -85,7 +85,7 @@ func (s *shard) judge(ctx context.Context, en *Entry) {
 	a := s.a
 	s.now.Store(en.At)
 	req := guard.Request{Scheme: a.scheme, Host: a.host, Target: en.Target, UserAgent: en.UserAgent, ClientIP: en.ClientIP, Method: en.Method,
-		Evidence: en.Evidence}
+		Evidence: en.Evidence, LicenseToken: tokenOf(en)}
 	if en.Host != "" {
 		req.Host, req.Scheme = en.Host, schemeOf(en)
 	}
@@ -195,6 +195,14 @@ func (s *shard) count(en *Entry, v *guard.Verdict) {
 		return
 	}
 	sr.BotRequests++
+	switch licenseOf(en, v) {
+	case licenseRefused:
+		sr.Unlicensed++
+	case licenseUnchecked:
+		sr.TokenUnchecked++
+	case licenseUnknown:
+		sr.TokenUnknown++
+	}
 	s.siteTimeline(site).add(en.At, v)
 	if v.Rule != nil && v.Action != guard.Allow {
 		countLine(sr, v)

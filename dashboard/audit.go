@@ -30,6 +30,11 @@ type AuditSite struct {
 	Offenders []AuditClient
 	// Compliant counts the bots that kept to robots.txt.
 	Compliant int
+	// Unlicensed, TokenUnchecked and TokenUnknown count the bot requests
+	// for content whose licence (RSL) names a licence server: without a
+	// token, with one the audit could not check, and with a token the log
+	// does not show. The page shows them where they are not 0.
+	Unlicensed, TokenUnchecked, TokenUnknown int64
 	// Lines are the robots.txt lines that stopped requests.
 	Lines []LineCount
 	// Timeline counts the bot requests over time; Layout formats its
@@ -42,7 +47,10 @@ type AuditSite struct {
 type AuditClient struct {
 	Client, Group, Verification, Operator, UserAgent        string
 	Requests, Disallowed, Throttled, Traps, Spoofed, Banned int64
-	First, Last                                             time.Time
+	// Unlicensed, TokenUnchecked and TokenUnknown are its requests for
+	// licensed content, as AuditSite's.
+	Unlicensed, TokenUnchecked, TokenUnknown int64
+	First, Last                              time.Time
 	// Examples are requests that would have been stopped ("/x (line 3)").
 	Examples []string
 }

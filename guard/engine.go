@@ -171,7 +171,7 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 	e.sites = sites.New(cfg.RobotsTxt, deps)
 	if cfg.Licenses.Mode != license.ModeOff {
 		e.lic = newLicenses(cfg.Licenses, o.transport, e.log, o.observer, e.now)
-		e.lic.self = e.selfSource
+		e.lic.self, e.lic.given = e.selfSource, o.licenseDocs
 	}
 	return e, nil
 }

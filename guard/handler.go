@@ -88,7 +88,7 @@ func (e *Engine) fillHeader(req *Request, r *http.Request, clientIP string) {
 	}
 	if e.lic != nil {
 		if a := r.Header["Authorization"]; len(a) > 0 && len(a[0]) > 8 && strings.EqualFold(a[0][:8], "License ") {
-			req.licenseToken = strings.TrimSpace(a[0][8:])
+			req.LicenseToken = strings.TrimSpace(a[0][8:])
 		}
 	}
 	if e.traps != nil { // only traps read fetch metadata

@@ -45,6 +45,10 @@ type licenses struct {
 	// self: the guard reads robots.txt from the site's own handler, and
 	// so a document on the site.
 	self bool
+	// given gives the documents of WithOfflineLicenses, by URL (nil:
+	// they are fetched); then none is fetched, none is due again, and no
+	// licence server is asked.
+	given func(url string) ([]byte, bool)
 }
 
 // docKey is a document of a site: the same URL compiles per site.
@@ -113,7 +117,7 @@ func (l *licenses) matcher(ctx context.Context, site, u string, origin http.Hand
 	case !d.tried:
 		d.tried = true
 		l.fetch(ctx, site, u, origin, d)
-	case l.now().After(d.due):
+	case l.given == nil && l.now().After(d.due): // given documents do not change
 		d.due = l.now().Add(time.Duration(l.cfg.Refresh))
 		go func() {
 			d.mu.Lock()
@@ -153,18 +157,27 @@ func (l *licenses) fetch(ctx context.Context, site, u string, origin http.Handle
 // errInvalidDoc marks a document that was fetched but could not be read.
 var errInvalidDoc = errors.New("not an RSL document")
 
-// get fetches and parses the document at u for site: from the site's own
-// handler (origin, in-process, as its robots.txt) when u is on the site
-// and the guard reads robots.txt so, else over the network, where a host
-// other than the site's is reached on public addresses only (a site's
-// file chose the URL: sites.Foreign).
+// errNotGiven is the error of a document WithOfflineLicenses lacks.
+var errNotGiven = errors.New("not given (offline licences: nothing is fetched)")
+
+// get fetches and parses the document at u for site: from the documents
+// of WithOfflineLicenses when given (and then only), else from the site's
+// own handler (origin, in-process, as its robots.txt) when u is on the
+// site and the guard reads robots.txt so, else over the network, where a
+// host other than the site's is reached on public addresses only (a
+// site's file chose the URL: sites.Foreign).
 func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler) (*license.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(l.cfg.FetchTimeout))
 	defer cancel()
 	var body []byte
 	du, err := url.Parse(u)
 	su, serr := url.Parse(site)
-	if err == nil && serr == nil && origin != nil && l.self && strings.EqualFold(du.Scheme+"://"+du.Host, site) {
+	if l.given != nil {
+		var ok bool
+		if body, ok = l.given(u); !ok {
+			return nil, errNotGiven
+		}
+	} else if err == nil && serr == nil && origin != nil && l.self && strings.EqualFold(du.Scheme+"://"+du.Host, site) {
 		res, err := sites.SelfSource().Fetch(ctx, sites.Request{Site: su, URL: du, Origin: origin})
 		if err != nil {
 			return nil, err
@@ -214,7 +227,9 @@ func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error)
 // gets the document's URL (v.License, for the Link header of every
 // answer); content with a licence server needs a valid token from it
 // (RSL's Crawler Authorization Protocol), else 401 (402 where the licence
-// asks payment, 503 when the token cannot be checked now).
+// asks payment, 503 when the token cannot be checked now). An Engine of
+// WithOfflineLicenses lets any token pass unchecked, with v.License and
+// v.LicenseServer set.
 func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *policy.Robots, target string, targetOK bool) {
 	if e.lic == nil || v.Action != Allow || !targetOK || r == nil {
 		return
@@ -229,11 +244,13 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 	}
 	v.LicenseServer = c.Server
 	switch {
-	case req.licenseToken == "":
+	case req.LicenseToken == "":
 		v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, ""
 		v.LicensePayment = paid(c.Payment)
+	case e.lic.given != nil:
+		return // offline: a token is not checked (nor its server asked)
 	default:
-		err := e.lic.verifier.Verify(sites.Foreign(ctx, hostOf(v.Site), c.Server), c.Server, v.Site+target, req.licenseToken)
+		err := e.lic.verifier.Verify(sites.Foreign(ctx, hostOf(v.Site), c.Server), c.Server, v.Site+target, req.LicenseToken)
 		switch {
 		case err == nil:
 			return

@@ -1,15 +1,19 @@
 package guard
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/robotsguard/robotsguard/internal/testclock"
 	"github.com/robotsguard/robotsguard/internal/testlicense"
 	"github.com/robotsguard/robotsguard/license"
+	"github.com/robotsguard/robotsguard/sites"
 )
 
 // licensedSite is a site whose robots.txt names an RSL document: its
@@ -173,4 +177,59 @@ func TestLicenseExplained(t *testing.T) {
 	if err != nil || x.License != "http://example.com/license.xml" || x.LicenseServer != ls.URL || x.Status != 401 || x.Reason != "license" {
 		t.Errorf("explain: %+v, %v; want the document, the licence server, 401 for reason license", x, err)
 	}
+}
+
+// TestOfflineLicenses: an Engine of WithOfflineLicenses judges licensed
+// content by the documents it is given, fetching none (not even after
+// refresh) and asking no licence server: a bot without a token is refused
+// as always, one with any token passes unchecked with the Link's
+// document and server; a document not given leaves its content
+// unenforced.
+func TestOfflineLicenses(t *testing.T) {
+	ls := testlicense.Start(t)
+	const docURL = "https://example.com/license.xml"
+	rsl := `<rsl xmlns="https://rslstandard.org/rsl"><content url="/articles/*" server="` + ls.URL + `"><license/></content></rsl>`
+	var asked atomic.Int64
+	docs := func(u string) ([]byte, bool) {
+		asked.Add(1)
+		if u == docURL {
+			return []byte(rsl), true
+		}
+		return nil, false
+	}
+	clk := testclock.New()
+	robots := "License: " + docURL + "\nLicense: https://example.com/other.xml\nUser-agent: *\nDisallow: /private/\n"
+	// The transport fails every fetch, and reports it: none may happen.
+	e := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte(robots))), WithClock(clk.Now), WithTransport(fetchFails{t}), WithOfflineLicenses(docs))
+	defer e.Close()
+	decide := func(target, token string) Verdict {
+		return e.Decide(context.Background(), Request{Scheme: "https", Host: "example.com", Target: target, UserAgent: "FooBot/1.0", ClientIP: "192.0.2.9", LicenseToken: token})
+	}
+	if v := decide("/articles/a", ""); v.Action != Deny || v.Reason != ReasonLicense || v.License != docURL || v.LicenseServer != ls.URL {
+		t.Errorf("no token: %+v; want the licence refusal", v)
+	}
+	clk.Add(2 * time.Hour) // beyond refresh: given documents are not asked again
+	if v := decide("/articles/a", "expired-long-ago"); v.Action != Allow || v.License != docURL || v.LicenseServer != ls.URL || v.LicenseError != "" {
+		t.Errorf("a token: %+v; want it to pass unchecked, with the document and its server", v)
+	}
+	if v := decide("/other", ""); v.Action != Allow || v.License != "" {
+		t.Errorf("content no document licenses: %+v", v)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("documents asked %d times; want 2 (each once)", n)
+	}
+	for _, path := range []string{"/key", "/introspect"} {
+		if n := ls.Requests(path); n != 0 {
+			t.Errorf("the licence server was asked %s %d times", path, n)
+		}
+	}
+}
+
+// fetchFails is an http.RoundTripper that fails every request, and the
+// test with it.
+type fetchFails struct{ t *testing.T }
+
+func (f fetchFails) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.t.Errorf("fetched %s", r.URL)
+	return nil, io.EOF
 }

@@ -30,6 +30,8 @@ type options struct {
 	bans       limit.Bans
 	trapSecret []byte
 	trapClocks traps.ClockStore
+	// licenseDocs: WithOfflineLicenses.
+	licenseDocs func(url string) ([]byte, bool)
 
 	storeTLSForAgents *tls.Config
 }
@@ -165,6 +167,19 @@ func WithTrapSecret(key []byte) Option {
 // restarts (see traps.ClockStore); without it they live in memory.
 func WithTrapClocks(s traps.ClockStore) Option {
 	return func(o *options) { o.trapClocks = s }
+}
+
+// WithOfflineLicenses makes the Engine judge the licences of robots.txt's
+// License lines (RSL 1.0) without the network, as an audit of past
+// requests must: the RSL documents are docs' (by URL; a document docs
+// lacks is one that could not be read, whose content is not enforced),
+// none is fetched or fetched again, and no licence server is asked: a
+// request's LicenseToken passes unchecked (Allow, with the Verdict's
+// License and LicenseServer), while a bot without one is refused as
+// always. docs must be safe for concurrent use. It does nothing with
+// licenses off.
+func WithOfflineLicenses(docs func(url string) ([]byte, bool)) Option {
+	return func(o *options) { o.licenseDocs = docs }
 }
 
 // BanObserver is an optional Observer method set: ObserveBan is called once

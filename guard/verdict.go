@@ -58,12 +58,16 @@ type Request struct {
 	// ends fill it from the header unless bots.undeclared is off; left
 	// unread, no rule applies. Its HTTPS is taken from Scheme.
 	Evidence classify.Evidence
+	// LicenseToken is the token of the request's Authorization: License
+	// header (RSL 1.0), "" for none: RequestOf and the Handler read it
+	// from the header when licences are on. Content whose licence names a
+	// licence server passes a bot only with a token that server verifies
+	// (an Engine of WithOfflineLicenses asks no server: any token passes,
+	// unchecked).
+	LicenseToken string
 
 	header http.Header // the request's header (RequestOf), read only in rare cases
-	// licenseToken is the token of an Authorization: License header, read
-	// when licences are enforced.
-	licenseToken string
-	peer         string // the connection's remote address (RequestOf)
+	peer   string      // the connection's remote address (RequestOf)
 
 	addr     netip.Addr // ClientIP parsed, once (Engine.clientAddr)
 	addrDone bool

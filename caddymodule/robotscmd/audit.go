@@ -36,12 +36,14 @@ type auditOpts struct {
 	all     bool
 	top     int
 	html    string // a file for the page
+	// licenses are the RSL documents given, URL=FILE.
+	licenses []string
 }
 
 // auditCommand is "caddy robots audit".
 func auditCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "audit [--robots <file|URL>[@DATE]]... [--history <admin address>] [--site <URL>] [--config <json>] [--offline] [--json] <log>...",
+		Use:   "audit [--robots <file|URL>[@DATE]]... [--history <admin address>] [--site <URL>] [--license <URL>=<file>]... [--config <json>] [--offline] [--json] <log>...",
 		Short: "Finds the bots that ignored robots.txt in access logs",
 		Args:  usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -56,6 +58,7 @@ func auditCommand() *cobra.Command {
 			o.all, _ = c.Flags().GetBool("all")
 			o.top, _ = c.Flags().GetInt("top")
 			o.html, _ = c.Flags().GetString("html")
+			o.licenses, _ = c.Flags().GetStringArray("license")
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			code, err := runAudit(ctx, os.Stdout, os.Stderr, args, o)
@@ -72,6 +75,7 @@ func auditCommand() *cobra.Command {
 	f.String("site", "", "scheme and host of logs whose lines carry none (Common/Combined), e.g. https://example.com (default "+audit.DefaultSite+")")
 	f.String("format", audit.FormatAuto, "log format: "+strings.Join(audit.Formats, ", "))
 	f.String("config", "", "JSON file of a robots_guard block (bots, verify, crawl_delay, clients, traps, bans, ...): judge as that guard would")
+	f.StringArray("license", nil, "the RSL document a License line of robots.txt names, from a file: --license https://example.com/license.xml=license.xml (the last = separates them; several: repeat it); without it the audit fetches each document once, at the start")
 	f.Bool("offline", false, "check no crawler claim (no IP-range feed, no DNS): each is judged as the guard judges one it cannot check, unverifiable, by its group and *")
 	f.Bool("json", false, "print the result as JSON")
 	f.Bool("all", false, "list the compliant bots too")
@@ -112,7 +116,11 @@ func runAudit(ctx context.Context, out, errOut io.Writer, logs []string, o audit
 		}
 		versions = append(versions, v)
 	}
-	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions, History: history, Offline: o.offline})
+	licenses, err := readLicenses(o.licenses)
+	if err != nil {
+		return exitError, err
+	}
+	a, err := audit.New(cfg, audit.Options{Format: o.format, Site: o.site, Versions: versions, History: history, Offline: o.offline, Licenses: licenses})
 	if err != nil {
 		return exitError, err
 	}
@@ -199,6 +207,27 @@ func readVersion(spec string) (audit.Version, error) {
 	return v, nil
 }
 
+// readLicenses reads the documents of --license URL=FILE; nil without
+// one (the audit then fetches them).
+func readLicenses(specs []string) (map[string][]byte, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	docs := make(map[string][]byte, len(specs))
+	for _, spec := range specs {
+		i := strings.LastIndexByte(spec, '=')
+		if i < 0 || !(strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://")) {
+			return nil, fmt.Errorf("--license %s: write it as URL=FILE (https://example.com/license.xml=license.xml)", spec)
+		}
+		b, err := os.ReadFile(spec[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("--license %s: %w", spec, err)
+		}
+		docs[spec[:i]] = b
+	}
+	return docs, nil
+}
+
 // parseDate reads an RFC 3339 time, or a date (midnight UTC).
 func parseDate(s string) (time.Time, bool) {
 	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
@@ -242,12 +271,16 @@ func printAudit(out io.Writer, res audit.Result, all bool, top int) {
 			fmt.Fprintf(out, " (%d of them beyond the row bound, not listed)", s.Unlisted)
 		}
 		fmt.Fprintln(out)
+		lic := s.Unlicensed+s.TokenUnchecked+s.TokenUnknown > 0
+		if lic {
+			fmt.Fprintln(out, licenseLine(s))
+		}
 		rows := s.Offenders
 		if all {
 			rows = append(rows, s.Compliant...)
 		}
 		if len(rows) > 0 {
-			printRows(out, rows, top, res.Offline)
+			printRows(out, rows, top, res.Offline, lic)
 		}
 		if s.Others > 0 {
 			fmt.Fprintf(out, "%d requests of clients beyond the row bound are not listed\n", s.Others)
@@ -296,15 +329,37 @@ func noUserAgentHint(format string) string {
 // tableUA is how many characters of a row's User-Agent the table shows.
 const tableUA = 60
 
+// licenseLine says what a site's bots did on licensed content: "licensed
+// content (RSL): 3 requests of bots without a licence token (401/402),
+// ...", the counts that are not 0.
+func licenseLine(s audit.SiteResult) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int64
+		what string
+	}{{s.Unlicensed, "without a licence token (the guard's 401/402)"}, {s.TokenUnchecked, "with a token the audit cannot check"},
+		{s.TokenUnknown, "whose token the log does not show"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d requests of bots %s", p.n, p.what))
+		}
+	}
+	return "licensed content (RSL): " + strings.Join(parts, ", ")
+}
+
 // printRows prints the rows of a site, at most top (0: all); offline
-// marks the claims an offline audit could not check.
-func printRows(out io.Writer, rows []audit.Row, top int, offline bool) {
+// marks the claims an offline audit could not check; lic adds the
+// licence columns (a site with licence counts).
+func printRows(out io.Writer, rows []audit.Row, top int, offline, lic bool) {
 	hidden := 0
 	if top > 0 && len(rows) > top {
 		rows, hidden = rows[:top], len(rows)-top
 	}
 	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tOTHER\tFIRST\tLAST\tEXAMPLE\tUSER-AGENT")
+	licHead := ""
+	if lic {
+		licHead = "UNLICENSED\tTOKEN UNCHECKED\tTOKEN UNKNOWN\t"
+	}
+	fmt.Fprintln(tw, "CLIENT\tGROUP\tVERIFICATION\tREQUESTS\tDISALLOWED\tTHROTTLED\tTRAPS\tSPOOFED\tBANNED\tOTHER\t"+licHead+"FIRST\tLAST\tEXAMPLE\tUSER-AGENT")
 	for _, r := range rows {
 		example := ""
 		if len(r.Examples) > 0 {
@@ -317,8 +372,12 @@ func printRows(out io.Writer, rows []audit.Row, top int, offline bool) {
 		if r.Operator != "" {
 			verification += " " + r.Operator
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", termSafe(r.Client), termSafe(groupOf(r)), termSafe(verification), r.Requests,
-			r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), termSafe(example), termSafe(firstChars(r.UserAgent, tableUA)))
+		licCols := ""
+		if lic {
+			licCols = fmt.Sprintf("%d\t%d\t%d\t", r.Unlicensed, r.TokenUnchecked, r.TokenUnknown)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s%s\t%s\t%s\t%s\n", termSafe(r.Client), termSafe(groupOf(r)), termSafe(verification), r.Requests,
+			r.Disallowed, r.Throttled, r.Traps, r.Spoofed, r.Banned, r.Other, licCols, r.First.Format(time.DateTime), r.Last.Format(time.DateTime), termSafe(example), termSafe(firstChars(r.UserAgent, tableUA)))
 	}
 	tw.Flush()
 	if hidden > 0 {
@@ -402,7 +461,8 @@ func writeAuditHTML(path string, res audit.Result) error {
 		p.Files = append(p.Files, fmt.Sprintf("%s: %s, %d lines: %d requests, %d blank, %d of other loggers, %d malformed", f.Name, f.Format, f.Lines, f.Entries, f.Blank, f.Skipped, f.Malformed))
 	}
 	for _, s := range res.Sites {
-		ps := dashboard.AuditSite{Site: s.Site, Requests: s.Requests, BotRequests: s.BotRequests, Compliant: len(s.Compliant), Timeline: s.Timeline}
+		ps := dashboard.AuditSite{Site: s.Site, Requests: s.Requests, BotRequests: s.BotRequests, Compliant: len(s.Compliant), Timeline: s.Timeline,
+			Unlicensed: s.Unlicensed, TokenUnchecked: s.TokenUnchecked, TokenUnknown: s.TokenUnknown}
 		switch span := res.To.Sub(res.From); {
 		case s.SliceWidth < time.Hour && span < 20*time.Hour:
 			ps.Layout = "15:04"
@@ -419,7 +479,7 @@ func writeAuditHTML(path string, res audit.Result) error {
 		for _, r := range s.Offenders {
 			c := dashboard.AuditClient{Client: r.Client, Group: groupOf(r), Verification: r.Verification, Operator: r.Operator, UserAgent: r.UserAgent,
 				Requests: r.Requests, Disallowed: r.Disallowed + r.Other, Throttled: r.Throttled, Traps: r.Traps, Spoofed: r.Spoofed, Banned: r.Banned,
-				First: r.First, Last: r.Last}
+				Unlicensed: r.Unlicensed, TokenUnchecked: r.TokenUnchecked, TokenUnknown: r.TokenUnknown, First: r.First, Last: r.Last}
 			if res.Offline && r.Verification == identity.Unverifiable.String() {
 				c.Operator = strings.TrimSpace(c.Operator + " (offline)")
 			}

@@ -256,3 +256,73 @@ func TestNoUserAgentHint(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLicenses: "caddy robots audit --license URL=FILE" judges a
+// Caddy log's bots on licensed content by the document given: the table
+// says what they did (a line, and the licence columns), the JSON counts
+// them per row and site, the page shows them; without --license,
+// --offline reads no document and says so; a --license that is not
+// URL=FILE, or whose file is missing, is an error.
+func TestAuditLicenses(t *testing.T) {
+	dir := t.TempDir()
+	const docURL = "https://example.com/license.xml"
+	robots, doc, log, page := filepath.Join(dir, "robots.txt"), filepath.Join(dir, "license.xml"), filepath.Join(dir, "access.log"), filepath.Join(dir, "audit.html")
+	os.WriteFile(robots, []byte("License: "+docURL+"\nUser-agent: *\nDisallow: /private/\n"), 0o644)
+	os.WriteFile(doc, []byte(`<rsl xmlns="https://rslstandard.org/rsl"><content url="/articles/*" server="https://licenses.example"><license/></content></rsl>`), 0o644)
+	line := func(client, headers string) string {
+		return `{"level":"info","ts":1795780000.5,"logger":"http.log.access.log0","msg":"handled request","request":{"remote_ip":"127.0.0.1","client_ip":"` + client +
+			`","method":"GET","host":"example.com","uri":"/articles/a","headers":{"User-Agent":["FooBot/1.0"]` + headers + `},"tls":{}},"status":200}` + "\n"
+	}
+	os.WriteFile(log, []byte(line("192.0.2.1", "")+line("192.0.2.2", `,"Authorization":["REDACTED"]`)), 0o644)
+	o := auditOpts{offline: true, robots: []string{robots}, licenses: []string{docURL + "=" + doc}, html: page}
+
+	var out, errOut bytes.Buffer
+	code, err := runAudit(context.Background(), &out, &errOut, []string{log}, o)
+	if err != nil || code != exitFinding {
+		t.Fatalf("exit %d, %v\n%s", code, err, out.String())
+	}
+	for _, want := range []string{"1 clients would have been stopped", "licensed content (RSL): 1 requests of bots without a licence token (the guard's 401/402), 1 requests of bots with a token the audit cannot check",
+		"UNLICENSED  TOKEN UNCHECKED  TOKEN UNKNOWN", "/articles/a (license)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("warnings: %s", errOut.String())
+	}
+	b, _ := os.ReadFile(page)
+	for _, want := range []string{"<th class=num>unlicensed</th>", "<th class=num>token unchecked</th>", "1 requests without a licence token"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(b), "<th class=num>token unknown</th>") {
+		t.Error("page: a token unknown column without any")
+	}
+
+	out.Reset()
+	o.asJSON, o.all, o.html = true, true, ""
+	if _, err := runAudit(context.Background(), &out, io.Discard, []string{log}, o); err != nil {
+		t.Fatal(err)
+	}
+	var res audit.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Sites) != 1 || res.Sites[0].Unlicensed != 1 || res.Sites[0].TokenUnchecked != 1 ||
+		!strings.Contains(out.String(), `"unlicensed": 1`) || !strings.Contains(out.String(), `"token_unchecked": 1`) || strings.Contains(out.String(), `"token_unknown"`) {
+		t.Errorf("JSON (%v):\n%s", err, out.String())
+	}
+
+	// No document given, offline: none read, and a warning says so.
+	out.Reset()
+	errOut.Reset()
+	o.licenses, o.asJSON = nil, false
+	code, err = runAudit(context.Background(), &out, &errOut, []string{log}, o)
+	if err != nil || code != exitOK || !strings.Contains(errOut.String(), "--offline read no RSL document ("+docURL+")") || strings.Contains(out.String(), "licensed content") {
+		t.Errorf("offline without --license: exit %d, %v\n%s\n%s", code, err, errOut.String(), out.String())
+	}
+	for _, bad := range []string{"license.xml", docURL + "=" + filepath.Join(dir, "missing.xml")} {
+		o.licenses = []string{bad}
+		if code, _ := runAudit(context.Background(), io.Discard, io.Discard, []string{log}, o); code != exitError {
+			t.Errorf("--license %s: exit %d", bad, code)
+		}
+	}
+}

@@ -85,8 +85,12 @@ the crawler claims that did not hold (--offline: none can be checked, and
 each is judged as the guard judges an unverifiable one, by its group and
 "*"). --robots names the robots.txt to judge by; several, each with the date it came into
 force (FILE@2026-01-31), judge each request by the one in force when it was
-made, and requests older than all of them are counted apart. --config takes
-a robots_guard block in JSON, to judge as that guard would. Exit status: 1
+made, and requests older than all of them are counted apart. A bot's
+requests for content that a License line's RSL document licenses with a
+licence server are counted too: without a token (Caddy's log shows its
+Authorization header), with one (never checked), or with one the log does
+not show; --license URL=FILE gives a document, else it is fetched once.
+--config takes a robots_guard block in JSON, to judge as that guard would. Exit status: 1
 when a bot would have been stopped, 2 on an error, else 0.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
