@@ -228,7 +228,10 @@ func TestHAProxyLuaServiceTimeout(t *testing.T) {
 // recipe's body, never relayed. The old recipe answered 502 (HAProxy's
 // page) to the first two, and relayed the 500, the 302 and the 403 as
 // they were. The service's own refusals still reach the client as
-// written, chunked or not.
+// written, chunked or not, and so do its licence refusals (401, 402, 503
+// with WWW-Authenticate and Link), while a 503 without
+// X-Robots-Guard-Status is the recipe's; the Link of the service's yes
+// reaches the client with the site's answer.
 func TestHAProxyLuaServiceGarbage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs HAProxy")
@@ -248,10 +251,17 @@ func TestHAProxyLuaServiceGarbage(t *testing.T) {
 		{"302", "HTTP/1.1 302 Found\r\nLocation: http://elsewhere.test/\r\nContent-Length: 0\r\n\r\n", 503, noAnswer, nil},
 		{"403 from another server", "HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nforbidden", 503, noAnswer, nil},
 		{"200 from another server", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 503, noAnswer, nil},
+		{"503 from another server", "HTTP/1.1 503 Service Unavailable\r\nWWW-Authenticate: Basic\r\nContent-Length: 4\r\n\r\nbusy", 503, noAnswer, nil},
 		// The service's own answers, for contrast.
 		{"the service's yes", ok, 200, "page /a", nil},
 		{"the service's 429", "HTTP/1.1 429 Too Many Requests\r\nX-Robots-Guard-Status: 429\r\nRetry-After: 7\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nslow down", 429, "slow down",
 			[]string{"Retry-After", "7", "X-Robots-Guard-Status", "429"}},
+		{"the service's yes with a licence's Link", "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nLink: <http://x.test/l.xml>; rel=\"license\"\r\nContent-Length: 0\r\n\r\n", 200, "page /a",
+			[]string{"Link", `<http://x.test/l.xml>; rel="license"`}},
+		{"the service's 402", "HTTP/1.1 402 Payment Required\r\nX-Robots-Guard-Status: 402\r\nWWW-Authenticate: License authorization_uri=\"http://ls.test/token\"\r\nLink: <http://x.test/l.xml>; rel=\"license\"\r\nContent-Length: 4\r\n\r\npay!", 402, "pay!",
+			[]string{"WWW-Authenticate", `License authorization_uri="http://ls.test/token"`, "Link", `<http://x.test/l.xml>; rel="license"`, "X-Robots-Guard-Status", "402"}},
+		{"the service's 503", "HTTP/1.1 503 Service Unavailable\r\nX-Robots-Guard-Status: 503\r\nWWW-Authenticate: License error=\"server_error\"\r\nContent-Length: 11\r\n\r\nunavailable", 503, "unavailable",
+			[]string{"WWW-Authenticate", `License error="server_error"`}},
 		{"the service's chunked 403", "HTTP/1.1 403 Forbidden\r\nX-Robots-Guard-Status: 403\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nDisal\r\n9\r\nlowed by \r\n9\r\nrobots.tx\r\n1\r\nt\r\n0\r\n\r\n", 403, "Disallowed by robots.txt",
 			[]string{"X-Robots-Guard-Status", "403"}},
 	} {
@@ -338,6 +348,33 @@ func TestHAProxyLuaHostList(t *testing.T) {
 	for _, want := range []string{"x-forwarded-host: example.com:8443\r\n", "x-forwarded-proto: http\r\n", "x-forwarded-uri: /a\r\n", "user-agent: foobot/1.0\r\n"} {
 		if !strings.Contains(head, want) {
 			t.Errorf("the question lacks %q:\n%s", want, q[0])
+		}
+	}
+}
+
+// TestHAProxyLuaAuthorization: the action passes the client's
+// Authorization to the service only with the License scheme (an RSL
+// licence token, all the service reads of it): a site's own credentials
+// never reach the service.
+func TestHAProxyLuaAuthorization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs HAProxy")
+	}
+	site := startCountingSite(t)
+	svc := cannedService(t, "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n")
+	addr := startHAProxyLua(t, site.addr, svc.url, 1000)
+	for _, auth := range []string{"Basic dXNlcjpwYXNz", "License abc.def.ghi", "license abc.def.ghi"} {
+		rawAsk(t, addr, "GET /a HTTP/1.1\r\nHost: example.com\r\nUser-Agent: FooBot/1.0\r\nAuthorization: "+auth+"\r\nConnection: close\r\n\r\n").
+			check(t, auth, 200, "page /a")
+	}
+	q := svc.asked()
+	if len(q) != 3 {
+		t.Fatalf("the service was asked %d times, want 3", len(q))
+	}
+	for i, want := range []string{"", "authorization: License abc.def.ghi\r\n", "authorization: license abc.def.ghi\r\n"} {
+		got := strings.Contains(strings.ToLower(q[i]), "authorization:")
+		if want == "" && got || want != "" && !strings.Contains(q[i], want) {
+			t.Errorf("question %d: want %q (none: \"\"):\n%s", i, want, q[i])
 		}
 	}
 }

@@ -94,6 +94,20 @@ func TestLicensesThroughForwardAuth(t *testing.T) {
 	licensesThroughProxy(t, behind(startForwardAuth))
 }
 
+// TestLicensesThroughHAProxy is TestLicensesThroughNginx through HAProxy
+// with docs/proxies/haproxy.cfg and robots_guard.lua as shipped: the Lua
+// action passes the client's Authorization: License token to the service,
+// sends a refusal (401, 402, 503) to the client as the service wrote it,
+// with its challenge, Link and body, and keeps the Link of an allowed
+// request in a variable, which the recipe's http-response rule adds to
+// the site's answer.
+func TestLicensesThroughHAProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs HAProxy and the built Caddy")
+	}
+	licensesThroughProxy(t, behind(startHAProxy))
+}
+
 // TestLicensesThroughNginxFiles is TestLicensesThroughNginx with nginx
 // serving the site's files itself (docs/proxies/nginx-files.conf, its
 // site named localhost), the service's origin.

@@ -12,23 +12,30 @@
 --   frontend www
 --       http-request lua.robots_guard_check if !{ path /robots.txt }
 --       http-request deny deny_status 503 if !{ path /robots.txt } !{ var(txn.robots_guard_ok) -m bool }
+--       http-response add-header Link "%[var(txn.robots_guard_link)]" if { var(txn.robots_guard_link) -m found }
 --
 -- The service's answer is recognised by its X-Robots-Guard-Status header,
 -- which it puts on every answer:
 --
 --   - 2xx with it lets the request pass (with X-Robots-Guard-Trap-Link
---     for the upstream);
---   - 400, 403 or 429 with it is sent to the client as it is: status,
---     Retry-After, the X-Robots-Guard-* headers and the body;
+--     for the upstream), and its Link (a bot on content that an RSL
+--     licence covers: the licence's document) is kept in the variable
+--     txn.robots_guard_link, which the http-response rule above adds to
+--     the site's answer;
+--   - 400, 403 or 429 with it, or for licensed content 401, 402 (no
+--     valid licence token) or 503 (the token cannot be checked now), is
+--     sent to the client as it is: status, Retry-After, WWW-Authenticate,
+--     Link, the X-Robots-Guard-* headers and the body;
 --   - anything else gets 503 "robots_guard: the decision service did not
 --     answer": no answer within the timeout, a refused or closed
 --     connection, bytes that are not an HTTP answer, any other status
 --     (a 500, a redirect, a 404 from a server that is not the service)
 --     or an answer without X-Robots-Guard-Status (a Caddy site block for
 --     another host answers an empty 200). The client never sees another
---     server's error page or redirect as if the guard had written it,
---     and 503 is the one status the recipe uses for "could not judge",
---     the deny rule's too. The log says which it was.
+--     server's error page or redirect as if the guard had written it:
+--     a 503 reaches the client as the service's only with
+--     X-Robots-Guard-Status, and otherwise it is the recipe's "could not
+--     judge", the deny rule's too. The log says which it was.
 --
 -- A request whose Host header is a list (holds a comma) or is sent twice
 -- is refused with 400 before the service is asked: the service would
@@ -87,15 +94,30 @@ local max_body = 64 * 1024
 
 -- The client's headers the service reads; no other is passed (a client
 -- that sends a hundred headers cannot push out the ones written here).
+-- Authorization is passed only with the License scheme (an RSL licence
+-- token), which is all the service reads of it: the site's own
+-- credentials never reach the service.
 local passed_to_service = {
 	"user-agent", "signature", "signature-input", "signature-agent",
 	"sec-fetch-site", "sec-fetch-dest", "sec-purpose", "purpose",
+	"authorization",
 }
+
+-- Whether the client's header name with value goes to the service: every
+-- value, but of Authorization only a License token.
+local function passed_value(name, value)
+	return name ~= "authorization" or value:sub(1, 8):lower() == "license "
+end
+
+-- The statuses of the service's refusals, which reach the client as they
+-- are: 400, 403 and 429, and for licensed content 401, 402 and 503.
+local refusals = { [400] = true, [401] = true, [402] = true, [403] = true, [429] = true, [503] = true }
 
 -- Headers of a refusal that reach the client.
 local function passed_to_client(name)
 	return name == "retry-after" or name == "content-type" or name == "cache-control" or
 		name == "accept-signature" or name == "x-content-type-options" or
+		name == "www-authenticate" or name == "link" or
 		name:sub(1, 15) == "x-robots-guard-"
 end
 
@@ -191,7 +213,7 @@ local function ask(txn, host)
 		local values = client[name]
 		if values ~= nil then
 			for i = 0, #values do
-				if values[i] ~= nil then add(name, values[i]) end
+				if values[i] ~= nil and passed_value(name, values[i]) then add(name, values[i]) end
 			end
 		end
 	end
@@ -266,10 +288,16 @@ core.register_action("robots_guard_check", { "http-req" }, function(txn)
 		if link ~= nil then
 			txn.http:req_set_header("x-robots-guard-trap-link", link[1])
 		end
+		-- The Link of licensed content, for the site's answer: one
+		-- header value, the service's values joined as a list.
+		local licence = answer["link"]
+		if licence ~= nil then
+			txn:set_var("txn.robots_guard_link", table.concat(licence, ", "))
+		end
 		txn:set_var("txn.robots_guard_ok", true)
 		return
 	end
-	if res.status ~= 400 and res.status ~= 403 and res.status ~= 429 then
+	if not refusals[res.status] then
 		no_answer(txn, "an answer " .. res.status .. ", which the service never gives")
 		return
 	end
