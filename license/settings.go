@@ -25,6 +25,9 @@ const (
 	DefaultMaxDocuments = 4
 	MaxMaxDocuments     = 16
 	DefaultFetchTimeout = 10 * time.Second
+	// DefaultTokenCacheSize is the tokens whose verification is
+	// remembered (Config.TokenCacheSize, VerifierConfig.CacheSize).
+	DefaultTokenCacheSize = 10000
 )
 
 // Config is the licenses block: how the licences that a site's robots.txt
@@ -73,7 +76,7 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.MaxDocuments > MaxMaxDocuments {
 		return c, settings.Errorf("licenses", "max_documents", "must be at most %d, got %d", MaxMaxDocuments, c.MaxDocuments)
 	}
-	if err := settings.OrDefault(&c.TokenCacheSize, 10000, "licenses", "token_cache_size"); err != nil {
+	if err := settings.OrDefault(&c.TokenCacheSize, DefaultTokenCacheSize, "licenses", "token_cache_size"); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -129,7 +129,7 @@ func NewVerifier(cfg VerifierConfig) *Verifier {
 	}
 	size := cfg.CacheSize
 	if size <= 0 {
-		size = 10000
+		size = DefaultTokenCacheSize
 	}
 	v.results, _ = lru.New[[32]byte, *result](size)
 	v.keySets, _ = lru.New[string, *keySet](1024)
