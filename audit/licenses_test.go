@@ -19,7 +19,7 @@ import (
 // licence server at server, /free/ under terms with no licence server.
 func licensedDoc(server string) string {
 	return `<rsl xmlns="https://rslstandard.org/rsl">
-  <content url="/articles/*" server="` + server + `"><license><permits type="usage">search</permits></license></content>
+  <content url="/articles/*" server="` + server + `"><license><permits type="usage">all</permits></license></content>
   <content url="/free/*"><license><payment type="free"/></license></content>
 </rsl>`
 }

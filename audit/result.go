@@ -218,7 +218,7 @@ func kindOf(v *guard.Verdict) int {
 		return trapped
 	case guard.ReasonBanned:
 		return banned
-	case guard.ReasonLicense:
+	case guard.ReasonLicense, guard.ReasonLicenseUsage:
 		return unlicensed
 	}
 	if v.Action == guard.Allow {
@@ -241,7 +241,7 @@ const (
 // token tokenOf gave it.
 func licenseOf(en *Entry, v *guard.Verdict) int {
 	switch {
-	case v.Reason == guard.ReasonLicense:
+	case v.Reason == guard.ReasonLicense, v.Reason == guard.ReasonLicenseUsage:
 		return licenseRefused
 	case v.Action != guard.Allow || v.LicenseServer == "":
 		return licenseNone

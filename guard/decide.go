@@ -435,7 +435,7 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 		}
 	}
 	v.Reason = ReasonAllowed
-	if cp := v.Crawler; cp != nil {
+	if cp := v.Crawler; cp != nil && e.signals {
 		// SEMANTICS.md §8a: the group's AI-use preference for the
 		// crawler's documented purpose, on a path the group allows; an
 		// unproven claim answers to "*"'s too, no from either winning.

@@ -54,8 +54,10 @@ type Engine struct {
 	selfSource bool               // robots.txt comes from the sites themselves (sites.SelfSource)
 	verifier   *identity.Verifier // nil when verification is off
 	// purposes is the registry of crawler purposes, nil when
-	// content_signals is off; signalsReport: content_signals report.
+	// content_signals and licenses are off; signals: content_signals
+	// is on, signalsReport: content_signals report.
 	purposes      *identity.Purposes
+	signals       bool
 	signalsReport bool
 	ownVerify     bool      // New built verifier; Close closes it
 	ownLimits     io.Closer // the store limiter New built; Close closes it
@@ -140,10 +142,12 @@ func New(cfg Config, opts ...Option) (_ *Engine, err error) {
 			e.ownVerify = true
 		}
 	}
-	if cfg.ContentSignals != SignalsOff {
+	// A licence's usage terms (RSL) read the same purposes as signals.
+	if cfg.ContentSignals != SignalsOff || cfg.Licenses.Mode != license.ModeOff {
 		e.purposes = identity.NewPurposes()
-		e.signalsReport = cfg.ContentSignals == SignalsReport
 	}
+	e.signals = cfg.ContentSignals != SignalsOff
+	e.signalsReport = cfg.ContentSignals == SignalsReport
 	e.classes = classify.New(cfg.Bots, e.verifier, e.purposes)
 	if err = e.buildLimits(o); err != nil {
 		return nil, err

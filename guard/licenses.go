@@ -225,7 +225,8 @@ func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error)
 // checkLicense judges a bot's request that robots.txt lets pass against
 // the licences its site's robots.txt names: content a licence covers
 // gets the document's URL (v.License, for the Link header of every
-// answer); content with a licence server needs a valid token from it
+// answer); a crawler whose documented purpose no licence of the content
+// grants is refused (403); content with a licence server needs a valid token from it
 // (RSL's Crawler Authorization Protocol), else 401 (402 where the licence
 // asks payment, 503 when the token cannot be checked now). An Engine of
 // WithOfflineLicenses lets any token pass unchecked, with v.License and
@@ -239,14 +240,26 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 		return
 	}
 	v.License = doc
-	if c.Server == "" {
+	var purpose policy.Purpose
+	if v.Crawler != nil {
+		purpose = v.Crawler.Purpose
+	}
+	terms, granted := c.TermsFor(purpose)
+	switch {
+	case !granted:
+		// No licence of the content grants the crawler's documented
+		// use: no token could (SEMANTICS.md §8b).
+		v.Action, v.Reason = Deny, ReasonLicenseUsage
+		v.DryRun = v.DryRun || e.cfg.Licenses.Mode == license.ModeReport
+		return
+	case c.Server == "":
 		return // terms only: nobody issues tokens
 	}
 	v.LicenseServer = c.Server
 	switch {
 	case req.LicenseToken == "":
 		v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, ""
-		v.LicensePayment = paid(c.Payment)
+		v.LicensePayment = terms.Paid()
 	case e.lic.given != nil:
 		return // offline: a token is not checked (nor its server asked)
 	default:
@@ -276,17 +289,6 @@ func isDocument(site, u, target string) bool {
 	path, _, _ := strings.Cut(target, "?")
 	docPath, _, _ := strings.Cut(rest, "?")
 	return path == docPath
-}
-
-// paid reports whether a licence's payment type asks payment (402, not
-// 401, for a request without a token): every type but free and
-// attribution, and none.
-func paid(payment string) bool {
-	switch strings.ToLower(payment) {
-	case "", "free", "attribution":
-		return false
-	}
-	return true
 }
 
 // hostOf is the host name of a site name ("https://example.com:8443").

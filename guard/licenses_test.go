@@ -21,7 +21,7 @@ import (
 // /free/ under terms with no licence server, the rest not licensed.
 func licensedSite(ls *testlicense.Server, payment string) http.Handler {
 	rsl := `<rsl xmlns="https://rslstandard.org/rsl">
-  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">search</permits>` + payment + `</license></content>
+  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">all</permits>` + payment + `</license></content>
   <content url="/free/*"><license><payment type="free"/></license></content>
 </rsl>`
 	mux := http.NewServeMux()
@@ -232,4 +232,82 @@ type fetchFails struct{ t *testing.T }
 func (f fetchFails) RoundTrip(r *http.Request) (*http.Response, error) {
 	f.t.Errorf("fetched %s", r.URL)
 	return nil, io.EOF
+}
+
+// TestLicenseUsage: a licence's usage terms (RSL 1.0 <permits>,
+// <prohibits>) are read against the documented purpose of the crawler the
+// User-Agent names (SEMANTICS.md §8b): a use no licence of the content
+// grants is 403 with the Link, token or not; of several licences, the one
+// that grants the use decides 401 or 402; a bot whose use is not known is
+// asked for a token as before; licenses report makes it a dry run.
+func TestLicenseUsage(t *testing.T) {
+	ls := testlicense.Start(t)
+	const rsl = `<rsl xmlns="https://rslstandard.org/rsl">
+  <content url="/news/*" server="%s"><license><permits type="usage">search</permits></license></content>
+  <content url="/mixed/*" server="%s">
+    <license><permits type="usage">ai-train</permits><payment type="purchase"/></license>
+    <license><permits type="usage">search ai-input</permits><payment type="free"/></license>
+  </content>
+  <content url="/terms/*"><license><prohibits type="usage">ai-train</prohibits></license></content>
+</rsl>`
+	mux := http.NewServeMux()
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "License: http://example.com/license.xml\nUser-agent: *\nAllow: /\n")
+	})
+	mux.HandleFunc("/license.xml", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.ReplaceAll(rsl, "%s", ls.URL))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	const (
+		gpt    = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+		search = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot)"
+		foo    = "FooBot/1.0 (+https://foo.example/bot)"
+	)
+	for _, mode := range []string{license.ModeEnforce, license.ModeReport} {
+		e := mustNew(t, Config{Licenses: license.Config{Mode: mode}}, WithTransport(http.DefaultTransport))
+		defer e.Close()
+		valid := ls.Token("http://example.com/", time.Hour)
+		for _, tt := range []struct {
+			name, ua, target, token string
+			code                    int
+			reason                  Reason
+		}{
+			{"a training crawler, search only", gpt, "/news/1", "", 403, ReasonLicenseUsage},
+			{"a training crawler, search only, a valid token", gpt, "/news/1", valid, 403, ReasonLicenseUsage},
+			{"a search crawler, search only", search, "/news/1", "", 401, ReasonLicense},
+			{"a search crawler, search only, a valid token", search, "/news/1", valid, 200, ReasonAllowed},
+			{"a bot whose use is not known", foo, "/news/1", "", 401, ReasonLicense},
+			{"a training crawler, the paid licence", gpt, "/mixed/1", "", 402, ReasonLicense},
+			{"a search crawler, the free licence", search, "/mixed/1", "", 401, ReasonLicense},
+			{"terms only, training prohibited", gpt, "/terms/1", "", 403, ReasonLicenseUsage},
+			{"terms only, search", search, "/terms/1", "", 200, ReasonAllowed},
+		} {
+			r := licenseRequest(tt.ua, tt.target, tt.token)
+			v := e.DecideHTTP(r, nil, "192.0.2.9", mux)
+			code := 200
+			if v.Enforced() {
+				code = v.StatusCode()
+			}
+			if mode == license.ModeReport {
+				tt.code = 200
+			}
+			if code != tt.code || v.Reason != tt.reason || v.License != "http://example.com/license.xml" {
+				t.Errorf("%s, %s: %d %s (licence %q); want %d %s", mode, tt.name, code, v.Reason, v.License, tt.code, tt.reason)
+			}
+			if tt.reason == ReasonLicenseUsage && mode == license.ModeEnforce {
+				w := httptest.NewRecorder()
+				e.Respond(w, r, v)
+				if body := w.Body.String(); !strings.Contains(body, "grants no ai-train use to GPTBot") || w.Header().Get("Link") == "" || w.Header().Get("WWW-Authenticate") != "" {
+					t.Errorf("%s: body %q, Link %q, WWW-Authenticate %q; want the use named, the Link, no challenge",
+						tt.name, body, w.Header().Get("Link"), w.Header().Get("WWW-Authenticate"))
+				}
+			}
+		}
+	}
+	// content_signals off: the usage terms are still read.
+	e := mustNew(t, Config{ContentSignals: SignalsOff}, WithTransport(http.DefaultTransport))
+	defer e.Close()
+	if v := e.DecideHTTP(licenseRequest(gpt, "/news/1", ""), nil, "192.0.2.9", mux); v.Reason != ReasonLicenseUsage {
+		t.Errorf("content_signals off: %s; want license_usage", v.Reason)
+	}
 }

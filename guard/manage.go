@@ -382,7 +382,7 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 		s := e.status(tr.ent, tr.st)
 		x.RobotsTxt = &s
 	}
-	if cp := v.Crawler; cp != nil {
+	if cp := v.Crawler; cp != nil && e.signals {
 		sig := &ExplainSignal{Crawler: cp.Token, Operator: cp.Operator, Purpose: cp.Purpose.String(), Kind: cp.Kind, Source: cp.Source,
 			Signal: "not_checked", Enforced: !e.signalsReport}
 		switch {

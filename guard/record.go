@@ -45,6 +45,8 @@ func recordOf(v *Verdict, ua string, client limit.Client, at int64) (report.Reco
 		kind = report.InvalidToken
 	case v.Reason == ReasonLicenseUnavailable:
 		kind = report.LicenseUnavailable
+	case v.Reason == ReasonLicenseUsage:
+		kind = report.Unlicensed // a use no licence grants
 	case v.Reason == ReasonTrap:
 		kind = report.Trap
 	case v.Reason == ReasonTrapUnattributed:

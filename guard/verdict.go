@@ -187,6 +187,12 @@ const (
 	// ReasonLicenseUnavailable: as ReasonLicense, but the token could not
 	// be checked now (the licence server did not answer): 503.
 	ReasonLicenseUnavailable
+	// ReasonLicenseUsage: robots.txt allows the path, but none of the
+	// licences of the content (RSL 1.0) grants the documented purpose of
+	// the crawler the User-Agent names (Crawler): its <prohibits
+	// type="usage"> covers it, or its <permits type="usage"> does not;
+	// answered 403, token or not, with the Link to the terms.
+	ReasonLicenseUsage
 )
 
 var reasonNames = [...]string{
@@ -211,6 +217,7 @@ var reasonNames = [...]string{
 	ReasonBadSignature:       "bad_signature",
 	ReasonLicense:            "license",
 	ReasonLicenseUnavailable: "license_unavailable",
+	ReasonLicenseUsage:       "license_usage",
 }
 
 // String returns the reason in snake_case, e.g. "disallowed".
@@ -286,7 +293,7 @@ type Verdict struct {
 	Undeclared string
 	// Crawler is the registry's entry of the crawler the User-Agent
 	// names (its documented purpose), nil for none or with content_signals
-	// off. Signal is the Content-Signal or Content-Usage line that denied
+	// and licenses off. Signal is the Content-Signal or Content-Usage line that denied
 	// it (ReasonContentSignal): its Line, and Signal.Text(Crawler.Purpose)
 	// as written, e.g. "Content-Signal ai-train=no".
 	Crawler *identity.CrawlerPurpose
@@ -390,18 +397,8 @@ func (v Verdict) AppendMessage(b []byte) []byte {
 				b = append(b, v.Crawler.Kind...)
 			}
 			return b
-		case ReasonLicense, ReasonLicenseUnavailable:
-			b = append(b, "Licensed content: "...)
-			switch {
-			case v.LicenseDetail != "":
-				b = append(b, v.LicenseDetail...)
-			default:
-				b = append(b, "send Authorization: License with a token of "...)
-				b = append(b, v.LicenseServer...)
-			}
-			b = append(b, " (terms: "...)
-			b = append(b, v.License...)
-			return append(b, ')')
+		case ReasonLicense, ReasonLicenseUnavailable, ReasonLicenseUsage:
+			return v.appendLicenseMessage(b)
 		case ReasonSpoofed:
 			b = append(b, "Disallowed: the User-Agent names a crawler of "...)
 			b = append(b, v.Operator...)
@@ -458,5 +455,33 @@ func (v Verdict) appendUndeclared(b []byte) []byte {
 	}
 	b = append(b, "rule "...)
 	b = append(b, v.Undeclared...)
+	return append(b, ')')
+}
+
+// appendLicenseMessage appends the text of a licence's refusal: "Licensed
+// content: send Authorization: License with a token of <server>",
+// LicenseDetail, or for ReasonLicenseUsage "Licensed content: its licence
+// grants no ai-train use to GPTBot, a training crawler", then the terms'
+// URL.
+func (v Verdict) appendLicenseMessage(b []byte) []byte {
+	b = append(b, "Licensed content: "...)
+	switch {
+	case v.Reason == ReasonLicenseUsage && v.Crawler != nil:
+		b = append(b, "its licence grants no "...)
+		b = append(b, v.Crawler.Purpose.String()...)
+		b = append(b, " use to "...)
+		b = append(b, v.Crawler.Token...)
+		b = append(b, ", "...)
+		b = append(b, v.Crawler.Kind...)
+	case v.Reason == ReasonLicenseUsage:
+		b = append(b, "its licence grants no use of this kind"...)
+	case v.LicenseDetail != "":
+		b = append(b, v.LicenseDetail...)
+	default:
+		b = append(b, "send Authorization: License with a token of "...)
+		b = append(b, v.LicenseServer...)
+	}
+	b = append(b, " (terms: "...)
+	b = append(b, v.License...)
 	return append(b, ')')
 }

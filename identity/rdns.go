@@ -120,11 +120,13 @@ func (v *Verifier) rdns(b *budget, op *opEntry, i int, addr netip.Addr) dnsAnswe
 	if a, ok := v.dnsCache.Peek(k); ok && a.expires > now {
 		return a // the call's deadline is made on a miss only
 	}
-	ctx := b.context()
 	if v.dnsGaveUp.Load() {
+		// Before the deadline is made: after a give-up, every claim of
+		// the run comes here, and each would make and cancel a timer.
 		v.observeLookup(LookupSkipped, 0)
 		return dnsAnswer{verdict: Unverifiable, detail: "the resolver stopped answering: no reverse DNS is looked up for the rest of this run"}
 	}
+	ctx := b.context()
 	v.callsMu.Lock()
 	c, ok := v.calls[k]
 	if !ok {

@@ -43,7 +43,7 @@ Disallow: /private/
 // /free/* under terms with no licence server.
 func licenseRSL(ls *testlicense.Server) string {
 	return `<rsl xmlns="https://rslstandard.org/rsl">
-  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">search</permits></license></content>
+  <content url="/articles/*" server="` + ls.URL + `"><license><permits type="usage">all</permits></license></content>
   <content url="/paid/*" server="` + ls.URL + `"><license><payment type="purchase"><amount currency="USD">10</amount></payment></license></content>
   <content url="/free/*"><license><payment type="free"/></license></content>
 </rsl>`

@@ -4,8 +4,10 @@
 //
 // Parse reads an RSL document (XML in the https://rslstandard.org/rsl
 // namespace) into a Document: for each <content> element, the URL pattern
-// it covers, the licence server that issues tokens for it, the payment type
-// and the usage values its first <license> permits or prohibits. Parse is
+// it covers, the licence server that issues tokens for it, and for each of
+// its <license> elements the payment type and the usage values it permits
+// or prohibits; Content.TermsFor picks the licence that grants a
+// crawler's documented purpose. Parse is
 // bounded (MaxDocumentBytes, MaxContents and limits on attribute and text
 // lengths) and names the element or attribute at fault in its errors.
 // Document.For keeps the contents that apply to one site and compiles them

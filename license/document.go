@@ -24,6 +24,10 @@ const (
 	// in bytes.
 	MaxURLLength = 2048
 
+	// maxLicenses is the largest number of <license> elements of one
+	// content that Parse reads; later ones are skipped.
+	maxLicenses = 16
+
 	// maxText is the longest text of a <permits> or <prohibits> element
 	// and the longest value of any other attribute read.
 	maxText = 4096
@@ -50,14 +54,21 @@ type Content struct {
 	// Server is the server attribute, the base URL of the licence server
 	// that issues tokens for this content; "" when there is none.
 	Server string
-	// Payment is the type attribute of the <payment> element of the first
-	// <license> ("purchase", "subscription", "free", ...); "" when that
-	// licence has no <payment>, which means it is free.
+	// Licenses holds its <license> elements in document order, at most
+	// maxLicenses; nil when it has none.
+	Licenses []Terms
+}
+
+// Terms is one <license> element of a content.
+type Terms struct {
+	// Payment is the type attribute of its first <payment> element
+	// ("purchase", "subscription", "free", ...); "" when it has none,
+	// which means it is free.
 	Payment string
 	// Permits and Prohibits are the usage values ("all", "ai-train",
-	// "search", ...) of the first <license>'s <permits type="usage"> and
-	// <prohibits type="usage"> elements, in the order written; nil when
-	// there is no such element.
+	// "search", ...) of its <permits type="usage"> and <prohibits
+	// type="usage"> elements, in the order written; nil when there is no
+	// such element.
 	Permits, Prohibits []string
 }
 
@@ -65,8 +76,8 @@ type Content struct {
 // namespace or in none; elements in other namespaces and elements it does
 // not know are skipped. Every <content> must have a url attribute, and a
 // server attribute must be an absolute http or https URL without user
-// information, query or fragment. Only the first <license> of a content is
-// read. The document must be UTF-8 (or declared as such) and at most
+// information, query or fragment. At most maxLicenses <license> elements
+// of a content are read. The document must be UTF-8 (or declared as such) and at most
 // MaxDocumentBytes long, with at most MaxContents contents. An error names
 // the element at fault, counting from 1, as in
 // "rsl: content[3]: server: not an absolute http(s) URL". Parse never
@@ -129,6 +140,48 @@ func (p *docParser) skip() error {
 	return nil
 }
 
+// child returns the next child element of the element being read, ok
+// false at that element's end; the tokens between (text, comments) are
+// passed over.
+func (p *docParser) child() (se xml.StartElement, ok bool, err error) {
+	for {
+		tok, err := p.token()
+		if err != nil {
+			return se, false, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			return t, true, nil
+		case xml.EndElement:
+			return se, false, nil
+		}
+	}
+}
+
+// childNamed returns the next child element named local (rslName) of the
+// element being read, skipping the others; ok is false at that
+// element's end.
+func (p *docParser) childNamed(local string) (se xml.StartElement, ok bool, err error) {
+	for {
+		se, ok, err = p.child()
+		if err != nil || !ok || rslName(se.Name, local) {
+			return se, ok, err
+		}
+		if err := p.skipChild(se); err != nil {
+			return se, false, err
+		}
+	}
+}
+
+// skipChild reads up to the end of the child element se, just started;
+// its error names se.
+func (p *docParser) skipChild(se xml.StartElement) error {
+	if err := p.skip(); err != nil {
+		return fmt.Errorf("%s: %w", clip(se.Name.Local), err)
+	}
+	return nil
+}
+
 // rslName reports whether n is the element local in the RSL namespace or
 // in none.
 func rslName(n xml.Name, local string) bool {
@@ -163,22 +216,12 @@ func (p *docParser) document() (*Document, error) {
 	}
 	doc := &Document{}
 	for {
-		tok, err := p.token()
+		se, ok, err := p.childNamed("content")
 		if err != nil {
 			return nil, fmt.Errorf("rsl: %w", err)
 		}
-		if _, ok := tok.(xml.EndElement); ok {
-			break
-		}
-		se, ok := tok.(xml.StartElement)
 		if !ok {
-			continue
-		}
-		if !rslName(se.Name, "content") {
-			if err := p.skip(); err != nil {
-				return nil, fmt.Errorf("rsl: %s: %w", clip(se.Name.Local), err)
-			}
-			continue
+			break
 		}
 		if len(doc.Contents) == MaxContents {
 			return nil, fmt.Errorf("rsl: more than %d content elements", MaxContents)
@@ -265,51 +308,33 @@ func (p *docParser) content(se xml.StartElement) (Content, error) {
 	}
 	licenses := 0
 	for {
-		tok, err := p.token()
-		if err != nil {
+		_, ok, err := p.childNamed("license")
+		if err != nil || !ok {
 			return c, err
-		}
-		if _, ok := tok.(xml.EndElement); ok {
-			return c, nil
-		}
-		child, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if !rslName(child.Name, "license") {
-			if err := p.skip(); err != nil {
-				return c, fmt.Errorf("%s: %w", clip(child.Name.Local), err)
-			}
-			continue
 		}
 		licenses++
 		where := "license[" + strconv.Itoa(licenses) + "]"
-		if licenses > 1 {
+		if licenses > maxLicenses {
 			if err := p.skip(); err != nil {
 				return c, fmt.Errorf("%s: %w", where, err)
 			}
 			continue
 		}
-		if err := p.license(&c); err != nil {
+		var t Terms
+		if err := p.license(&t); err != nil {
 			return c, fmt.Errorf("%s: %w", where, err)
 		}
+		c.Licenses = append(c.Licenses, t)
 	}
 }
 
-// license reads the first <license> of a content into c.
-func (p *docParser) license(c *Content) error {
+// license reads a <license> of a content into c.
+func (p *docParser) license(c *Terms) error {
 	payments := 0
 	for {
-		tok, err := p.token()
-		if err != nil {
+		se, ok, err := p.child()
+		if err != nil || !ok {
 			return err
-		}
-		if _, ok := tok.(xml.EndElement); ok {
-			return nil
-		}
-		se, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
 		}
 		name := se.Name.Local
 		switch {
@@ -355,8 +380,8 @@ func (p *docParser) license(c *Content) error {
 				return fmt.Errorf("payment: %w", err)
 			}
 		default:
-			if err := p.skip(); err != nil {
-				return fmt.Errorf("%s: %w", clip(name), err)
+			if err := p.skipChild(se); err != nil {
+				return err
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package license
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,33 +57,38 @@ func TestParse(t *testing.T) {
 		doc  string
 		want []Content
 	}{
-		{"spec ai-all", specAIAll, []Content{{URL: "/", Prohibits: []string{"ai-all"}}}},
-		{"spec CAP", specCAP, []Content{{URL: "/", Server: "https://api.rslcollective.org", Permits: []string{"all"}}}},
+		{"spec ai-all", specAIAll, []Content{{URL: "/", Licenses: []Terms{{Prohibits: []string{"ai-all"}}}}}},
+		{"spec CAP", specCAP, []Content{{URL: "/", Server: "https://api.rslcollective.org", Licenses: []Terms{{Permits: []string{"all"}}}}}},
 		{"spec scopes", specScopes, []Content{
-			{URL: "/", Permits: []string{"all"}},
-			{URL: "/articles/", Server: "https://license.example.com/olp/", Payment: "subscription", Prohibits: []string{"ai-train"}},
+			{URL: "/", Licenses: []Terms{{Permits: []string{"all"}}}},
+			{URL: "/articles/", Server: "https://license.example.com/olp/", Licenses: []Terms{{Payment: "subscription", Prohibits: []string{"ai-train"}}, {Permits: []string{"search"}}}},
 		}},
 		{"no namespace", `<rsl><content url="/a"/></rsl>`, []Content{{URL: "/a"}}},
 		{"prefixed namespace", `<r:rsl xmlns:r="https://rslstandard.org/rsl"><r:content url="/a" server="http://127.0.0.1:8080"><r:license><r:payment type="free"/></r:license></r:content></r:rsl>`,
-			[]Content{{URL: "/a", Server: "http://127.0.0.1:8080", Payment: "free"}}},
+			[]Content{{URL: "/a", Server: "http://127.0.0.1:8080", Licenses: []Terms{{Payment: "free"}}}}},
 		{"byte order mark and comments", "\xEF\xBB\xBF<?xml version=\"1.0\"?>\n<!-- hi -->\n<rsl xmlns=\"https://rslstandard.org/rsl\"><content url=\" /b \"/></rsl>\n<!-- bye -->\n",
 			[]Content{{URL: "/b"}}},
 		{"words by spaces and commas", `<rsl><content url="https://example.com/*"><license>
 			<permits type="usage">ai-input, search
 			ai-index</permits><permits type="user">commercial</permits><prohibits type="geo">EU</prohibits>
 			<prohibits type="usage">ai-train,,tdm</prohibits></license></content></rsl>`,
-			[]Content{{URL: "https://example.com/*", Permits: []string{"ai-input", "search", "ai-index"}, Prohibits: []string{"ai-train", "tdm"}}}},
+			[]Content{{URL: "https://example.com/*", Licenses: []Terms{{Permits: []string{"ai-input", "search", "ai-index"}, Prohibits: []string{"ai-train", "tdm"}}}}}},
 		{"other namespaces and unknown elements skipped", `<rsl xmlns="https://rslstandard.org/rsl" xmlns:x="urn:x">
 			<x:content url="/not-this"/>
 			<schema>{"a":1}</schema>
 			<content url="/this" x:server="ftp://ignored"><x:license><payment/></x:license>
 			  <copyright type="person"/><license><x:payment type="no"/><future><deep><er/></deep></future>
 			  <permits type="usage">search<x:ext/>  ai-input</permits></license></content></rsl>`,
-			[]Content{{URL: "/this", Permits: []string{"search", "ai-input"}}}},
+			[]Content{{URL: "/this", Licenses: []Terms{{Permits: []string{"search", "ai-input"}}}}}},
 		{"empty license is free", `<rsl><content url="/"><license/></content><content url="/x"/></rsl>`,
-			[]Content{{URL: "/"}, {URL: "/x"}}},
+			[]Content{{URL: "/", Licenses: []Terms{{}}}, {URL: "/x"}}},
+		{"several licences, in order", `<rsl><content url="/" server="https://l.example"><license><permits type="usage">search</permits><payment type="free"/></license>
+			<license><permits type="usage">ai-train</permits><payment type="purchase"/></license></content></rsl>`,
+			[]Content{{URL: "/", Server: "https://l.example", Licenses: []Terms{{Payment: "free", Permits: []string{"search"}}, {Payment: "purchase", Permits: []string{"ai-train"}}}}}},
+		{"licences beyond maxLicenses skipped", `<rsl><content url="/">` + strings.Repeat(`<license><payment type="free"/></license>`, maxLicenses) + `<license><payment type="purchase"/></license></content></rsl>`,
+			[]Content{{URL: "/", Licenses: slices.Repeat([]Terms{{Payment: "free"}}, maxLicenses)}}},
 		{"CDATA", `<rsl><content url="/"><license><permits type="usage"><![CDATA[all]]></permits></license></content></rsl>`,
-			[]Content{{URL: "/", Permits: []string{"all"}}}},
+			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"all"}}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

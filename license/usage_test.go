@@ -1,0 +1,91 @@
+package license
+
+import (
+	"testing"
+
+	"github.com/robotsguard/robotsguard/policy"
+)
+
+// TestGrants: RSL 1.0's usage values read as the three purposes
+// (SEMANTICS.md §8b), prohibits before permits.
+func TestGrants(t *testing.T) {
+	const (
+		search = policy.PurposeSearch
+		input  = policy.PurposeAIInput
+		train  = policy.PurposeAITrain
+	)
+	tests := []struct {
+		name               string
+		permits, prohibits []string
+		want               [3]bool // search, ai-input, ai-train
+	}{
+		{"no terms", nil, nil, [3]bool{true, true, true}},
+		{"permits all", []string{"all"}, nil, [3]bool{true, true, true}},
+		{"prohibits all", nil, []string{"all"}, [3]bool{false, false, false}},
+		{"permits search", []string{"search"}, nil, [3]bool{true, false, false}},
+		{"permits ai-all", []string{"ai-all"}, nil, [3]bool{true, true, true}},
+		{"prohibits ai-all", nil, []string{"ai-all"}, [3]bool{true, false, false}},
+		{"permits ai-index: search too", []string{"ai-index"}, nil, [3]bool{true, false, false}},
+		{"prohibits ai-index: not search", nil, []string{"ai-index"}, [3]bool{true, true, true}},
+		{"prohibits ai-train", nil, []string{"ai-train"}, [3]bool{true, true, false}},
+		{"permits ai-input, case-insensitive", []string{"AI-Input"}, nil, [3]bool{false, true, false}},
+		{"prohibits win", []string{"all"}, []string{"ai-train"}, [3]bool{true, true, false}},
+		{"unknown values cover nothing", []string{"tdm", "ai-trian"}, nil, [3]bool{false, false, false}},
+		{"unknown prohibition refuses nothing", nil, []string{"tdm"}, [3]bool{true, true, true}},
+	}
+	for _, tt := range tests {
+		terms := Terms{Permits: tt.permits, Prohibits: tt.prohibits}
+		for i, p := range []policy.Purpose{search, input, train} {
+			if got := terms.Grants(p); got != tt.want[i] {
+				t.Errorf("%s: Grants(%s) = %v, want %v", tt.name, p, got, tt.want[i])
+			}
+		}
+	}
+}
+
+// TestTermsFor: the first licence that grants the purpose decides (its
+// payment with it); none, and no token can help.
+func TestTermsFor(t *testing.T) {
+	c := Content{URL: "/", Licenses: []Terms{
+		{Payment: "purchase", Permits: []string{"ai-train", "ai-input"}},
+		{Payment: "free", Permits: []string{"search"}},
+	}}
+	for _, tt := range []struct {
+		p       policy.Purpose
+		payment string
+		ok      bool
+	}{
+		{policy.PurposeSearch, "free", true},
+		{policy.PurposeAITrain, "purchase", true},
+		{policy.PurposeAIInput, "purchase", true},
+		{policy.PurposeNone, "free", true}, // use unknown: any licence, a free one first
+	} {
+		got, ok := c.TermsFor(tt.p)
+		if ok != tt.ok || got.Payment != tt.payment {
+			t.Errorf("TermsFor(%q) = %+v, %v; want payment %q, %v", tt.p, got, ok, tt.payment, tt.ok)
+		}
+	}
+	// RSL 1.0's own example (specScopes, /articles/): a subscription
+	// that prohibits training, and a free licence for search.
+	doc, err := Parse([]byte(specScopes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	articles := doc.Contents[1]
+	if got, ok := articles.TermsFor(policy.PurposeSearch); !ok || got.Paid() {
+		t.Errorf("search on /articles/: %+v, %v; want the free licence", got, ok)
+	}
+	if got, ok := articles.TermsFor(policy.PurposeAIInput); !ok || !got.Paid() {
+		t.Errorf("ai-input on /articles/: %+v, %v; want the subscription", got, ok)
+	}
+	if _, ok := articles.TermsFor(policy.PurposeAITrain); ok {
+		t.Error("ai-train on /articles/ is granted; both licences refuse it")
+	}
+	onlySearch := Content{URL: "/", Licenses: []Terms{{Permits: []string{"search"}}}}
+	if _, ok := onlySearch.TermsFor(policy.PurposeAITrain); ok {
+		t.Error("a licence for search only grants ai-train")
+	}
+	if got, ok := (&Content{URL: "/"}).TermsFor(policy.PurposeAITrain); !ok || got.Payment != "" {
+		t.Errorf("a content without a licence: %+v, %v; want empty terms, true", got, ok)
+	}
+}
