@@ -150,9 +150,7 @@ func New(cfg guard.Config, opts Options) (*Auditor, error) {
 			return nil, fmt.Errorf("robots_guard: audit: %s and %s: with several robots.txt files, give each a different date (FILE@2026-01-31)", vs[i-1].Name, v.Name)
 		}
 	}
-	switch opts.Format {
-	case "", FormatAuto, FormatCaddy, FormatCombined, FormatVhostCombined, FormatTraefik, FormatCloudflare, FormatHAProxy, FormatEnvoy, FormatCloudFront, FormatALB:
-	default:
+	if _, ok := parsers[opts.Format]; !ok && opts.Format != "" && opts.Format != FormatAuto {
 		return nil, fmt.Errorf("robots_guard: audit: format %q: want one of %s", opts.Format, strings.Join(Formats, ", "))
 	}
 	site := opts.Site

@@ -84,15 +84,14 @@ type traefikLine struct {
 	UserAgent        string `json:"request_User-Agent"`
 }
 
-// parseTraefik reads a line of Traefik's JSON access log. The client is
+// parseTraefik reads a line of Traefik's JSON access log.
+func parseTraefik(line []byte) (Entry, error) { return parseJSON(line, &traefikLine{}) }
+
+// entry is the request of a line of Traefik's access log. The client is
 // ClientHost (else ClientAddr's address), the time StartUTC (else
 // "time"); the User-Agent is there only when the access log keeps that
 // header (accessLog.fields.headers.names: User-Agent: keep).
-func parseTraefik(line []byte) (Entry, error) {
-	var t traefikLine
-	if err := json.Unmarshal(line, &t); err != nil {
-		return Entry{}, err
-	}
+func (t *traefikLine) entry() (Entry, error) {
 	e := Entry{ClientIP: t.ClientHost, Method: t.RequestMethod, Target: t.RequestPath, Host: t.RequestHost,
 		HTTPS: t.RequestScheme == "https", Status: t.DownstreamStatus, UserAgent: t.UserAgent}
 	if e.ClientIP == "" {
@@ -133,13 +132,12 @@ type cloudflareLine struct {
 }
 
 // parseCloudflare reads a line of Cloudflare's HTTP requests dataset, as
-// Logpush writes it in JSON: EdgeStartTimestamp in any of its formats
-// (unixnano, unix, rfc3339).
-func parseCloudflare(line []byte) (Entry, error) {
-	var c cloudflareLine
-	if err := json.Unmarshal(line, &c); err != nil {
-		return Entry{}, err
-	}
+// Logpush writes it in JSON.
+func parseCloudflare(line []byte) (Entry, error) { return parseJSON(line, &cloudflareLine{}) }
+
+// entry is the request of a line of Cloudflare's dataset:
+// EdgeStartTimestamp in any of its formats (unixnano, unix, rfc3339).
+func (c *cloudflareLine) entry() (Entry, error) {
 	e := Entry{ClientIP: c.ClientIP, Method: c.ClientRequestMethod, Target: c.ClientRequestURI, Host: c.ClientRequestHost,
 		HTTPS: c.ClientRequestScheme == "https", Status: c.EdgeResponseStatus, UserAgent: c.ClientRequestUA}
 	if e.Method == "" || e.Target == "" || len(c.EdgeStartTimestamp) == 0 {

@@ -184,7 +184,7 @@ func TestBenchFormats(t *testing.T) {
 			if got := formatOf(FormatAuto, []byte(line)); got != format {
 				t.Errorf("%s line %d is detected as %s", format, i, got)
 			}
-			e, err := a.parse([]byte(line), line, format)
+			e, err := a.parse(parserOf(format), []byte(line), line)
 			want := Entry{At: e.At, ClientIP: r.Client, Method: "GET", Target: r.Target, Host: host, HTTPS: https, UserAgent: r.UserAgent, Status: 200}
 			if format == FormatCaddy { // a browser's headers, as Caddy logs them
 				want.Evidence = classify.Evidence{Read: true, AcceptLanguage: true, SecCHUA: true, SecFetchMode: true, Navigate: true}

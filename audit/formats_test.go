@@ -62,6 +62,27 @@ func checkParse(t *testing.T, parse func(string) (Entry, error), cases []parseCa
 	}
 }
 
+// checkFormat fails unless each of lines, the first of a file, makes it
+// one of format.
+func checkFormat(t *testing.T, format string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if got := formatOf(FormatAuto, []byte(l)); got != format {
+			t.Errorf("the format of %.30q: %s, want %s", l, got, format)
+		}
+	}
+}
+
+// testdataLines returns the lines of the file name in testdata.
+func testdataLines(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
 // TestParseVhost: Apache's vhost_combined and "%v" first, the host the
 // request's site, port 443 HTTPS.
 func TestParseVhost(t *testing.T) {
@@ -206,11 +227,7 @@ func FuzzParseProxyLogs(f *testing.F) {
 // (testdata/haproxy.cfg says how), with its syslog header too, and the
 // lines that are none. The accept date is read in the local time zone.
 func TestParseHAProxy(t *testing.T) {
-	b, err := os.ReadFile("testdata/haproxy-2.6.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := strings.Split(strings.TrimSpace(string(b)), "\n")
+	real := testdataLines(t, "haproxy-2.6.log")
 	at := func(ms int) int64 { return time.Date(2026, 11, 28, 5, 10, 24, ms*1e6, time.Local).UnixNano() }
 	syslog := "<134>Nov 28 05:10:24 haproxy[4242]: 2001:db8::1:45482 [28/Nov/2026:05:10:24.097] web~ web/s1 0/0/0/1/1 301 74 - - ---- 1/1/0/0/0 0/0 {Bot/2|example.com} {text/html} \"GET / HTTP/2.0\""
 	checkParse(t, parseHAProxy, []parseCase{
@@ -229,12 +246,7 @@ func TestParseHAProxy(t *testing.T) {
 		{"no status", `192.0.2.1:1 [28/Nov/2026:05:10:24.097] web web/s1 0/0/0/1/1 "GET /x HTTP/1.1"`, Entry{}, "no frontend"},
 		{"combined", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET /x HTTP/1.1" 200 5 "-" "Bot"`, Entry{}, "no [accept date]"},
 	})
-	if got := formatOf(FormatAuto, []byte(real[0])); got != FormatHAProxy {
-		t.Errorf("the format of haproxy's line: %s", got)
-	}
-	if got := formatOf(FormatAuto, []byte(syslog)); got != FormatHAProxy {
-		t.Errorf("the format of a syslog line: %s", got)
-	}
+	checkFormat(t, FormatHAProxy, real[0], syslog)
 }
 
 // envoySample is the example line of Envoy's documentation
@@ -257,9 +269,7 @@ func TestParseEnvoy(t *testing.T) {
 		{"tcp", `[2016-04-15T20:17:00.310Z] "- - -" 0 - 0 0 1 - "-" "-" "-" "-" "10.0.2.1:80"`, Entry{}, "request line"},
 		{"combined", `192.0.2.1 - - [10/Oct/2026:13:55:36 -0700] "GET /x HTTP/1.1" 200 5 "-" "Bot"`, Entry{}, "no [start time]"},
 	})
-	if got := formatOf(FormatAuto, []byte(envoySample)); got != FormatEnvoy {
-		t.Errorf("the format of Envoy's line: %s", got)
-	}
+	checkFormat(t, FormatEnvoy, envoySample)
 }
 
 // TestParseCloudFront: testdata/cloudfront.log is the example log file
@@ -268,11 +278,7 @@ func TestParseEnvoy(t *testing.T) {
 // its header lines skipped, the URL-encoded User-Agent decoded, the
 // viewer's Host (x-host-header) the site.
 func TestParseCloudFront(t *testing.T) {
-	b, err := os.ReadFile("testdata/cloudfront.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := testdataLines(t, "cloudfront.log")
 	chrome78 := "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/78.0.3904.108 Safari/537.36"
 	swap := func(i int, to string) string {
 		f := strings.Split(lines[2], "\t")
@@ -293,11 +299,7 @@ func TestParseCloudFront(t *testing.T) {
 		{"no client", swap(cfClient, "-"), Entry{}, "not an IP address"},
 		{"cut", strings.Join(strings.Split(lines[2], "\t")[:10], "\t"), Entry{}, "fewer tab-separated fields"},
 	})
-	for _, l := range lines {
-		if got := formatOf(FormatAuto, []byte(l)); got != FormatCloudFront {
-			t.Errorf("the format of %.30q: %s", l, got)
-		}
-	}
+	checkFormat(t, FormatCloudFront, lines...)
 }
 
 // albHTTP and albHTTPS are the example entries of the ALB access logs
@@ -323,11 +325,7 @@ func TestParseALB(t *testing.T) {
 		{"cut", albHTTP[:120], Entry{}, "fewer fields"},
 		{"no port", strings.Replace(albHTTP, "192.168.131.39:2817", "192.168.131.39", 1), Entry{}, "no client"},
 	})
-	for _, l := range []string{albHTTP, albHTTPS} {
-		if got := formatOf(FormatAuto, []byte(l)); got != FormatALB {
-			t.Errorf("the format of %.30q: %s", l, got)
-		}
-	}
+	checkFormat(t, FormatALB, albHTTP, albHTTPS)
 }
 
 // TestHAProxyLive: the haproxy installed here (skipped without one),

@@ -325,13 +325,27 @@ type caddyLine struct {
 	} `json:"request"`
 }
 
-// parseCaddy reads a line of Caddy's JSON access log. The client address
-// is client_ip (trusted_proxies applied), else remote_ip.
-func parseCaddy(line []byte) (Entry, error) {
-	var c caddyLine
-	if err := json.Unmarshal(line, &c); err != nil {
+// jsonLine is what the audit reads of a line of a JSON access log:
+// entry makes the request it logs of it.
+type jsonLine interface {
+	entry() (Entry, error)
+}
+
+// parseJSON reads a line of a JSON access log into l, and returns its
+// entry.
+func parseJSON(line []byte, l jsonLine) (Entry, error) {
+	if err := json.Unmarshal(line, l); err != nil {
 		return Entry{}, err
 	}
+	return l.entry()
+}
+
+// parseCaddy reads a line of Caddy's JSON access log.
+func parseCaddy(line []byte) (Entry, error) { return parseJSON(line, &caddyLine{}) }
+
+// entry is the request of a line of Caddy's access log. The client
+// address is client_ip (trusted_proxies applied), else remote_ip.
+func (c *caddyLine) entry() (Entry, error) {
 	if access := strings.HasPrefix(c.Logger, "http.log.access"); c.Request == nil && access {
 		return Entry{}, errors.New("an access log line without its request")
 	} else if c.Request == nil || (c.Logger != "" && !access) {

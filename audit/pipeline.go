@@ -203,8 +203,9 @@ type lineBuffer struct {
 
 // parseChunk parses the lines of c into c.out.
 func (a *Auditor) parseChunk(c *chunk) {
+	p := parserOf(c.format)
 	text := ""
-	if !readsBytes(c.format) {
+	if p.text != nil {
 		text = string(c.data) // one copy, whose substrings the entries keep
 	}
 	out := &c.out
@@ -226,7 +227,7 @@ func (a *Auditor) parseChunk(c *chunk) {
 			out.blank++
 			continue
 		}
-		en, err := a.parse(line, s, c.format)
+		en, err := a.parse(p, line, s)
 		switch {
 		case errors.Is(err, errSkip):
 			out.skipped++

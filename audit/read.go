@@ -97,7 +97,7 @@ func (a *Auditor) firstTime(path string) (int64, error) {
 	for range 1000 {
 		line, err := br.ReadSlice('\n')
 		line = bytes.TrimRight(line, "\r\n")
-		if en, perr := a.parse(line, string(line), formatOf(a.res.Format, line)); perr == nil {
+		if en, perr := a.parse(parserOf(formatOf(a.res.Format, line)), line, string(line)); perr == nil {
 			return en.At, nil
 		}
 		if err != nil {
@@ -143,38 +143,47 @@ func formatOf(want string, line []byte) string {
 	return FormatCombined
 }
 
-// parse reads one line in format (line and text are the same bytes: the
-// JSON formats read the one, the others the other, whose substrings the
-// Entry keeps): a request made before a day after the Auditor started.
-func (a *Auditor) parse(line []byte, text, format string) (en Entry, err error) {
-	switch format {
-	case FormatCaddy:
-		en, err = parseCaddy(line)
-	case FormatTraefik:
-		en, err = parseTraefik(line)
-	case FormatCloudflare:
-		en, err = parseCloudflare(line)
-	case FormatVhostCombined:
-		en, err = parseVhost(text)
-	case FormatHAProxy:
-		en, err = parseHAProxy(text)
-	case FormatEnvoy:
-		en, err = parseEnvoy(text)
-	case FormatCloudFront:
-		en, err = parseCloudFront(text)
-	case FormatALB:
-		en, err = parseALB(text)
-	default:
-		en, err = parseCombined(text)
+// lineParser reads a line of one format: from its bytes (the JSON
+// formats) or from its text (the others, whose Entry keeps substrings of
+// it).
+type lineParser struct {
+	bytes func([]byte) (Entry, error)
+	text  func(string) (Entry, error)
+}
+
+// parsers are the line parsers of the formats.
+var parsers = map[string]lineParser{
+	FormatCaddy:         {bytes: parseCaddy},
+	FormatTraefik:       {bytes: parseTraefik},
+	FormatCloudflare:    {bytes: parseCloudflare},
+	FormatCombined:      {text: parseCombined},
+	FormatVhostCombined: {text: parseVhost},
+	FormatHAProxy:       {text: parseHAProxy},
+	FormatEnvoy:         {text: parseEnvoy},
+	FormatCloudFront:    {text: parseCloudFront},
+	FormatALB:           {text: parseALB},
+}
+
+// parserOf returns the line parser of format (the Combined format's for
+// one it does not know).
+func parserOf(format string) lineParser {
+	if p, ok := parsers[format]; ok {
+		return p
+	}
+	return parsers[FormatCombined]
+}
+
+// parse reads one line with p (line and text are the same bytes: p reads
+// the one or the other): a request made before a day after the Auditor
+// started.
+func (a *Auditor) parse(p lineParser, line []byte, text string) (en Entry, err error) {
+	if p.bytes != nil {
+		en, err = p.bytes(line)
+	} else {
+		en, err = p.text(text)
 	}
 	if err == nil && en.At > a.notAfter {
 		return en, errTime
 	}
 	return en, err
-}
-
-// readsBytes reports whether parse reads lines of format from bytes
-// (the JSON formats), not from text.
-func readsBytes(format string) bool {
-	return format == FormatCaddy || format == FormatTraefik || format == FormatCloudflare
 }

@@ -239,6 +239,28 @@ func (v values) one() (string, error) {
 	return v.args[0], nil
 }
 
+// str reads the line's one value into dst.
+func (v values) str(dst *string) error {
+	s, err := v.one()
+	if err == nil {
+		*dst = s
+	}
+	return err
+}
+
+// optional reads the line's value, if it has one, into dst; more values
+// fail with usage, a format given their number.
+func (v values) optional(dst *string, usage string) error {
+	switch len(v.args) {
+	case 0:
+	case 1:
+		*dst = v.args[0]
+	default:
+		return v.d.Errf(usage, len(v.args))
+	}
+	return nil
+}
+
 func (v values) some() ([]string, error) {
 	if len(v.args) == 0 {
 		return nil, v.d.Errf("%s: want at least one value", v.name)
@@ -302,12 +324,8 @@ func subBlock(d *caddyfile.Dispenser, block string, f func(v values) error) erro
 
 // parseRobotsTxt reads "robots_txt [<source>] [{ ... }]".
 func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
-	switch len(v.args) {
-	case 0:
-	case 1:
-		c.Source = v.args[0]
-	default:
-		return d.Errf("robots_txt: want at most one source (a URL or a file path), got %d", len(v.args))
+	if err := v.optional(&c.Source, "robots_txt: want at most one source (a URL or a file path), got %d"); err != nil {
+		return err
 	}
 	return subBlock(d, "robots_txt", func(v values) error {
 		switch v.key() {
@@ -316,9 +334,7 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 		case "fetch_timeout":
 			return v.dur(&c.FetchTimeout)
 		case "on_unreachable":
-			var err error
-			c.OnUnreachable, err = v.one()
-			return err
+			return v.str(&c.OnUnreachable)
 		case "max_sites":
 			return v.num(&c.MaxSites)
 		case "new_sites_per_second":
@@ -339,9 +355,7 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 			c.SiteNames = append(c.SiteNames, names...)
 			return err
 		case "origin":
-			var err error
-			c.Origin, err = v.one()
-			return err
+			return v.str(&c.Origin)
 		}
 		return v.unknown("refresh, fetch_timeout, on_unreachable, max_sites, max_bytes, new_sites_per_second, site_names or origin")
 	})
@@ -349,19 +363,13 @@ func parseRobotsTxt(d *caddyfile.Dispenser, v values, c *sites.Config) error {
 
 // parseLicenses reads "licenses [enforce|report|off] [{ ... }]".
 func parseLicenses(d *caddyfile.Dispenser, v values, c *license.Config) error {
-	switch len(v.args) {
-	case 0:
-	case 1:
-		c.Mode = v.args[0]
-	default:
-		return d.Errf("licenses: want \"licenses [enforce|report|off]\" and an optional block, got %d arguments", len(v.args))
+	if err := v.optional(&c.Mode, "licenses: want \"licenses [enforce|report|off]\" and an optional block, got %d arguments"); err != nil {
+		return err
 	}
 	return subBlock(d, "licenses", func(v values) error {
 		switch v.key() {
 		case "mode":
-			var err error
-			c.Mode, err = v.one()
-			return err
+			return v.str(&c.Mode)
 		case "refresh":
 			return v.dur(&c.Refresh)
 		case "fetch_timeout":
@@ -391,13 +399,9 @@ func parseBots(d *caddyfile.Dispenser, v values, c *classify.Config) error {
 		case "cache_size":
 			return v.num(&c.CacheSize)
 		case "person_agents":
-			var err error
-			c.PersonAgents, err = v.one()
-			return err
+			return v.str(&c.PersonAgents)
 		case "undeclared":
-			var err error
-			c.Undeclared, err = v.one()
-			return err
+			return v.str(&c.Undeclared)
 		case "apps":
 			toks, err := v.some()
 			c.Apps = append(c.Apps, toks...)

@@ -69,42 +69,56 @@ func builtinPurposes() []CrawlerPurpose {
 		meta       = "https://developers.facebook.com/docs/sharing/webmasters/web-crawlers/"
 	)
 	s, in, tr := policy.PurposeSearch, policy.PurposeAIInput, policy.PurposeAITrain
-	return []CrawlerPurpose{
-		{"Googlebot", "google", s, kindSearch, google, "Google's AI features in Search (AI Overviews) also use what Googlebot fetches; Google-Extended, a robots.txt-only token, controls Gemini training and grounding", ""},
-		{"Bingbot", "bing", s, kindSearch, bing, "", ""},
-		{"OAI-SearchBot", "openai", s, kindSearch, openai, "", ""},
-		{"Claude-SearchBot", "anthropic", s, kindSearch, anthropic, "", ""},
-		{"PerplexityBot", "perplexity", s, kindSearch, perplexity, "", ""},
-		{"Applebot", "apple", s, kindSearch, apple, "Apple may also use Applebot's data as context for AI output; Applebot-Extended, a robots.txt-only token, controls training", ""},
-		{"DuckDuckBot", "duckduckgo", s, kindSearch, "https://duckduckgo.com/duckduckgo-help-pages/results/duckduckbot", "", ""},
-		{"MistralAI-Index", "mistral", s, kindSearch, mistral, "", ""},
-		{"YandexBot", "yandex", s, kindSearch, "https://yandex.com/support/webmaster/robot-workings/check-yandex-robots.html", "", ""},
-		{"Baiduspider", "baidu", s, kindSearch, "https://www.baidu.com/search/spider.html", "", ""},
-		{"PetalBot", "petal", s, kindSearch, "https://aspiegel.com/petalbot", "", ""},
-		{"SeznamBot", "seznam", s, kindSearch, "https://napoveda.seznam.cz/en/seznambot-crawler", "", ""},
+	// The crawlers, each with the fields of its CrawlerPurpose but Class
+	// (builtinRegistry marks those that fetch for a person).
+	crawlers := []struct {
+		token, operator    string
+		purpose            policy.Purpose
+		kind, source, note string
+	}{
+		{"Googlebot", "google", s, kindSearch, google, "Google's AI features in Search (AI Overviews) also use what Googlebot fetches; Google-Extended, a robots.txt-only token, controls Gemini training and grounding"},
+		{"Bingbot", "bing", s, kindSearch, bing, ""},
+		{"OAI-SearchBot", "openai", s, kindSearch, openai, ""},
+		{"Claude-SearchBot", "anthropic", s, kindSearch, anthropic, ""},
+		{"PerplexityBot", "perplexity", s, kindSearch, perplexity, ""},
+		{"Applebot", "apple", s, kindSearch, apple, "Apple may also use Applebot's data as context for AI output; Applebot-Extended, a robots.txt-only token, controls training"},
+		{"DuckDuckBot", "duckduckgo", s, kindSearch, "https://duckduckgo.com/duckduckgo-help-pages/results/duckduckbot", ""},
+		{"MistralAI-Index", "mistral", s, kindSearch, mistral, ""},
+		{"YandexBot", "yandex", s, kindSearch, "https://yandex.com/support/webmaster/robot-workings/check-yandex-robots.html", ""},
+		{"Baiduspider", "baidu", s, kindSearch, "https://www.baidu.com/search/spider.html", ""},
+		{"PetalBot", "petal", s, kindSearch, "https://aspiegel.com/petalbot", ""},
+		{"SeznamBot", "seznam", s, kindSearch, "https://napoveda.seznam.cz/en/seznambot-crawler", ""},
 
-		{"ChatGPT-User", "openai", in, kindInput, openai, "user-triggered; OpenAI says robots.txt rules may not apply to it", ""},
-		{"Claude-User", "anthropic", in, kindInput, anthropic, "user-triggered", ""},
-		{"Perplexity-User", "perplexity", in, kindInput, perplexity, "user-triggered; Perplexity says it generally ignores robots.txt", ""},
-		{"DuckAssistBot", "duckduckgo", in, kindInput, "https://duckduckgo.com/duckduckgo-help-pages/results/duckassistbot", "", ""},
-		{"MistralAI-User", "mistral", in, kindInput, mistral, "user-triggered", ""},
-		{"Meta-ExternalFetcher", "meta", in, kindInput, meta, "user-triggered; Meta says it may bypass robots.txt", ""},
+		{"ChatGPT-User", "openai", in, kindInput, openai, "user-triggered; OpenAI says robots.txt rules may not apply to it"},
+		{"Claude-User", "anthropic", in, kindInput, anthropic, "user-triggered"},
+		{"Perplexity-User", "perplexity", in, kindInput, perplexity, "user-triggered; Perplexity says it generally ignores robots.txt"},
+		{"DuckAssistBot", "duckduckgo", in, kindInput, "https://duckduckgo.com/duckduckgo-help-pages/results/duckassistbot", ""},
+		{"MistralAI-User", "mistral", in, kindInput, mistral, "user-triggered"},
+		{"Meta-ExternalFetcher", "meta", in, kindInput, meta, "user-triggered; Meta says it may bypass robots.txt"},
 
-		{"GPTBot", "openai", tr, kindTrain, openai, "", ""},
-		{"ClaudeBot", "anthropic", tr, kindTrain, anthropic, "", ""},
-		{"MistralAI-Training", "mistral", tr, kindTrain, mistral, "", ""},
-		{"Meta-ExternalAgent", "meta", tr, kindTrain, meta, "Meta also names indexing to improve its products", ""},
-		{"Amazonbot", "amazon", tr, kindTrain, "https://developer.amazon.com/amazonbot", "Amazon names product improvement first and says the data may be used to train Amazon AI models", ""},
-		{"CCBot", "commoncrawl", tr, kindTrain, "https://commoncrawl.org/faq", "Common Crawl publishes an open corpus for research and analysis, a main source of AI training data; it documents no narrower use", ""},
-		{"Bytespider", "bytedance", tr, kindTrain, "https://darkvisitors.com/agents/bytespider", "ByteDance documents no purpose; the source is a third-party directory, which lists it as an AI data scraper", ""},
+		{"GPTBot", "openai", tr, kindTrain, openai, ""},
+		{"ClaudeBot", "anthropic", tr, kindTrain, anthropic, ""},
+		{"MistralAI-Training", "mistral", tr, kindTrain, mistral, ""},
+		{"Meta-ExternalAgent", "meta", tr, kindTrain, meta, "Meta also names indexing to improve its products"},
+		{"Amazonbot", "amazon", tr, kindTrain, "https://developer.amazon.com/amazonbot", "Amazon names product improvement first and says the data may be used to train Amazon AI models"},
+		{"CCBot", "commoncrawl", tr, kindTrain, "https://commoncrawl.org/faq", "Common Crawl publishes an open corpus for research and analysis, a main source of AI training data; it documents no narrower use"},
+		{"Bytespider", "bytedance", tr, kindTrain, "https://darkvisitors.com/agents/bytespider", "ByteDance documents no purpose; the source is a third-party directory, which lists it as an AI data scraper"},
 	}
+	list := make([]CrawlerPurpose, len(crawlers))
+	for i, c := range crawlers {
+		list[i] = CrawlerPurpose{Token: c.token, Operator: c.operator, Purpose: c.purpose, Kind: c.kind, Source: c.source, Note: c.note}
+	}
+	return list
 }
 
 // builtinRegistry is builtinPurposes with the agents that fetch for a
 // person marked (Class) and those that signals do not speak of added:
 // the one registry, a fresh copy each call.
 func builtinRegistry() []CrawlerPurpose {
-	const googleUser = "https://developers.google.com/crawling/docs/crawlers-fetchers/google-user-triggered-fetchers"
+	const (
+		googleUser     = "https://developers.google.com/crawling/docs/crawlers-fetchers/google-user-triggered-fetchers"
+		googleUserNote = "user-triggered fetchers generally ignore robots.txt (Google)"
+	)
 	none := policy.PurposeNone
 	list := builtinPurposes()
 	for i := range list {
@@ -114,9 +128,9 @@ func builtinRegistry() []CrawlerPurpose {
 		}
 	}
 	return append(list,
-		CrawlerPurpose{"Google-Read-Aloud", "google", none, kindUser, googleUser, "user-triggered fetchers generally ignore robots.txt (Google)", classFetcher},
-		CrawlerPurpose{"FeedFetcher-Google", "google", none, kindUser, googleUser, "user-triggered fetchers generally ignore robots.txt (Google)", classFetcher},
-		CrawlerPurpose{"Google-Site-Verification", "google", none, kindUser, googleUser, "user-triggered fetchers generally ignore robots.txt (Google)", classFetcher},
+		CrawlerPurpose{"Google-Read-Aloud", "google", none, kindUser, googleUser, googleUserNote, classFetcher},
+		CrawlerPurpose{"FeedFetcher-Google", "google", none, kindUser, googleUser, googleUserNote, classFetcher},
+		CrawlerPurpose{"Google-Site-Verification", "google", none, kindUser, googleUser, googleUserNote, classFetcher},
 		CrawlerPurpose{"Slackbot-LinkExpanding", "slack", none, kindLink, "https://api.slack.com/robots", "Slack publishes no addresses (unverifiable today)", classUnfurler},
 		CrawlerPurpose{"Twitterbot", "x", none, kindLink, "https://developer.x.com/en/docs/x-for-websites/cards/guides/getting-started", "no published addresses (unverifiable today)", classUnfurler},
 		CrawlerPurpose{"facebookexternalhit", "meta", none, kindLink, "https://developers.facebook.com/docs/sharing/webmasters/web-crawlers", "addresses by ASN only (unverifiable today)", classUnfurler},

@@ -74,10 +74,7 @@ func TestAuditMatchesLive(t *testing.T) {
 	reverse_proxy %s
 }
 `, guardPort, caddyLog, verify, robotsSite.addr())
-	cf := filepath.Join(dir, "Caddyfile")
-	os.WriteFile(cf, []byte(caddyfile), 0o644)
-	process(t, bin, []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()}, "run", "--config", cf, "--adapter", "caddyfile")
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", guardPort))
+	runCaddyfile(t, caddyfile, guardPort)
 
 	// nginx in front, as a load balancer's client: the Combined log.
 	user := ""

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,18 +96,7 @@ func TestDemo(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	do := func(ua, path string) answer {
-		req, _ := http.NewRequest(http.MethodGet, site+path, nil)
-		req.Header.Set("User-Agent", ua)
-		browserHeaders(req.Header)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return answer{resp.StatusCode, string(b), resp.Header}
-	}
+	do := func(ua, path string) answer { return browserGet(t, client, site+path, ua) }
 	// The README's curl examples, in order.
 	do(browserUA, "/private/").check(t, "browser /private/", 200, "Private area")
 	do(gptbotUA, "/blog/").check(t, "GPTBot /blog/", 403, "Disallowed by robots.txt line 8 for GPTBot")

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,13 +55,9 @@ http://127.0.0.1:%d {
 	reverse_proxy %s
 }
 `, port, feed.URL, up.addr())
-	file := filepath.Join(t.TempDir(), "Caddyfile")
-	os.WriteFile(file, []byte(conf), 0o644)
-	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()} // kept across the restart
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	first := func(what string, within time.Duration) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/page", port), nil)
 		req.Header.Set("User-Agent", googlebotUA)
 		req.Header.Set("X-Forwarded-For", "66.249.64.5")
 		start := time.Now()
@@ -77,13 +71,12 @@ http://127.0.0.1:%d {
 				what, resp.StatusCode, took.Round(time.Millisecond), within)
 		}
 	}
-	stop := process(t, buildCaddy(t), env, "run", "--config", file, "--adapter", "caddyfile")
-	waitListening(t, addr)
+	env := caddyEnv(t) // kept across the restart
+	stop := startCaddyfile(t, conf, env, port)
 	first("a start, the feed 300 ms late", 5*time.Second)
 	stop()
 
 	failing.Store(true)
-	process(t, buildCaddy(t), env, "run", "--config", file, "--adapter", "caddyfile")
-	waitListening(t, addr)
+	startCaddyfile(t, conf, env, port)
 	first("a restart, the feed failing", 2*time.Second)
 }

@@ -172,6 +172,20 @@ func rawAsk(t *testing.T, addr, req string) answer {
 
 const noAnswer = "robots_guard: the decision service did not answer"
 
+// serviceYes is the decision service's answer that lets a request pass.
+const serviceYes = "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n"
+
+// startHAProxyLuaCanned runs HAProxy with the recipe's action (a
+// 1000 ms timeout) before a counting site, asking a service that answers
+// every question with answer; it returns the site, the service and
+// HAProxy's address.
+func startHAProxyLuaCanned(t *testing.T, answer string) (*countingSite, *fakeService, string) {
+	t.Helper()
+	site := startCountingSite(t)
+	svc := cannedService(t, answer)
+	return site, svc, startHAProxyLua(t, site.addr, svc.url, 1000)
+}
+
 // TestHAProxyLuaServiceTimeout: a decision service that takes 10 s to
 // answer costs the client the configured timeout, then 503 with the
 // recipe's body, and is asked once. (HAProxy's core.httpclient, which the
@@ -236,7 +250,6 @@ func TestHAProxyLuaServiceGarbage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs HAProxy")
 	}
-	const ok = "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n"
 	for _, tc := range []struct {
 		name    string
 		answer  string
@@ -253,7 +266,7 @@ func TestHAProxyLuaServiceGarbage(t *testing.T) {
 		{"200 from another server", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 503, noAnswer, nil},
 		{"503 from another server", "HTTP/1.1 503 Service Unavailable\r\nWWW-Authenticate: Basic\r\nContent-Length: 4\r\n\r\nbusy", 503, noAnswer, nil},
 		// The service's own answers, for contrast.
-		{"the service's yes", ok, 200, "page /a", nil},
+		{"the service's yes", serviceYes, 200, "page /a", nil},
 		{"the service's 429", "HTTP/1.1 429 Too Many Requests\r\nX-Robots-Guard-Status: 429\r\nRetry-After: 7\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nslow down", 429, "slow down",
 			[]string{"Retry-After", "7", "X-Robots-Guard-Status", "429"}},
 		{"the service's yes with a licence's Link", "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nLink: <http://x.test/l.xml>; rel=\"license\"\r\nContent-Length: 0\r\n\r\n", 200, "page /a",
@@ -266,9 +279,7 @@ func TestHAProxyLuaServiceGarbage(t *testing.T) {
 			[]string{"X-Robots-Guard-Status", "403"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			site := startCountingSite(t)
-			svc := cannedService(t, tc.answer)
-			addr := startHAProxyLua(t, site.addr, svc.url, 1000)
+			_, svc, addr := startHAProxyLuaCanned(t, tc.answer)
 			p := proxyClient{t: t, addr: addr, c: &http.Client{Timeout: 10 * time.Second}}
 			start := time.Now()
 			a := p.get("/a", "FooBot/1.0", "198.51.100.2")
@@ -303,9 +314,7 @@ func TestHAProxyLuaHostList(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs HAProxy")
 	}
-	site := startCountingSite(t)
-	svc := cannedService(t, "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n")
-	addr := startHAProxyLua(t, site.addr, svc.url, 1000)
+	site, svc, addr := startHAProxyLuaCanned(t, serviceYes)
 
 	for _, req := range []string{
 		"GET /a HTTP/1.1\r\nHost: example.com,open.example.com\r\nUser-Agent: FooBot/1.0\r\nConnection: close\r\n\r\n",
@@ -360,9 +369,7 @@ func TestHAProxyLuaAuthorization(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs HAProxy")
 	}
-	site := startCountingSite(t)
-	svc := cannedService(t, "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n")
-	addr := startHAProxyLua(t, site.addr, svc.url, 1000)
+	_, svc, addr := startHAProxyLuaCanned(t, serviceYes)
 	for _, auth := range []string{"Basic dXNlcjpwYXNz", "License abc.def.ghi", "license abc.def.ghi"} {
 		rawAsk(t, addr, "GET /a HTTP/1.1\r\nHost: example.com\r\nUser-Agent: FooBot/1.0\r\nAuthorization: "+auth+"\r\nConnection: close\r\n\r\n").
 			check(t, auth, 200, "page /a")

@@ -168,19 +168,8 @@ server {
 // as shipped, its origin the file server, and returns its port.
 func plainCheckService(t *testing.T, origin string) int {
 	port := freePort(t)
-	runCaddyfile(t, checkRecipe(t, origin, port))
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
+	runCaddyfile(t, checkRecipe(t, origin, port), port)
 	return port
-}
-
-// runCaddyfile runs the built Caddy with the Caddyfile conf for the test's
-// duration.
-func runCaddyfile(t *testing.T, conf string) {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "Caddyfile")
-	os.WriteFile(file, []byte(conf), 0o644)
-	process(t, buildCaddy(t), []string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()},
-		"run", "--config", file, "--adapter", "caddyfile")
 }
 
 // hostileRequest is one request as its bytes are written: a request line,
@@ -404,8 +393,7 @@ func startNginxFiles(t *testing.T, root string) (string, int) {
 	server = strings.Replace(server, "root /var/www/example.com;", "root "+root+";", 1)
 	runNginx(t, server)
 	waitListening(t, addr)
-	runCaddyfile(t, checkRecipe(t, addr, checkPort))
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", checkPort))
+	runCaddyfile(t, checkRecipe(t, addr, checkPort), checkPort)
 	return addr, port
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -30,21 +29,10 @@ func TestPeoplesSoftwareThroughCaddy(t *testing.T) {
 	site := func(port int, up *upstream, bots string) string {
 		return fmt.Sprintf("http://127.0.0.1:%d {\n\trobots_guard {\n\t\tverify off\n%s\t}\n\treverse_proxy %s\n}\n", port, bots, up.addr())
 	}
-	runCaddyfile(t, "{\n\tadmin off\n\tpersist_config off\n}\n"+site(own, named, "")+site(star, plain, "\t\tbots {\n\t\t\tperson_agents star\n\t\t}\n"))
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", own))
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", star))
+	runCaddyfile(t, "{\n\tadmin off\n\tpersist_config off\n}\n"+site(own, named, "")+site(star, plain, "\t\tbots {\n\t\t\tperson_agents star\n\t\t}\n"), own, star)
 	status := func(port int, path, ua string) int {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
-		req.Header.Set("User-Agent", ua)
-		browserHeaders(req.Header)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return browserGet(t, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), ua).status
 	}
 	f, err := os.Open("../testdata/useragents/issue45.jsonl")
 	if err != nil {

@@ -238,8 +238,7 @@ func checkService(t *testing.T, site *proxySite, feed, resolver, keyDir, caFile 
 		}
 `, resolver, feed, filepath.ToSlash(filepath.Join(t.TempDir(), "missing.json")), keyDir, filepath.ToSlash(caFile))
 	conf = strings.Replace(conf, "\t\tpath_prefix /check\n", "\t\tpath_prefix /check\n"+extra, 1)
-	runCaddyfile(t, conf)
-	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
+	runCaddyfile(t, conf, port)
 	return port
 }
 
@@ -525,10 +524,8 @@ func startForwardAuth(t *testing.T, site string, checkPort int) string {
 	port := freePort(t)
 	conf := recipe(t, "forward_auth.Caddyfile", site, checkPort, port)
 	conf = strings.Replace(conf, "{\n", "{\n\tadmin off\n\tpersist_config off\n", 1)
-	runCaddyfile(t, conf)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitListening(t, addr)
-	return addr
+	runCaddyfile(t, conf, port)
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // TestProxiesFailClosed: a proxy whose decision service does not answer

@@ -127,9 +127,9 @@ func TestUndeclaredRealBrowsers(t *testing.T) {
 		{httpsBase, firefoxUA, []string{chua, sfm}, 403, sfm},
 		{httpsBase, firefoxUA, []string{chua}, 200, ""},
 	} {
-		status, body := rbGet(t, c.base+"/api/get", c.ua, c.drop...)
-		if status != c.status || c.missing != "" && !strings.Contains(body, "undeclared bot") || !strings.Contains(body, c.missing) {
-			t.Fatalf("%s %s without %v: %d %q, want %d naming %q", c.base, c.ua, c.drop, status, body, c.status, c.missing)
+		a := browserGet(t, rbClient, c.base+"/api/get", c.ua, c.drop...)
+		if a.status != c.status || c.missing != "" && !strings.Contains(a.body, "undeclared bot") || !strings.Contains(a.body, c.missing) {
+			t.Fatalf("%s %s without %v: %d %q, want %d naming %q", c.base, c.ua, c.drop, a.status, a.body, c.status, c.missing)
 		}
 	}
 	for end := time.Now().Add(5 * time.Second); alog.statusCount(0, 403) < 4; time.Sleep(50 * time.Millisecond) {
@@ -221,31 +221,8 @@ func rbChromiumUA(t *testing.T, chrome string) string {
 	return fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%s.0.0.0 Safari/537.36", m[1])
 }
 
-// rbGet sends GET u to the in-process Caddy (whatever u's host, over
-// 127.0.0.1, trusting any certificate) with the User-Agent ua and the
-// headers browserHeaders sets but drop, and returns the status and body.
-func rbGet(t *testing.T, u, ua string, drop ...string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("User-Agent", ua)
-	browserHeaders(req.Header)
-	for _, h := range drop {
-		req.Header.Del(h)
-	}
-	resp, err := rbClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// rbClient reaches the test's host names on 127.0.0.1, and trusts the
-// certificates of tls internal.
+// rbClient reaches the test's host names on 127.0.0.1 (whatever a URL's
+// host), and trusts the certificates of tls internal.
 var rbClient = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		_, port, _ := net.SplitHostPort(addr)

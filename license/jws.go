@@ -68,13 +68,9 @@ func parseJWS(token string) (*jws, error) {
 		return nil, fmt.Errorf("%w: not a JWS of three segments", ErrInvalidToken)
 	}
 	t := &jws{signed: token[:len(h)+1+len(p)]}
-	hb, err := b64.DecodeString(h)
+	hm, err := jsonSegment(h, "header")
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed JWS header: not base64url", ErrInvalidToken)
-	}
-	var hm map[string]json.RawMessage
-	if err := json.Unmarshal(hb, &hm); err != nil || hm == nil {
-		return nil, fmt.Errorf("%w: malformed JWS header: not a JSON object", ErrInvalidToken)
+		return nil, err
 	}
 	if json.Unmarshal(hm["alg"], &t.alg) != nil {
 		return nil, fmt.Errorf("%w: malformed JWS header: no alg", ErrInvalidToken)
@@ -93,13 +89,9 @@ func parseJWS(token string) (*jws, error) {
 	if raw, ok := hm["b64"]; ok && string(raw) != "true" {
 		return nil, fmt.Errorf("%w: unencoded JWS payloads are not accepted", ErrInvalidToken)
 	}
-	pb, err := b64.DecodeString(p)
+	pm, err := jsonSegment(p, "payload")
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed JWS payload: not base64url", ErrInvalidToken)
-	}
-	var pm map[string]json.RawMessage
-	if err := json.Unmarshal(pb, &pm); err != nil || pm == nil {
-		return nil, fmt.Errorf("%w: malformed JWS payload: not a JSON object", ErrInvalidToken)
+		return nil, err
 	}
 	if err := t.claims.read(pm); err != nil {
 		return nil, fmt.Errorf("%w: malformed claims: %w", ErrInvalidToken, err)
@@ -111,6 +103,20 @@ func parseJWS(token string) (*jws, error) {
 		return nil, fmt.Errorf("%w: JWS without a signature", ErrInvalidToken)
 	}
 	return t, nil
+}
+
+// jsonSegment reads a JWS segment that holds a JSON object, the header
+// or the payload (what, for errors, which wrap ErrInvalidToken).
+func jsonSegment(seg, what string) (map[string]json.RawMessage, error) {
+	b, err := b64.DecodeString(seg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed JWS %s: not base64url", ErrInvalidToken, what)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: malformed JWS %s: not a JSON object", ErrInvalidToken, what)
+	}
+	return m, nil
 }
 
 // jwk is a public key of a licence server.

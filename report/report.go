@@ -60,11 +60,12 @@ type reportKey struct {
 
 // reportCounts are the counts of one client in a bucket.
 type reportCounts struct {
-	denials, throttles, traps, banned, unattributed int64
-	// The licence decisions (RSL): requests that passed with a valid
-	// token, and those refused without one, with an invalid one, or
-	// with one that could not be checked.
-	licensed, unlicensed, invalidTokens, licenseUnavailable int64
+	// n counts the client's records by kind: those stopped (Denial to
+	// TrapUnattributed) and the licence decisions (RSL): requests refused
+	// without a token, with an invalid one or with one that could not be
+	// checked, and those that passed with a valid token (Unlicensed to
+	// Licensed). Allowed records are not counted here.
+	n [rowKinds]int64
 	// err bounds the overcount of a space-saving counter that took over
 	// another's slot.
 	err int64
@@ -77,15 +78,9 @@ type reportCounts struct {
 // merge adds o's counts to c, and keeps the later of their User-Agent
 // headers (both are the report's own copies: no copy is made).
 func (c *reportCounts) merge(o *reportCounts) {
-	c.denials += o.denials
-	c.throttles += o.throttles
-	c.traps += o.traps
-	c.banned += o.banned
-	c.unattributed += o.unattributed
-	c.licensed += o.licensed
-	c.unlicensed += o.unlicensed
-	c.invalidTokens += o.invalidTokens
-	c.licenseUnavailable += o.licenseUnavailable
+	for k, n := range o.n {
+		c.n[k] += n
+	}
 	c.err += o.err
 	if o.uaAt >= c.uaAt {
 		c.ua, c.uaAt = o.ua, o.uaAt
@@ -110,15 +105,18 @@ func (c *reportCounts) seen(ua string, at int64) {
 // total is every request the counts count, licensed ones too: the weight
 // by which the space-saving counters keep a client (so that an evicted
 // client's licensed requests are in its successor's error bound too).
-func (c reportCounts) total() int64 {
-	return c.denials + c.throttles + c.traps + c.banned + c.unattributed +
-		c.licensed + c.unlicensed + c.invalidTokens + c.licenseUnavailable
+func (c *reportCounts) total() int64 {
+	var t int64
+	for _, n := range c.n {
+		t += n
+	}
+	return t
 }
 
 // inherit starts the counts of a client that took over the slot of an
 // evicted one whose total was n: n is its error, spread as denials so that
 // totals stay upper bounds.
-func (c *reportCounts) inherit(n int64) { c.err, c.denials = n, n }
+func (c *reportCounts) inherit(n int64) { c.err, c.n[Denial] = n, n }
 
 // whomCounts are the denials of one group (and verdict) by a line: two
 // counts, not a reportCounts, as a site holds up to reportLines ×
@@ -200,6 +198,10 @@ const (
 	kinds    = int(Allowed) + 1
 	verdicts = int(identity.Unverifiable) + 1
 )
+
+// rowKinds sizes reportCounts.n: every Kind, up to the last (Allowed's
+// count stays 0).
+const rowKinds = int(Licensed) + 1
 
 // timelineKind is the kind under which the site's timeline counts a
 // record: a licence refusal as a Denial (Slice.Denied), a licensed request
@@ -526,25 +528,8 @@ func (sh *reportShard) add(rec *reportRecord, n int64) {
 	if mb != nil {
 		mb.clients.add(rec.key, func(c *reportCounts) {
 			c.seen(rec.ua, rec.at)
-			switch rec.kind {
-			case Denial:
-				c.denials += n
-			case Throttle:
-				c.throttles += n
-			case Trap:
-				c.traps += n
-			case Banned:
-				c.banned += n
-			case TrapUnattributed:
-				c.unattributed += n
-			case Unlicensed:
-				c.unlicensed += n
-			case InvalidToken:
-				c.invalidTokens += n
-			case LicenseUnavailable:
-				c.licenseUnavailable += n
-			case Licensed:
-				c.licensed += n
+			if int(rec.kind) < rowKinds {
+				c.n[rec.kind] += n
 			}
 		})
 	}

@@ -218,7 +218,7 @@ func TestReportLateRecord(t *testing.T) {
 	}
 	count := func(b bucket) int64 {
 		if c := b.clients.m[key]; c != nil {
-			return c.denials
+			return c.n[Denial]
 		}
 		return 0
 	}

@@ -286,9 +286,9 @@ func (r *Recorder) rows(sum map[reportKey]*reportCounts) []ClientReport {
 	for k, c := range sum {
 		rows = append(rows, ClientReport{
 			Client: k.client.Format(r.v4, r.v6), Group: k.group, Verification: k.verification.String(), Class: k.class, UserAgent: c.ua,
-			Denials: c.denials - c.err, Throttles: c.throttles, Traps: c.traps, Banned: c.banned,
-			UnattributedTraps: c.unattributed,
-			Licensed:          c.licensed, Unlicensed: c.unlicensed, InvalidTokens: c.invalidTokens, LicenseUnavailable: c.licenseUnavailable,
+			Denials: c.n[Denial] - c.err, Throttles: c.n[Throttle], Traps: c.n[Trap], Banned: c.n[Banned],
+			UnattributedTraps: c.n[TrapUnattributed],
+			Licensed:          c.n[Licensed], Unlicensed: c.n[Unlicensed], InvalidTokens: c.n[InvalidToken], LicenseUnavailable: c.n[LicenseUnavailable],
 			Error: c.err,
 		})
 	}

@@ -32,17 +32,17 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/robotsguard/robotsguard/classify/internal/gen"
 )
 
 // Classes of the list.
@@ -199,17 +199,10 @@ var notApps = map[string]string{
 }
 
 func main() {
-	in := flag.String("in", "../testdata/useragents", "directory holding uap-core-regexes.yaml")
 	crawlers := flag.String("crawlers", "crawlers.txt", "the crawler list, whose tokens win")
-	out := flag.String("out", "apps.txt", "output file")
-	flag.Parse()
-	var buf bytes.Buffer
-	if err := Generate(&buf, filepath.Join(*in, "uap-core-regexes.yaml"), *crawlers); err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	gen.Main("uap-core-regexes.yaml", "apps.txt", func(w io.Writer, in string) error {
+		return Generate(w, filepath.Join(in, "uap-core-regexes.yaml"), *crawlers)
+	})
 }
 
 // parser is one parser of uap-core's regexes.yaml.
@@ -474,19 +467,13 @@ func writeHeader(bw io.Writer, parsers int, uapBots []string, crawlerKnown map[s
 	for _, n := range slices.Sorted(maps.Keys(crawlerKnown)) {
 		fmt.Fprintf(bw, "#   %s (%s)\n", n, crawlerKnown[n])
 	}
-	fmt.Fprintf(bw, "#\n# %d names are no app a person runs, or too common a word, and are left out:\n", len(notApps))
-	for _, n := range slices.Sorted(maps.Keys(notApps)) {
-		fmt.Fprintf(bw, "#   %s: %s\n", n, notApps[n])
-	}
+	gen.WriteReasons(bw, "%d names are no app a person runs, or too common a word, and are left out:", notApps)
 	fmt.Fprintf(bw, "#\n# %d names are added, each with the place its header's form comes from:\n", len(extraApps))
 	for _, n := range slices.Sorted(maps.Keys(extraApps)) {
 		e := extraApps[n]
 		fmt.Fprintf(bw, "#   %s (%s): %s; %s\n", n, e.class, e.reason, e.source)
 	}
-	fmt.Fprintf(bw, "#\n# %d names are feed or podcast readers:\n", len(readers))
-	for _, n := range slices.Sorted(maps.Keys(readers)) {
-		fmt.Fprintf(bw, "#   %s: %s\n", n, readers[n])
-	}
+	gen.WriteReasons(bw, "%d names are feed or podcast readers:", readers)
 }
 
 // writeWrapped writes names as comment lines of at most 76 characters.
