@@ -77,8 +77,12 @@ func parseJWS(token string) (*jws, error) {
 	}
 	switch t.alg {
 	case "ES256", "EdDSA", "RS256":
+	case "Ed25519":
+		// RFC 9864's fully-specified name of EdDSA on Ed25519, the one
+		// curve of EdDSA keys read here (jose 6 signs with it).
+		t.alg = "EdDSA"
 	default:
-		return nil, fmt.Errorf("%w: JWS algorithm %q is not accepted (ES256, EdDSA or RS256)", ErrInvalidToken, clip(t.alg))
+		return nil, fmt.Errorf("%w: JWS algorithm %q is not accepted (ES256, EdDSA or Ed25519, RS256)", ErrInvalidToken, clip(t.alg))
 	}
 	if raw, ok := hm["kid"]; ok && json.Unmarshal(raw, &t.kid) != nil {
 		return nil, fmt.Errorf("%w: malformed JWS header: kid is not a string", ErrInvalidToken)
@@ -311,7 +315,7 @@ func parseJWK(raw []byte) (jwk, bool) {
 	default:
 		return jwk{}, false
 	}
-	if j.Alg != "" && j.Alg != k.alg {
+	if j.Alg != "" && j.Alg != k.alg && !(j.Alg == "Ed25519" && k.alg == "EdDSA") {
 		return jwk{}, false
 	}
 	return k, true

@@ -143,8 +143,8 @@ func TestVerifyJWT(t *testing.T) {
 	}
 }
 
-// TestVerifyAlgorithms checks EdDSA and RS256 tokens, with and without a
-// kid.
+// TestVerifyAlgorithms checks EdDSA (also named Ed25519) and RS256
+// tokens, with and without a kid.
 func TestVerifyAlgorithms(t *testing.T) {
 	ctx := context.Background()
 	srv, v, _ := setup(t)
@@ -168,6 +168,13 @@ func TestVerifyAlgorithms(t *testing.T) {
 	}
 	// A key published for EdDSA does not verify an RS256 token of its kid.
 	wantInvalid(t, v.Verify(ctx, srv.URL, pageURL, testlicense.SignWith(rs, "ed", claims)), `unknown key id "ed"`)
+	// RFC 9864's "Ed25519" names EdDSA on Ed25519 (jose 6 signs with it).
+	enc := base64.RawURLEncoding
+	payload, _ := json.Marshal(claims)
+	signed := enc.EncodeToString([]byte(`{"alg":"Ed25519","kid":"ed"}`)) + "." + enc.EncodeToString(payload)
+	if err := v.Verify(ctx, srv.URL, pageURL, signed+"."+enc.EncodeToString(ed25519.Sign(ed, []byte(signed)))); err != nil {
+		t.Errorf("alg Ed25519: Verify: %v", err)
+	}
 }
 
 func TestVerifyRotation(t *testing.T) {

@@ -15,7 +15,7 @@
 //     A verifier made with jose: for each case {"name", "server", "token",
 //     "audience"} of the JSON array on standard input, jwtVerify with the
 //     key set at server + "/key" (createRemoteJWKSet), issuer server,
-//     audience, algorithms ES256, EdDSA and RS256, exp and aud required,
+//     audience, algorithms ES256, EdDSA (also named Ed25519) and RS256, exp and aud required,
 //     and 60 s of clock tolerance (what robotsguard's license.Verifier
 //     asks). It prints {"jose": version, "results": [{"name", "valid",
 //     "code"}]}, code being jose's error code of a refused token.
@@ -33,7 +33,7 @@ const joseVersion = JSON.parse(
   readFileSync(new URL("./node_modules/jose/package.json", import.meta.url), "utf8"),
 ).version;
 
-const algorithms = ["ES256", "EdDSA", "RS256"];
+const algorithms = ["ES256", "EdDSA", "Ed25519", "RS256"];
 
 async function readStdin() {
   const chunks = [];
