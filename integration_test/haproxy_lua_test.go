@@ -211,7 +211,7 @@ func TestHAProxyLuaServiceTimeout(t *testing.T) {
 				// up on (the read sees the close), or at the test's end.
 				c.SetReadDeadline(time.Now().Add(10 * time.Second))
 				c.Read(make([]byte, 1))
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Robots-Guard-Status: 200\r\nContent-Length: 0\r\n\r\n")
+				io.WriteString(c, serviceYes)
 			})
 			addr := startHAProxyLua(t, site.addr, slow.url, tc.timeoutMS)
 			p := proxyClient{t: t, addr: addr, c: &http.Client{Timeout: 15 * time.Second}}

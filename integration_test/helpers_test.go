@@ -14,18 +14,32 @@ import (
 // and returns the answer.
 func browserGet(t *testing.T, client *http.Client, url, ua string, drop ...string) answer {
 	t.Helper()
+	req := browserRequest(t, url, ua)
+	for _, h := range drop {
+		req.Header.Del(h)
+	}
+	return send(t, client, req)
+}
+
+// browserRequest is GET url as a browser sends it: with the User-Agent ua
+// and the headers browserHeaders sets.
+func browserRequest(t *testing.T, url, ua string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("User-Agent", ua)
 	browserHeaders(req.Header)
-	for _, h := range drop {
-		req.Header.Del(h)
-	}
+	return req
+}
+
+// send sends req with client and returns the answer.
+func send(t *testing.T, client *http.Client, req *http.Request) answer {
+	t.Helper()
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

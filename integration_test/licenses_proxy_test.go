@@ -63,53 +63,40 @@ func licensedCheckService(t *testing.T, origin string, checkPort int) {
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", checkPort))
 }
 
-// TestLicensesThroughNginx runs RSL 1.0 licence enforcement (issue 49)
-// through real nginx with docs/proxies/nginx.conf as shipped, asking the
-// built Caddy with docs/proxies/check.Caddyfile, whose robots_txt origin
-// is the site: the answers are the ones a Caddy site gives (TestLicenses).
-// A bot without a token on licensed content gets 401 with the
-// WWW-Authenticate: License challenge (nginx's auth_request takes the
-// service's 401 and passes its challenge on, and the recipe gives it the
-// message as its body), 402 for a purchase and 503 when its token cannot
-// be checked (which the service answers nginx as 403 and the recipe
-// turns back, with the challenge); with a valid token the page, with an
+// TestLicensesThroughProxies runs RSL 1.0 licence enforcement (issue 49)
+// through each proxy of recipeProxies with its recipe of docs/proxies as
+// shipped, asking the built Caddy with docs/proxies/check.Caddyfile, whose
+// robots_txt origin is the site: the answers are the ones a Caddy site
+// gives (TestLicenses). A bot without a token on licensed content gets 401
+// with the WWW-Authenticate: License challenge, 402 for a purchase and 503
+// when its token cannot be checked; with a valid token the page, with an
 // expired one or one for another site 401 invalid_token; every answer to
 // the bot on licensed content carries the Link to the document, and a
-// browser is never asked.
-func TestLicensesThroughNginx(t *testing.T) {
+// browser is never asked. How each proxy gets there:
+//   - nginx (nginx.conf): auth_request takes the service's 401 and passes
+//     its challenge on, and the recipe gives it the message as its body;
+//     the 503 the service answers nginx as 403, and the recipe turns it
+//     back, with the challenge;
+//   - caddy_forward_auth (forward_auth.Caddyfile): a refusal is the
+//     service's own answer, passed on as it is, and the Link of an allowed
+//     request is copied to the site's answer;
+//   - haproxy (haproxy.cfg and robots_guard.lua): the Lua action passes the
+//     client's Authorization: License token to the service, sends a
+//     refusal (401, 402, 503) to the client as the service wrote it, with
+//     its challenge, Link and body, and keeps the Link of an allowed
+//     request in a variable, which the recipe's http-response rule adds to
+//     the site's answer.
+func TestLicensesThroughProxies(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs nginx and the built Caddy")
+		t.Skip("runs nginx, HAProxy and the built Caddy")
 	}
-	licensesThroughProxy(t, behind(startNginx))
+	for _, px := range recipeProxies {
+		t.Run(px.name, func(t *testing.T) { licensesThroughProxy(t, behind(px.start)) })
+	}
 }
 
-// TestLicensesThroughForwardAuth is TestLicensesThroughNginx through
-// Caddy's forward_auth with docs/proxies/forward_auth.Caddyfile: a refusal
-// is the service's own answer, passed on as it is, and the Link of an
-// allowed request is copied to the site's answer.
-func TestLicensesThroughForwardAuth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the built Caddy twice")
-	}
-	licensesThroughProxy(t, behind(startForwardAuth))
-}
-
-// TestLicensesThroughHAProxy is TestLicensesThroughNginx through HAProxy
-// with docs/proxies/haproxy.cfg and robots_guard.lua as shipped: the Lua
-// action passes the client's Authorization: License token to the service,
-// sends a refusal (401, 402, 503) to the client as the service wrote it,
-// with its challenge, Link and body, and keeps the Link of an allowed
-// request in a variable, which the recipe's http-response rule adds to
-// the site's answer.
-func TestLicensesThroughHAProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs HAProxy and the built Caddy")
-	}
-	licensesThroughProxy(t, behind(startHAProxy))
-}
-
-// TestLicensesThroughNginxFiles is TestLicensesThroughNginx with nginx
-// serving the site's files itself (docs/proxies/nginx-files.conf, its
+// TestLicensesThroughNginxFiles is TestLicensesThroughProxies/nginx with
+// nginx serving the site's files itself (docs/proxies/nginx-files.conf, its
 // site named localhost), the service's origin.
 func TestLicensesThroughNginxFiles(t *testing.T) {
 	if testing.Short() {

@@ -3,7 +3,6 @@ package integration_test
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,27 +54,17 @@ func licenseLink(base string) string {
 	return "<" + base + `/license.xml>; rel="license"; type="application/rsl+xml"`
 }
 
-// licensedGet sends GET url with client, as the User-Agent ua (with the
-// headers browsers send, as get does) and, when token is not "", the
-// Authorization: License header of RSL's Crawler Authorization Protocol.
+// licensedGet sends GET url with client as browserGet does (the
+// User-Agent ua and the headers browsers send) and, when token is not "",
+// the Authorization: License header of RSL's Crawler Authorization
+// Protocol.
 func licensedGet(t *testing.T, client *http.Client, url, ua, token string) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("User-Agent", ua)
-	browserHeaders(req.Header)
+	req := browserRequest(t, url, ua)
 	if token != "" {
 		req.Header.Set("Authorization", "License "+token)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, string(b), resp.Header}
+	return send(t, client, req)
 }
 
 // TestLicenses runs RSL 1.0 licence enforcement (issue 49) in a real

@@ -283,13 +283,7 @@ func (p proxyClient) get(path, ua, ip string, extra ...string) answer {
 
 func (p proxyClient) do(req *http.Request) answer {
 	p.t.Helper()
-	resp, err := p.c.Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, string(b), resp.Header}
+	return send(p.t, p.c, req)
 }
 
 // TestProxies runs the e2e matrix through real nginx, real HAProxy and

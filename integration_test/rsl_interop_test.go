@@ -4,11 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -142,37 +137,15 @@ func TestRSLInterop(t *testing.T) {
 func testlicenseCases(t *testing.T, ls *testlicense.Server, site, other string) []interopCase {
 	aud := site + "/"
 	now := time.Now()
-	claims := func(extra map[string]any) map[string]any {
-		c := map[string]any{"iss": ls.URL, "aud": aud, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
-		for k, v := range extra {
-			if v == nil {
-				delete(c, k)
-			} else {
-				c[k] = v
-			}
-		}
-		return c
-	}
-	ed, edPriv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.Publish("k-ed25519", ed)
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.Publish("k-rsa", &rsaKey.PublicKey)
-	unpublished, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claims := func(change map[string]any) map[string]any { return ls.Claims(aud, change) }
+	ed, rsaKey := testlicense.EdKey(), testlicense.RSAKey()
+	ls.Publish("k-ed25519", ed.Public())
+	ls.Publish("k-rsa", rsaKey.Public())
 	valid := ls.Token(aud, time.Hour)
-	none := b64JSON(t, map[string]any{"alg": "none", "typ": "JWT"}) + "." + b64JSON(t, claims(nil)) + "."
 
 	cases := []interopCase{
 		{Name: "valid ES256", Token: valid, ours: true, jose: true},
-		{Name: "valid EdDSA", Token: testlicense.SignWith(edPriv, "k-ed25519", claims(nil)), ours: true, jose: true},
+		{Name: "valid EdDSA", Token: testlicense.SignWith(ed, "k-ed25519", claims(nil)), ours: true, jose: true},
 		{Name: "valid RS256", Token: testlicense.SignWith(rsaKey, "k-rsa", claims(nil)), ours: true, jose: true},
 		{Name: "audiences, one the site", Token: ls.Sign(claims(map[string]any{"aud": []string{other, aud}})), ours: true, jose: true},
 		{Name: "expired", Token: ls.Token(aud, -time.Hour), why: "expired"},
@@ -180,10 +153,10 @@ func testlicenseCases(t *testing.T, ls *testlicense.Server, site, other string) 
 		{Name: "another issuer", Token: ls.Sign(claims(map[string]any{"iss": "https://issuer.invalid"})), why: "issuer"},
 		{Name: "no exp", Token: ls.Sign(claims(map[string]any{"exp": nil})), why: "no exp"},
 		{Name: "not yet valid", Token: ls.Sign(claims(map[string]any{"nbf": now.Add(2 * time.Hour).Unix(), "exp": now.Add(3 * time.Hour).Unix()})), why: "nbf"},
-		{Name: "unpublished key", Token: testlicense.SignWith(unpublished, "k-unpublished", claims(nil)), why: "key"},
+		{Name: "unpublished key", Token: testlicense.SignWith(testlicense.ECKey(), "k-unpublished", claims(nil)), why: "key"},
 		{Name: "payload tampered (exp extended)", Token: tamperPayload(t, valid), why: "signature"},
-		{Name: "signature tampered", Token: tamperSignature(valid), why: "signature"},
-		{Name: `alg "none"`, Token: none, why: "alg"},
+		{Name: "signature tampered", Token: testlicense.TamperSignature(valid), why: "signature"},
+		{Name: `alg "none"`, Token: testlicense.Unsigned(`{"alg":"none","typ":"JWT"}`, claims(nil)), why: "alg"},
 	}
 	for i := range cases {
 		cases[i].Name = "testlicense: " + cases[i].Name
@@ -219,7 +192,7 @@ func joseIssuedCases(t *testing.T, issuer joseIssuer) []interopCase {
 	es := issuer.Tokens["valid ES256"]
 	cases = append(cases,
 		interopCase{Name: "payload tampered (exp extended)", Token: tamperPayload(t, es), why: "signature"},
-		interopCase{Name: "signature tampered", Token: tamperSignature(es), why: "signature"})
+		interopCase{Name: "signature tampered", Token: testlicense.TamperSignature(es), why: "signature"})
 	for i := range cases {
 		cases[i].Name = "jose: " + cases[i].Name
 		cases[i].Server = issuer.URL
@@ -439,15 +412,4 @@ func tamperPayload(t *testing.T, tok string) string {
 	c["exp"] = c["exp"].(float64) + 86400
 	parts[1] = b64JSON(t, c)
 	return strings.Join(parts, ".")
-}
-
-// tamperSignature returns the JWS tok with a bit of its signature's first
-// byte flipped.
-func tamperSignature(tok string) string {
-	i := strings.LastIndexByte(tok, '.') + 1
-	c := byte('A')
-	if tok[i] == 'A' {
-		c = 'B'
-	}
-	return tok[:i] + string(c) + tok[i+1:]
 }

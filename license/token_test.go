@@ -2,11 +2,8 @@ package license
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -66,17 +63,7 @@ func TestVerifyJWT(t *testing.T) {
 	ctx := context.Background()
 	srv, v, _ := setup(t)
 	now := time.Now()
-	claims := func(extra map[string]any) map[string]any {
-		m := map[string]any{"iss": srv.URL, "aud": site, "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()}
-		for k, x := range extra {
-			if x == nil {
-				delete(m, k)
-			} else {
-				m[k] = x
-			}
-		}
-		return m
-	}
+	claims := func(change map[string]any) map[string]any { return srv.Claims(site, change) }
 	tests := []struct {
 		name  string
 		token string
@@ -110,13 +97,13 @@ func TestVerifyJWT(t *testing.T) {
 		{"not yet valid", srv.Sign(claims(map[string]any{"nbf": now.Add(10 * time.Minute).Unix()})), pageURL, "not valid before"},
 		{"nbf within the skew", srv.Sign(claims(map[string]any{"nbf": now.Add(30 * time.Second).Unix()})), pageURL, ""},
 		{"another issuer", srv.Sign(claims(map[string]any{"iss": "https://evil.example"})), pageURL, `issued by "https://evil.example"`},
-		{"bad signature", tamper(srv.Token(site, time.Hour)), pageURL, "bad signature"},
-		{"alg none", unsigned(`{"alg":"none","typ":"JWT"}`, claims(nil)), pageURL, `algorithm "none" is not accepted`},
-		{"alg HS256", unsigned(`{"alg":"HS256","kid":"`+srv.KeyID()+`"}`, claims(nil)) + "c2ln", pageURL, `algorithm "HS256" is not accepted`},
-		{"crit", unsigned(`{"alg":"ES256","crit":["exp"],"exp":1}`, claims(nil)) + "c2ln", pageURL, "crit"},
-		{"unknown key", testlicense.SignWith(newECKey(t), "nobody", claims(nil)), pageURL, `unknown key id "nobody"`},
-		{"no key of the alg", testlicense.SignWith(newEdKey(t), "", claims(nil)), pageURL, "no EdDSA key"},
-		{"unsigned ES256", unsigned(`{"alg":"ES256"}`, claims(nil)), pageURL, "JWS without a signature"},
+		{"bad signature", testlicense.TamperSignature(srv.Token(site, time.Hour)), pageURL, "bad signature"},
+		{"alg none", testlicense.Unsigned(`{"alg":"none","typ":"JWT"}`, claims(nil)), pageURL, `algorithm "none" is not accepted`},
+		{"alg HS256", testlicense.Unsigned(`{"alg":"HS256","kid":"`+srv.KeyID()+`"}`, claims(nil)) + "c2ln", pageURL, `algorithm "HS256" is not accepted`},
+		{"crit", testlicense.Unsigned(`{"alg":"ES256","crit":["exp"],"exp":1}`, claims(nil)) + "c2ln", pageURL, "crit"},
+		{"unknown key", testlicense.SignWith(testlicense.ECKey(), "nobody", claims(nil)), pageURL, `unknown key id "nobody"`},
+		{"no key of the alg", testlicense.SignWith(testlicense.EdKey(), "", claims(nil)), pageURL, "no EdDSA key"},
+		{"unsigned ES256", testlicense.Unsigned(`{"alg":"ES256"}`, claims(nil)), pageURL, "JWS without a signature"},
 		{"header not JSON", base64.RawURLEncoding.EncodeToString([]byte("{not json")) + ".e30.c2ln", pageURL, "malformed JWS header"},
 		{"payload not base64", "eyJhbGciOiJFUzI1NiJ9.a.c2ln", pageURL, "malformed JWS payload"},
 		{"signature not base64", srv.Token(site, time.Hour) + "AAA", pageURL, "malformed JWS signature"},
@@ -148,7 +135,7 @@ func TestVerifyJWT(t *testing.T) {
 func TestVerifyAlgorithms(t *testing.T) {
 	ctx := context.Background()
 	srv, v, _ := setup(t)
-	ed, rs := newEdKey(t), newRSAKey(t)
+	ed, rs := testlicense.EdKey(), testlicense.RSAKey()
 	srv.Publish("ed", ed.Public())
 	srv.Publish("rs", rs.Public())
 	claims := map[string]any{"aud": site, "exp": time.Now().Add(time.Hour).Unix()}
@@ -157,7 +144,7 @@ func TestVerifyAlgorithms(t *testing.T) {
 		"EdDSA no kid": testlicense.SignWith(ed, "", claims),
 		"RS256":        testlicense.SignWith(rs, "rs", claims),
 		"RS256 no kid": testlicense.SignWith(rs, "", claims),
-		"ES256 no kid": testlicense.SignWith(newECKey(t), "", claims),
+		"ES256 no kid": testlicense.SignWith(testlicense.ECKey(), "", claims),
 	} {
 		err := v.Verify(ctx, srv.URL, pageURL, tok)
 		if name == "ES256 no kid" {
@@ -209,7 +196,7 @@ func TestVerifyRotation(t *testing.T) {
 	}
 	// Unknown kids do not make the verifier fetch more than once a minute.
 	for range 10 {
-		v.Verify(ctx, srv.URL, pageURL, testlicense.SignWith(newECKey(t), "random-"+randomKid(), map[string]any{"aud": site, "exp": time.Now().Add(time.Hour).Unix()}))
+		v.Verify(ctx, srv.URL, pageURL, testlicense.SignWith(testlicense.ECKey(), "random-"+randomKid(), map[string]any{"aud": site, "exp": time.Now().Add(time.Hour).Unix()}))
 	}
 	if n := srv.Requests("/key"); n != 2 {
 		t.Errorf("%d key fetches after unknown kids, want 2", n)
@@ -438,52 +425,6 @@ func TestVerifyArguments(t *testing.T) {
 // licence server may vouch for.
 func anyIssuer(srv *testlicense.Server, ttl time.Duration) string {
 	return srv.Sign(map[string]any{"aud": site, "exp": time.Now().Add(ttl).Unix()})
-}
-
-// tamper changes a byte in the middle of a token's signature.
-func tamper(tok string) string {
-	i := strings.LastIndexByte(tok, '.') + 10
-	c := byte('A')
-	if tok[i] == 'A' {
-		c = 'B'
-	}
-	return tok[:i] + string(c) + tok[i+1:]
-}
-
-// unsigned returns header.claims. with an empty signature.
-func unsigned(header string, claims map[string]any) string {
-	c, err := json.Marshal(claims)
-	if err != nil {
-		panic(err)
-	}
-	b64 := base64.RawURLEncoding.EncodeToString
-	return b64([]byte(header)) + "." + b64(c) + "."
-}
-
-func newECKey(t *testing.T) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func newEdKey(t *testing.T) ed25519.PrivateKey {
-	_, k, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-var rsaOnce = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
-
-func newRSAKey(t *testing.T) *rsa.PrivateKey {
-	k, err := rsaOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 func randomKid() string {

@@ -22,7 +22,6 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -129,10 +128,7 @@ func (s *Server) Client(id, secret string) {
 // Rotate makes a new ES256 signing key with a new key id. GET /key serves
 // it with the previous one, so that tokens already issued stay valid.
 func (s *Server) Rotate() {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
+	priv := ECKey()
 	var id [6]byte
 	rand.Read(id[:])
 	s.mu.Lock()
@@ -160,10 +156,7 @@ func (s *Server) Publish(kid string, pub crypto.PublicKey) {
 // whose claims are iss (URL), aud, iat (now), exp (now + ttl) and a random
 // jti. A negative ttl gives an expired token.
 func (s *Server) Token(aud string, ttl time.Duration) string {
-	now := time.Now()
-	return s.Sign(map[string]any{
-		"iss": s.URL, "aud": aud, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "jti": randomString(12),
-	})
+	return s.Sign(s.Claims(aud, map[string]any{"exp": time.Now().Add(ttl).Unix(), "jti": randomString(12)}))
 }
 
 // Sign returns a JWT of the claims signed with the current key (ES256,
