@@ -155,7 +155,9 @@ type Row struct {
 	// Unlicensed counts its requests for content whose licence (an RSL
 	// document that a License line of robots.txt names) names a licence
 	// server, made without a licence token: the guard would have
-	// answered 401 (402 where the licence asks payment). Only a log that
+	// answered 401 (402 where the licence asks payment); and its
+	// requests for a use that no licence of the content grants (403
+	// license_usage, token or not). Only a log that
 	// carries the request's headers (Caddy's) shows that there was none.
 	// TokenUnchecked counts such requests that carried an Authorization
 	// header (Caddy logs it "REDACTED"): they pass with a token that
@@ -230,7 +232,7 @@ func kindOf(v *guard.Verdict) int {
 // The licence counts of a request (licenseOf).
 const (
 	licenseNone      = iota // no licence server's content, or stopped for another reason
-	licenseRefused          // without a token: Unlicensed
+	licenseRefused          // without a token, or a use no licence grants: Unlicensed
 	licenseUnchecked        // an Authorization header logged: TokenUnchecked
 	licenseUnknown          // a log without the request's headers: TokenUnknown
 )

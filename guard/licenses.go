@@ -232,7 +232,10 @@ func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error)
 // WithOfflineLicenses lets any token pass unchecked, with v.License and
 // v.LicenseServer set.
 func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *policy.Robots, target string, targetOK bool) {
-	if e.lic == nil || v.Action != Allow || !targetOK || r == nil {
+	// A request that only content_signals report would stop is the
+	// licences' to judge too: one setting's dry run weakens no other.
+	signalDryRun := v.Reason == ReasonContentSignal && v.DryRun
+	if e.lic == nil || v.Action != Allow && !signalDryRun || !targetOK || r == nil {
 		return
 	}
 	c, doc := e.lic.content(ctx, v.Site, req.Origin, r, target)
@@ -249,8 +252,7 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 	case !granted:
 		// No licence of the content grants the crawler's documented
 		// use: no token could (SEMANTICS.md §8b).
-		v.Action, v.Reason = Deny, ReasonLicenseUsage
-		v.DryRun = v.DryRun || e.cfg.Licenses.Mode == license.ModeReport
+		e.licenseStops(v, ReasonLicenseUsage)
 		return
 	case c.Server == "":
 		return // terms only: nobody issues tokens
@@ -258,7 +260,7 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 	v.LicenseServer = c.Server
 	switch {
 	case req.LicenseToken == "":
-		v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, ""
+		e.licenseStops(v, ReasonLicense)
 		v.LicensePayment = terms.Paid()
 	case e.lic.given != nil:
 		return // offline: a token is not checked (nor its server asked)
@@ -268,16 +270,23 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 		case err == nil:
 			return
 		case errors.Is(err, license.ErrInvalidToken):
-			v.Action, v.Reason, v.LicenseError = Deny, ReasonLicense, "invalid_token"
+			e.licenseStops(v, ReasonLicense)
+			v.LicenseError = "invalid_token"
 			v.LicenseDetail = strings.TrimPrefix(err.Error(), license.ErrInvalidToken.Error()+": ")
 		default:
-			v.Action, v.Reason, v.LicenseError = Deny, ReasonLicenseUnavailable, "server_error"
+			e.licenseStops(v, ReasonLicenseUnavailable)
+			v.LicenseError = "server_error"
 			v.LicenseDetail = "the licence server could not be asked: " + err.Error()
 		}
 	}
-	if e.cfg.Licenses.Mode == license.ModeReport {
-		v.DryRun = true
-	}
+}
+
+// licenseStops makes v a licence's refusal for reason, in dry run under
+// licenses report or dry_run (whatever dry run a content signal's verdict
+// it replaces had).
+func (e *Engine) licenseStops(v *Verdict, reason Reason) {
+	v.Action, v.Reason = Deny, reason
+	v.DryRun = e.cfg.DryRun || e.cfg.Licenses.Mode == license.ModeReport
 }
 
 // isDocument reports whether target, on site, is the document at u.

@@ -174,8 +174,9 @@ func TestLicenseExplained(t *testing.T) {
 	e := mustNew(t, Config{})
 	defer e.Close()
 	x, err := e.Explain(t.Context(), Request{Scheme: "http", Host: "example.com", Target: "/articles/1", UserAgent: "GPTBot/1.2", Origin: licensedSite(ls, "")})
-	if err != nil || x.License != "http://example.com/license.xml" || x.LicenseServer != ls.URL || x.Status != 401 || x.Reason != "license" {
-		t.Errorf("explain: %+v, %v; want the document, the licence server, 401 for reason license", x, err)
+	if err != nil || x.License != "http://example.com/license.xml" || x.LicenseServer != ls.URL || x.Status != 401 || x.Reason != "license" ||
+		x.LicensePurpose != "ai-train" {
+		t.Errorf("explain: %+v, %v; want the document, the licence server, 401 for reason license, GPTBot's purpose", x, err)
 	}
 }
 
@@ -309,5 +310,21 @@ func TestLicenseUsage(t *testing.T) {
 	defer e.Close()
 	if v := e.DecideHTTP(licenseRequest(gpt, "/news/1", ""), nil, "192.0.2.9", mux); v.Reason != ReasonLicenseUsage {
 		t.Errorf("content_signals off: %s; want license_usage", v.Reason)
+	}
+	// content_signals report: a Content-Signal's dry run does not make
+	// the licence's refusal one (it failed before: the licence was not
+	// read once a signal had said no).
+	signalled := http.NewServeMux()
+	signalled.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "License: http://example.com/license.xml\nUser-agent: *\nContent-Signal: ai-train=no\nAllow: /\n")
+	})
+	signalled.Handle("/", mux)
+	report := mustNew(t, Config{ContentSignals: SignalsReport}, WithTransport(http.DefaultTransport))
+	defer report.Close()
+	if v := report.DecideHTTP(licenseRequest(gpt, "/news/1", ""), nil, "192.0.2.9", signalled); !v.Enforced() || v.Reason != ReasonLicenseUsage || v.License == "" {
+		t.Errorf("content_signals report, a signal's no, a licence's no: %s %s (licence %q); want an enforced license_usage", v.ActionName(), v.Reason, v.License)
+	}
+	if v := report.DecideHTTP(licenseRequest(gpt, "/other", ""), nil, "192.0.2.9", signalled); v.ActionName() != "dry_run_deny" || v.Reason != ReasonContentSignal {
+		t.Errorf("content_signals report, no licence: %s %s; want the signal's dry run", v.ActionName(), v.Reason)
 	}
 }

@@ -275,6 +275,11 @@ type Explanation struct {
 	License       string `json:"license,omitempty"`
 	LicenseServer string `json:"license_server,omitempty"`
 	LicenseError  string `json:"license_error,omitempty"`
+	// LicensePurpose is the documented purpose of the crawler (search,
+	// ai-input, ai-train) that the licence's usage terms were read
+	// against; "" for a bot with none (reason license_usage: the one no
+	// licence of the content grants).
+	LicensePurpose string `json:"license_purpose,omitempty"`
 	// Undeclared is, for a header that names a browser and headers of
 	// the request (Request.Evidence) that contradict it, the rule that
 	// made it an undeclared bot, judged by "*".
@@ -365,6 +370,9 @@ func (e *Engine) Explain(ctx context.Context, req Request) (Explanation, error) 
 		Action: v.ActionName(), Reason: v.Reason.String(), Group: v.Group, Class: v.Class,
 		CrawlDelay: duration.Duration(v.CrawlDelay), CrawlDelayLine: v.CrawlDelayLine,
 		License: v.License, LicenseServer: v.LicenseServer, LicenseError: v.LicenseError,
+	}
+	if v.License != "" && v.Crawler != nil {
+		x.LicensePurpose = v.Crawler.Purpose.String()
 	}
 	if v.Enforced() {
 		x.Status = v.StatusCode()

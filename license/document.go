@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,8 +26,14 @@ const (
 	MaxURLLength = 2048
 
 	// maxLicenses is the largest number of <license> elements of one
-	// content that Parse reads; later ones are skipped.
+	// content; a content with more is an error.
 	maxLicenses = 16
+
+	// maxUsages is the largest number of distinct usage values a
+	// licence's permits (or prohibits) keeps; later ones are dropped
+	// (RSL 1.0 defines six): each request of a bot on licensed content
+	// reads them (Terms.Grants).
+	maxUsages = 16
 
 	// maxText is the longest text of a <permits> or <prohibits> element
 	// and the longest value of any other attribute read.
@@ -67,8 +74,8 @@ type Terms struct {
 	Payment string
 	// Permits and Prohibits are the usage values ("all", "ai-train",
 	// "search", ...) of its <permits type="usage"> and <prohibits
-	// type="usage"> elements, in the order written; nil when there is no
-	// such element.
+	// type="usage"> elements, lower-cased, each once, in the order
+	// written; nil when there is no such element.
 	Permits, Prohibits []string
 }
 
@@ -76,8 +83,9 @@ type Terms struct {
 // namespace or in none; elements in other namespaces and elements it does
 // not know are skipped. Every <content> must have a url attribute, and a
 // server attribute must be an absolute http or https URL without user
-// information, query or fragment. At most maxLicenses <license> elements
-// of a content are read. The document must be UTF-8 (or declared as such) and at most
+// information, query or fragment, and a content holds at most 16 <license>
+// elements. Usage values are kept lower-cased, each once, at most 16 per
+// element kind of a licence. The document must be UTF-8 (or declared as such) and at most
 // MaxDocumentBytes long, with at most MaxContents contents. An error names
 // the element at fault, counting from 1, as in
 // "rsl: content[3]: server: not an absolute http(s) URL". Parse never
@@ -315,10 +323,7 @@ func (p *docParser) content(se xml.StartElement) (Content, error) {
 		licenses++
 		where := "license[" + strconv.Itoa(licenses) + "]"
 		if licenses > maxLicenses {
-			if err := p.skip(); err != nil {
-				return c, fmt.Errorf("%s: %w", where, err)
-			}
-			continue
+			return c, fmt.Errorf("%s: more than %d licences in one content", where, maxLicenses)
 		}
 		var t Terms
 		if err := p.license(&t); err != nil {
@@ -357,9 +362,9 @@ func (p *docParser) license(c *Terms) error {
 				continue
 			}
 			if name == "permits" {
-				c.Permits = append(c.Permits, words...)
+				c.Permits = addUsages(c.Permits, words)
 			} else {
-				c.Prohibits = append(c.Prohibits, words...)
+				c.Prohibits = addUsages(c.Prohibits, words)
 			}
 		case rslName(se.Name, "payment"):
 			payments++
@@ -509,4 +514,17 @@ func splitURL(s string) (u parsedURL, ok bool) {
 		origin += ":" + port
 	}
 	return parsedURL{origin: origin, rest: rest}, true
+}
+
+// addUsages adds the usage values words to list, lower-cased (the values
+// are compared as written in RSL's vocabulary), each once, at most
+// maxUsages in all.
+func addUsages(list, words []string) []string {
+	for _, w := range words {
+		w = strings.ToLower(w)
+		if len(list) < maxUsages && !slices.Contains(list, w) {
+			list = append(list, w)
+		}
+	}
+	return list
 }

@@ -85,8 +85,11 @@ func TestParse(t *testing.T) {
 		{"several licences, in order", `<rsl><content url="/" server="https://l.example"><license><permits type="usage">search</permits><payment type="free"/></license>
 			<license><permits type="usage">ai-train</permits><payment type="purchase"/></license></content></rsl>`,
 			[]Content{{URL: "/", Server: "https://l.example", Licenses: []Terms{{Payment: "free", Permits: []string{"search"}}, {Payment: "purchase", Permits: []string{"ai-train"}}}}}},
-		{"licences beyond maxLicenses skipped", `<rsl><content url="/">` + strings.Repeat(`<license><payment type="free"/></license>`, maxLicenses) + `<license><payment type="purchase"/></license></content></rsl>`,
+		{"maxLicenses licences", `<rsl><content url="/">` + strings.Repeat(`<license><payment type="free"/></license>`, maxLicenses) + `</content></rsl>`,
 			[]Content{{URL: "/", Licenses: slices.Repeat([]Terms{{Payment: "free"}}, maxLicenses)}}},
+		{"usage values lower-cased, each once, at most maxUsages", `<rsl><content url="/"><license><permits type="usage">Search AI-Train search</permits>
+			<prohibits type="usage">` + strings.Repeat("x ", 3) + strings.Repeat("a b c d e f g h i j k l m n o p q ", 40) + `</prohibits></license></content></rsl>`,
+			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"search", "ai-train"}, Prohibits: append([]string{"x"}, strings.Fields("a b c d e f g h i j k l m n o")...)}}}}},
 		{"CDATA", `<rsl><content url="/"><license><permits type="usage"><![CDATA[all]]></permits></license></content></rsl>`,
 			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"all"}}}}}},
 	}
@@ -127,6 +130,7 @@ func TestParseErrors(t *testing.T) {
 		{"payment without type", `<rsl><content url="/"><license><payment><amount currency="USD">1</amount></payment></license></content></rsl>`, "rsl: content[1]: license[1]: payment: no type attribute"},
 		{"long permits", `<rsl><content url="/"><license><permits type="usage">` + strings.Repeat("all ", 1025) + `</permits></license></content></rsl>`, "rsl: content[1]: license[1]: permits: text longer than 4096 bytes"},
 		{"too many contents", many, "rsl: more than 1000 content elements"},
+		{"too many licences", `<rsl><content url="/">` + strings.Repeat(`<license/>`, maxLicenses+1) + `</content></rsl>`, "rsl: content[1]: license[17]: more than 16 licences in one content"},
 		{"too big", "<rsl>" + strings.Repeat(" ", MaxDocumentBytes) + "</rsl>", "rsl: the document is 524299 bytes, more than 524288"},
 		{"unclosed", `<rsl><content url="/"><license>`, "rsl: content[1]: license[1]: XML syntax error on line 1: unexpected EOF"},
 		{"mismatched", `<rsl><content url="/"></license></rsl>`, "rsl: content[1]: XML syntax error"},

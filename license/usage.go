@@ -1,6 +1,7 @@
 package license
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/robotsguard/robotsguard/policy"
@@ -9,17 +10,17 @@ import (
 // TermsFor returns the licence of c under which a crawler of purpose p
 // may use it, and true: of the licences that grant p (Terms.Grants), the
 // first that asks no payment, else the first. For PurposeNone (a bot
-// whose use is not known) every licence counts; for a content without a
-// <license> element, it is empty Terms (it restricts nothing). It returns
-// false when c has licences and none grants p: no token of c's licence
-// server could make that use licensed.
+// whose use is not known) every licence counts but one that prohibits
+// every use; for a content without a <license> element, it is empty Terms
+// (it restricts nothing). It returns false when c has licences and none
+// counts: no token of c's licence server could make that use licensed.
 func (c *Content) TermsFor(p policy.Purpose) (Terms, bool) {
 	if len(c.Licenses) == 0 {
 		return Terms{}, true
 	}
 	found, first := false, Terms{}
 	for _, t := range c.Licenses {
-		if p != policy.PurposeNone && !t.Grants(p) {
+		if p != policy.PurposeNone && !t.Grants(p) || p == policy.PurposeNone && t.refusesAll() {
 			continue
 		}
 		if !t.Paid() {
@@ -71,7 +72,7 @@ func (t Terms) Grants(p policy.Purpose) bool {
 // covers reports whether the usage value u covers purpose p; permits
 // reads "ai-index" (and so "ai-all") as search too.
 func covers(u string, p policy.Purpose, permits bool) bool {
-	switch strings.ToLower(u) {
+	switch u { // lower-cased by Parse
 	case "all":
 		return true
 	case "ai-all": // ai-train, ai-input and ai-index
@@ -86,4 +87,15 @@ func covers(u string, p policy.Purpose, permits bool) bool {
 		return permits && p == policy.PurposeSearch
 	}
 	return false
+}
+
+// refusesAll reports whether t's prohibits cover every purpose ("all", or
+// "search" with "ai-all", ...): no use is licensed, whoever asks.
+func (t Terms) refusesAll() bool {
+	for _, p := range [...]policy.Purpose{policy.PurposeSearch, policy.PurposeAIInput, policy.PurposeAITrain} {
+		if !slices.ContainsFunc(t.Prohibits, func(u string) bool { return covers(u, p, false) }) {
+			return false
+		}
+	}
+	return true
 }

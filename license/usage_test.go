@@ -1,6 +1,7 @@
 package license
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/robotsguard/robotsguard/policy"
@@ -28,7 +29,7 @@ func TestGrants(t *testing.T) {
 		{"permits ai-index: search too", []string{"ai-index"}, nil, [3]bool{true, false, false}},
 		{"prohibits ai-index: not search", nil, []string{"ai-index"}, [3]bool{true, true, true}},
 		{"prohibits ai-train", nil, []string{"ai-train"}, [3]bool{true, true, false}},
-		{"permits ai-input, case-insensitive", []string{"AI-Input"}, nil, [3]bool{false, true, false}},
+		{"permits ai-input", []string{"ai-input"}, nil, [3]bool{false, true, false}},
 		{"prohibits win", []string{"all"}, []string{"ai-train"}, [3]bool{true, true, false}},
 		{"unknown values cover nothing", []string{"tdm", "ai-trian"}, nil, [3]bool{false, false, false}},
 		{"unknown prohibition refuses nothing", nil, []string{"tdm"}, [3]bool{true, true, true}},
@@ -85,7 +86,39 @@ func TestTermsFor(t *testing.T) {
 	if _, ok := onlySearch.TermsFor(policy.PurposeAITrain); ok {
 		t.Error("a licence for search only grants ai-train")
 	}
+	// A bot whose use is not known: a licence that prohibits every use
+	// licenses it no more than the others.
+	for _, prohibits := range [][]string{{"all"}, {"search", "ai-all"}} {
+		refused := Content{URL: "/", Licenses: []Terms{{Prohibits: prohibits}}}
+		if _, ok := refused.TermsFor(policy.PurposeNone); ok {
+			t.Errorf("prohibits %q: a bot whose use is not known is licensed", prohibits)
+		}
+	}
+	if _, ok := (&Content{URL: "/", Licenses: []Terms{{Prohibits: []string{"ai-all"}}}}).TermsFor(policy.PurposeNone); !ok {
+		t.Error("prohibits ai-all: a bot whose use is not known is refused; search is still licensed")
+	}
 	if got, ok := (&Content{URL: "/"}).TermsFor(policy.PurposeAITrain); !ok || got.Payment != "" {
 		t.Errorf("a content without a licence: %+v, %v; want empty terms, true", got, ok)
+	}
+}
+
+// TestTermsForBounded: the terms a request reads are bounded by Parse
+// (16 licences, 16 values per list) and read without allocating.
+func TestTermsForBounded(t *testing.T) {
+	lic := `<license>` + strings.Repeat(`<permits type="usage">tdm ai-index</permits>`, 500) +
+		`<permits type="usage">x1 x2 x3 x4 x5 x6 x7 x8 x9 x10 x11 x12 x13 x14 ai-train</permits></license>`
+	doc, err := Parse([]byte(`<rsl><content url="/">` + strings.Repeat(lic, 16) + `</content></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &doc.Contents[0]
+	if n := len(c.Licenses[0].Permits); n != 16 {
+		t.Errorf("%d values kept, want 16", n)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { c.TermsFor(policy.PurposeAITrain) }); allocs != 0 {
+		t.Errorf("TermsFor: %v allocations, want 0", allocs)
+	}
+	if _, ok := c.TermsFor(policy.PurposeAITrain); ok {
+		t.Error("ai-train, written after 16 other values, is kept")
 	}
 }

@@ -106,8 +106,8 @@ var ErrSelfSource = errors.New("robots_guard_check: robots_txt: set origin (the 
 // 429 with Retry-After, 400 for unreadable Web Bot Auth signature
 // headers, or, for a bot on content a licence of the site's robots.txt
 // covers (RSL 1.0, docs/licensing.md), 401 (402 where the licence asks
-// payment) without a valid licence token and 503 when the token cannot be
-// checked now, with its one-line body (or what WithDenyHandler and
+// payment) without a valid licence token, 503 when the token cannot be
+// checked now and 403 for a use no licence of the content grants, with its one-line body (or what WithDenyHandler and
 // WithThrottleHandler write). An answer about licensed content carries
 // the Link to the licence's RSL document, the yes as much as the
 // refusal, and a refusal for want of a token the WWW-Authenticate:

@@ -18,7 +18,7 @@ import (
 // licenseSite is the transport of an engine whose sites' robots.txt
 // names http://example.com/license.xml: it serves that RSL document
 // (/articles/* licensed by the licence server ls, /paid/* by ls for a
-// purchase) and sends every other request, the licence server's, on.
+// purchase, /search-only/* by ls for search only) and sends every other request, the licence server's, on.
 type licenseSite struct{ ls *testlicense.Server }
 
 func (s licenseSite) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -34,6 +34,7 @@ func (s licenseSite) RoundTrip(r *http.Request) (*http.Response, error) {
 	io.WriteString(rec, `<rsl xmlns="https://rslstandard.org/rsl">
   <content url="/articles/*" server="`+s.ls.URL+`"><license><permits type="usage">all</permits></license></content>
   <content url="/paid/*" server="`+s.ls.URL+`"><license><payment type="purchase"><amount currency="USD">10</amount></payment></license></content>
+  <content url="/search-only/*" server="`+s.ls.URL+`"><license><permits type="usage">search</permits></license></content>
 </rsl>`)
 	return rec.Result(), nil
 }
@@ -168,6 +169,7 @@ func TestCheckLicenseContracts(t *testing.T) {
 			{"a valid token", "/articles/2", uaGPTBot, "License " + ls.Token("http://example.com/", time.Hour), 200, "", true},
 			{"an expired token", "/articles/3", uaGPTBot, "License " + ls.Token("http://example.com/", -time.Hour), 401, `error="invalid_token"`, true},
 			{"a purchase", "/paid/x", uaGPTBot, "", 402, "License", true},
+			{"a use no licence grants, a valid token", "/search-only/1", uaGPTBot, "License " + ls.Token("http://example.com/", time.Hour), 403, "", true},
 			{"a browser", "/articles/1", uaChrome, "", 200, "", false},
 			{"a browser with a Bearer credential", "/articles/1", uaChrome, "Bearer abc", 200, "", false},
 		} {

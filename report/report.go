@@ -334,7 +334,8 @@ const (
 	Allowed
 	// Unlicensed is a bot's request for content that a licence (RSL)
 	// covers, whose licence server issues tokens, without a token: 401,
-	// or 402 where the licence asks payment.
+	// or 402 where the licence asks payment; or for a use that no
+	// licence of the content grants: 403 (license_usage).
 	Unlicensed
 	// InvalidToken is such a request with a token that its licence server
 	// did not accept (expired, for other content, unreadable): 401

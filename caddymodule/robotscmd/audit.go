@@ -330,14 +330,15 @@ func noUserAgentHint(format string) string {
 const tableUA = 60
 
 // licenseLine says what a site's bots did on licensed content: "licensed
-// content (RSL): 3 requests of bots without a licence token (401/402),
+// content (RSL): 3 requests of bots without a licence token or for a use
+// no licence grants (the guard's 401, 402 or 403),
 // ...", the counts that are not 0.
 func licenseLine(s audit.SiteResult) string {
 	var parts []string
 	for _, p := range []struct {
 		n    int64
 		what string
-	}{{s.Unlicensed, "without a licence token (the guard's 401/402)"}, {s.TokenUnchecked, "with a token the audit cannot check"},
+	}{{s.Unlicensed, "without a licence token or for a use no licence grants (the guard's 401, 402 or 403)"}, {s.TokenUnchecked, "with a token the audit cannot check"},
 		{s.TokenUnknown, "whose token the log does not show"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d requests of bots %s", p.n, p.what))

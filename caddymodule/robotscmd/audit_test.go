@@ -281,7 +281,7 @@ func TestAuditLicenses(t *testing.T) {
 	if err != nil || code != exitFinding {
 		t.Fatalf("exit %d, %v\n%s", code, err, out.String())
 	}
-	for _, want := range []string{"1 clients would have been stopped", "licensed content (RSL): 1 requests of bots without a licence token (the guard's 401/402), 1 requests of bots with a token the audit cannot check",
+	for _, want := range []string{"1 clients would have been stopped", "licensed content (RSL): 1 requests of bots without a licence token or for a use no licence grants (the guard's 401, 402 or 403), 1 requests of bots with a token the audit cannot check",
 		"UNLICENSED  TOKEN UNCHECKED  TOKEN UNKNOWN", "/articles/a (license)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
