@@ -234,9 +234,11 @@ func SetLicenseHeaders(h http.Header, v Verdict) {
 	if v.Reason != ReasonLicense && v.Reason != ReasonLicenseUnavailable || !v.Enforced() {
 		return // a dry run's answer is the site's: no challenge
 	}
-	c := "License"
+	// RSL's CAP guide answers a request without a token with
+	// error="invalid_request" and this description.
+	c := `License error="invalid_request", error_description="Access to this resource requires a valid license",`
 	if v.LicenseError != "" {
-		c += ` error="` + v.LicenseError + `", error_description=` + strconv.Quote(headerSafe(v.LicenseDetail)) + ","
+		c = `License error="` + v.LicenseError + `", error_description=` + strconv.Quote(headerSafe(v.LicenseDetail)) + ","
 	}
 	h["Www-Authenticate"] = []string{c + ` authorization_uri="` + strings.TrimSuffix(v.LicenseServer, "/") + `/token"`}
 }

@@ -66,8 +66,8 @@ func TestCheckLicenses(t *testing.T) {
 		status, challenge                 string // X-Robots-Guard-Status; a part of WWW-Authenticate ("" for none)
 		link                              bool
 	}{
-		{"nginx, no token", "X-Original-URI", "/articles/1", uaGPTBot, "", 401, "401", `License authorization_uri="` + ls.URL + `/token"`, true},
-		{"traefik, no token", "X-Forwarded-Uri", "/articles/1", uaGPTBot, "", 401, "401", `License authorization_uri="` + ls.URL + `/token"`, true},
+		{"nginx, no token", "X-Original-URI", "/articles/1", uaGPTBot, "", 401, "401", noTokenChallenge(ls.URL), true},
+		{"traefik, no token", "X-Forwarded-Uri", "/articles/1", uaGPTBot, "", 401, "401", noTokenChallenge(ls.URL), true},
 		{"nginx, a valid token", "X-Original-URI", "/articles/2", uaGPTBot, ls.Token("http://example.com/", time.Hour), 200, "200", "", true},
 		{"traefik, a valid token", "X-Forwarded-Uri", "/articles/2", uaGPTBot, ls.Token("http://example.com/", time.Hour), 200, "200", "", true},
 		{"nginx, an expired token", "X-Original-URI", "/articles/3", uaGPTBot, ls.Token("http://example.com/", -time.Hour), 401, "401", `error="invalid_token"`, true},
@@ -130,7 +130,7 @@ func licenseCheck(t *testing.T) (http.Handler, *testlicense.Server) {
 func TestCheckLicenseContracts(t *testing.T) {
 	h, ls := licenseCheck(t)
 	const link = `<http://example.com/license.xml>; rel="license"; type="application/rsl+xml"`
-	challenge := `License authorization_uri="` + ls.URL + `/token"`
+	challenge := noTokenChallenge(ls.URL)
 	asks := map[string]func(target, ua, authorization string) *httptest.ResponseRecorder{
 		"traefik": func(target, ua, authorization string) *httptest.ResponseRecorder {
 			r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9180/", nil)
@@ -209,4 +209,11 @@ func askRequest(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec
+}
+
+// noTokenChallenge is the challenge of an answer to a request without a
+// licence token, for the licence server at server (RSL CAP's own example:
+// error="invalid_request").
+func noTokenChallenge(server string) string {
+	return `License error="invalid_request", error_description="Access to this resource requires a valid license", authorization_uri="` + server + `/token"`
 }

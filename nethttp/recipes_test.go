@@ -385,7 +385,7 @@ func TestLicensesThroughRecipes(t *testing.T) {
 	h, ls := licenseCheck(t)
 	fa, ea := traefikRecipe(t), envoyRecipe(t)
 	const link = `<http://example.com/license.xml>; rel="license"; type="application/rsl+xml"`
-	challenge := `License authorization_uri="` + ls.URL + `/token"`
+	challenge := noTokenChallenge(ls.URL)
 	proxies := map[string]func(client) proxied{
 		"traefik": func(c client) proxied { return throughTraefik(h, fa, c) },
 		"envoy":   func(c client) proxied { return throughEnvoy(t, h, ea, c) },
