@@ -265,7 +265,7 @@ func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *
 	case e.lic.given != nil:
 		return // offline: a token is not checked (nor its server asked)
 	default:
-		err := e.lic.verifier.Verify(sites.Foreign(ctx, hostOf(v.Site), c.Server), c.Server, v.Site+target, req.LicenseToken)
+		err := e.lic.verify(ctx, v.Site, c.Server, target, req.LicenseToken)
 		switch {
 		case err == nil:
 			return
@@ -305,4 +305,15 @@ func hostOf(site string) string {
 	_, host, _ := strings.Cut(site, "://")
 	name, _ := sites.SplitHost(host)
 	return name
+}
+
+// verify checks token for site's target at server: from the verifier's
+// cache, or, on a miss only, with the outbound call's address rules
+// (sites.Foreign, which may look the site's own host up in DNS: never
+// once per request).
+func (l *licenses) verify(ctx context.Context, site, server, target, token string) error {
+	if ok, err := l.verifier.Cached(server, site+target, token); ok {
+		return err
+	}
+	return l.verifier.Verify(sites.Foreign(ctx, hostOf(site), server), server, site+target, token)
 }

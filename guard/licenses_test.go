@@ -328,3 +328,34 @@ func TestLicenseUsage(t *testing.T) {
 		t.Errorf("content_signals report, no licence: %s %s; want the signal's dry run", v.ActionName(), v.Reason)
 	}
 }
+
+// BenchmarkLicensedBot is GPTBot on licensed content with a valid signed
+// token (its verification cached after the first request): the cost a
+// licence adds to BenchmarkBotAllowed's path, Link header included.
+func BenchmarkLicensedBot(b *testing.B) {
+	ls := testlicense.Start(b)
+	e := mustNew(b, Config{}, WithTransport(http.DefaultTransport))
+	r := benchRequest(uaGPTBot, "/articles/1")
+	r.Header.Set("Authorization", "License "+ls.Token("http://example.com/", time.Hour))
+	site := licensedSite(ls, "")
+	origin := http.NewServeMux()
+	origin.Handle("/robots.txt", site)
+	origin.Handle("/license.xml", site)
+	origin.Handle("/", okHandler)
+	runBench(b, serve(e, origin), r, 200)
+}
+
+// BenchmarkLicenseUsage is GPTBot on content whose licence grants search
+// only: 403 license_usage, read from the licence's terms.
+func BenchmarkLicenseUsage(b *testing.B) {
+	ls := testlicense.Start(b)
+	e := mustNew(b, Config{}, WithTransport(http.DefaultTransport))
+	origin := http.NewServeMux()
+	origin.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "License: http://example.com/license.xml\nUser-agent: *\nAllow: /\n")
+	})
+	origin.HandleFunc("/license.xml", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `<rsl><content url="/news/*" server="`+ls.URL+`"><license><permits type="usage">search</permits></license></content></rsl>`)
+	})
+	runBench(b, serve(e, origin), benchRequest(uaGPTBot, "/news/1"), 403)
+}

@@ -188,7 +188,7 @@ func (v *Verifier) Verify(ctx context.Context, server, requestURL, token string)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("license: checking a token: %w", err)
 	}
-	if r, ok := v.results.Get(key); ok && v.now().Before(r.until) && (r.resource == "" || r.resource == requestURL) {
+	if r, ok := v.cached(key, requestURL); ok {
 		return r.check(v.now(), req)
 	}
 	// Concurrent checks of one token share one call to the server. An
@@ -224,6 +224,31 @@ func (v *Verifier) Verify(ctx context.Context, server, requestURL, token string)
 	case <-ctx.Done():
 		return fmt.Errorf("license: checking a token: %w", ctx.Err())
 	}
+}
+
+// Cached returns what Verify would answer from its cache alone, and true;
+// false when Verify would have to ask the licence server (or the
+// arguments are not ones it checks from its cache). A caller that must
+// prepare the outbound call (its address rules) asks it first.
+func (v *Verifier) Cached(server, requestURL, token string) (bool, error) {
+	req, ok := splitURL(requestURL)
+	if !ok || token == "" || len(token) > MaxTokenLength || checkServer(server) != nil {
+		return false, nil
+	}
+	r, ok := v.cached(cacheKey(strings.TrimRight(server, "/"), token), requestURL)
+	if !ok {
+		return false, nil
+	}
+	return true, r.check(v.now(), req)
+}
+
+// cached is the cached result of key for requestURL, if it holds now.
+func (v *Verifier) cached(key [32]byte, requestURL string) (*result, bool) {
+	r, ok := v.results.Get(key)
+	if !ok || !v.now().Before(r.until) || r.resource != "" && r.resource != requestURL {
+		return nil, false
+	}
+	return r, true
 }
 
 // cacheKey hashes a server's base URL and a token.

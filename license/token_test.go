@@ -432,3 +432,34 @@ func randomKid() string {
 	rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// TestCached: Cached answers what Verify would from the cache alone, and
+// says when Verify would have to ask the licence server (the guard then
+// prepares the outbound call; before, it did so for every request,
+// looking the site's host up in DNS each time).
+func TestCached(t *testing.T) {
+	ctx := context.Background()
+	srv, v, _ := setup(t)
+	valid, expired := srv.Token(site, time.Hour), srv.Token(site, -time.Hour)
+	for _, tok := range []string{valid, expired} {
+		if ok, _ := v.Cached(srv.URL, pageURL, tok); ok {
+			t.Fatal("Cached before any Verify: true")
+		}
+	}
+	if err := v.Verify(ctx, srv.URL, pageURL, valid); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := v.Cached(srv.URL, pageURL, valid); !ok || err != nil {
+		t.Errorf("Cached after Verify: %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := v.Cached(srv.URL, "https://other.example/x", valid); !ok || !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("Cached for another site: %v, %v; want true, an invalid token", ok, err)
+	}
+	wantInvalid(t, v.Verify(ctx, srv.URL, pageURL, expired), "expired")
+	if ok, err := v.Cached(srv.URL, pageURL, expired); !ok || !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("Cached, an expired token checked before: %v, %v; want true, an invalid token", ok, err)
+	}
+	if ok, _ := v.Cached("ftp://x", pageURL, valid); ok {
+		t.Error("Cached of a server Verify refuses: true")
+	}
+}
