@@ -450,8 +450,13 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 		}
 		if s == policy.No {
 			v.Action, v.Reason, v.Signal = Deny, ReasonContentSignal, rule
-			v.DryRun = v.DryRun || e.signalsReport
-			return
+			if !e.signalsReport {
+				return
+			}
+			// A dry run: the request passes, and so the Crawl-delay
+			// still applies to it (one setting's dry run weakens no
+			// other).
+			v.DryRun = true
 		}
 	}
 	if d.CrawlDelay <= 0 {
@@ -467,6 +472,7 @@ func (e *Engine) judge(ctx context.Context, req *Request, tr *trace, v *Verdict,
 	}
 	if !ok {
 		v.Action, v.Reason, v.RetryAfter = Throttle, ReasonCrawlDelay, wait
+		v.DryRun, v.Signal = e.cfg.DryRun, nil // not a content signal's dry run
 	}
 }
 

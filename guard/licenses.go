@@ -234,7 +234,7 @@ func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error)
 func (e *Engine) checkLicense(ctx context.Context, req *Request, v *Verdict, r *policy.Robots, target string, targetOK bool) {
 	// A request that only content_signals report would stop is the
 	// licences' to judge too: one setting's dry run weakens no other.
-	signalDryRun := v.Reason == ReasonContentSignal && v.DryRun
+	signalDryRun := v.Reason == ReasonContentSignal && e.signalsReport
 	if e.lic == nil || v.Action != Allow && !signalDryRun || !targetOK || r == nil {
 		return
 	}

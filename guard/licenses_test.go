@@ -327,6 +327,14 @@ func TestLicenseUsage(t *testing.T) {
 	if v := report.DecideHTTP(licenseRequest(gpt, "/other", ""), nil, "192.0.2.9", signalled); v.ActionName() != "dry_run_deny" || v.Reason != ReasonContentSignal {
 		t.Errorf("content_signals report, no licence: %s %s; want the signal's dry run", v.ActionName(), v.Reason)
 	}
+	// dry_run with content_signals enforce: the dry run reports what
+	// enforcement would answer, the signal's refusal (the licence is not
+	// read, nor its server asked).
+	dry := mustNew(t, Config{DryRun: true}, WithTransport(http.DefaultTransport))
+	defer dry.Close()
+	if v := dry.DecideHTTP(licenseRequest(gpt, "/news/1", ""), nil, "192.0.2.9", signalled); v.ActionName() != "dry_run_deny" || v.Reason != ReasonContentSignal {
+		t.Errorf("dry_run, a signal's no: %s %s; want dry_run_deny content_signal", v.ActionName(), v.Reason)
+	}
 }
 
 // BenchmarkLicensedBot is GPTBot on licensed content with a valid signed

@@ -277,8 +277,8 @@ type Explanation struct {
 	LicenseError  string `json:"license_error,omitempty"`
 	// LicensePurpose is the documented purpose of the crawler (search,
 	// ai-input, ai-train) that the licence's usage terms were read
-	// against; "" for a bot with none (reason license_usage: the one no
-	// licence of the content grants).
+	// against (under reason license_usage, the one no licence of the
+	// content grants); "" for a bot with none listed.
 	LicensePurpose string `json:"license_purpose,omitempty"`
 	// Undeclared is, for a header that names a browser and headers of
 	// the request (Request.Evidence) that contradict it, the rule that

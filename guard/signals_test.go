@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,5 +141,35 @@ func TestSignalPurposeOfTwoTokens(t *testing.T) {
 		if rec := do(h, two, "/page"); rec.Code != 403 || !strings.Contains(rec.Body.String(), "GPTBot, a training crawler") {
 			t.Errorf("%q: %d %q, want GPTBot's 403", robots, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestSignalReportKeepsCrawlDelay: under content_signals report, a
+// crawler the signal says no to passes (a dry run), and its group's
+// Crawl-delay still applies: it is throttled (429, enforced) at the same
+// request as with content_signals off (the signal's dry run returned
+// before the Crawl-delay before: never throttled).
+func TestSignalReportKeepsCrawlDelay(t *testing.T) {
+	const robots = "User-Agent: *\nContent-Signal: ai-train=no\nCrawl-delay: 60\nAllow: /\n"
+	first429 := func(mode string) int {
+		h := serve(mustNew(t, Config{ContentSignals: mode}), site(robots))
+		for i := 1; i <= 10; i++ {
+			rec := do(h, signalUAs["GPTBot"], "/p"+strconv.Itoa(i))
+			switch rec.Code {
+			case 429:
+				if rec.Header().Get("Retry-After") == "" {
+					t.Errorf("%s: 429 without Retry-After", mode)
+				}
+				return i
+			case 200:
+			default:
+				t.Fatalf("%s, request %d: %d %q", mode, i, rec.Code, rec.Body)
+			}
+		}
+		return 0
+	}
+	off, report := first429(SignalsOff), first429(SignalsReport)
+	if off == 0 || report != off {
+		t.Errorf("first 429: request %d under report, %d with signals off; want the same, within 10", report, off)
 	}
 }

@@ -185,8 +185,8 @@ func licensesThroughProxy(t *testing.T, start func(t *testing.T, ls *testlicense
 	aud := base + "/"
 
 	a := get("/articles/1", gptbotUA, "")
-	if a.status != 401 || !strings.HasPrefix(challenge(a), "License ") ||
-		!strings.HasSuffix(challenge(a), `authorization_uri="`+ls.URL+`/token"`) || links(a) != link ||
+	wantChallenge := `License error="invalid_request", error_description="Access to this resource requires a valid license", authorization_uri="` + ls.URL + `/token"`
+	if a.status != 401 || challenge(a) != wantChallenge || links(a) != link ||
 		!strings.HasPrefix(a.body, "Licensed content: ") {
 		t.Errorf("GPTBot on /articles/1 without a token: %d %q, WWW-Authenticate %q, Link %q; "+
 			"want 401 with the message, one License challenge naming %s/token, the Link %q",

@@ -98,8 +98,8 @@ func TestLicenses(t *testing.T) {
 	challenge := func(a answer) string { return a.header.Get("WWW-Authenticate") }
 
 	a := licensedGet(t, client, base+"/articles/1", gptbotUA, "")
-	if a.status != 401 || !strings.HasPrefix(challenge(a), "License") ||
-		!strings.Contains(challenge(a), `authorization_uri="`+ls.URL+`/token"`) || a.header.Get("Link") != link {
+	wantChallenge := `License error="invalid_request", error_description="Access to this resource requires a valid license", authorization_uri="` + ls.URL + `/token"`
+	if a.status != 401 || challenge(a) != wantChallenge || a.header.Get("Link") != link {
 		t.Errorf("GPTBot on /articles/1 without a token: %d, WWW-Authenticate %q, Link %q; want 401, a License challenge naming %s/token, the Link %q",
 			a.status, challenge(a), a.header.Get("Link"), ls.URL, link)
 	}

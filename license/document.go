@@ -29,10 +29,10 @@ const (
 	// content; a content with more is an error.
 	maxLicenses = 16
 
-	// maxUsages is the largest number of distinct usage values a
-	// licence's permits (or prohibits) keeps; later ones are dropped
-	// (RSL 1.0 defines six): each request of a bot on licensed content
-	// reads them (Terms.Grants).
+	// maxUsages is the largest number of distinct usage values outside
+	// RSL 1.0's six that a licence's permits (or prohibits) keep; later
+	// ones are dropped (they cover no purpose): each request of a bot on
+	// licensed content reads the list (Terms.Grants).
 	maxUsages = 16
 
 	// maxText is the longest text of a <permits> or <prohibits> element
@@ -84,8 +84,8 @@ type Terms struct {
 // not know are skipped. Every <content> must have a url attribute, and a
 // server attribute must be an absolute http or https URL without user
 // information, query or fragment, and a content holds at most 16 <license>
-// elements. Usage values are kept lower-cased, each once, at most 16 per
-// element kind of a licence. The document must be UTF-8 (or declared as such) and at most
+// elements. Usage values are kept lower-cased, each once: RSL 1.0's six
+// always, and at most 16 others per element kind of a licence. The document must be UTF-8 (or declared as such) and at most
 // MaxDocumentBytes long, with at most MaxContents contents. An error names
 // the element at fault, counting from 1, as in
 // "rsl: content[3]: server: not an absolute http(s) URL". Parse never
@@ -428,6 +428,9 @@ func checkServer(s string) error {
 		return fmt.Errorf("has a query or fragment: %q", clip(s))
 	case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return fmt.Errorf("holds white space or a control character: %q", clip(s))
+	case strings.ContainsAny(s, `"\`):
+		// It is quoted in a challenge (authorization_uri).
+		return fmt.Errorf("holds a quote or a backslash: %q", clip(s))
 	}
 	return nil
 }
@@ -517,14 +520,38 @@ func splitURL(s string) (u parsedURL, ok bool) {
 }
 
 // addUsages adds the usage values words to list, lower-cased (the values
-// are compared as written in RSL's vocabulary), each once, at most
-// maxUsages in all.
+// are compared as written in RSL's vocabulary), each once: every value of
+// RSL's vocabulary, and of the others ("tdm", a typo) at most maxUsages,
+// so that no value that counts is ever dropped.
 func addUsages(list, words []string) []string {
 	for _, w := range words {
 		w = strings.ToLower(w)
-		if len(list) < maxUsages && !slices.Contains(list, w) {
+		if slices.Contains(list, w) {
+			continue
+		}
+		if known(w) || unknownUsages(list) < maxUsages {
 			list = append(list, w)
 		}
 	}
 	return list
+}
+
+// known reports whether u is a usage value of RSL 1.0.
+func known(u string) bool {
+	switch u {
+	case "all", "ai-all", "ai-train", "ai-input", "ai-index", "search":
+		return true
+	}
+	return false
+}
+
+// unknownUsages counts the values of list that RSL 1.0 does not define.
+func unknownUsages(list []string) int {
+	n := 0
+	for _, u := range list {
+		if !known(u) {
+			n++
+		}
+	}
+	return n
 }

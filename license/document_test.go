@@ -87,9 +87,9 @@ func TestParse(t *testing.T) {
 			[]Content{{URL: "/", Server: "https://l.example", Licenses: []Terms{{Payment: "free", Permits: []string{"search"}}, {Payment: "purchase", Permits: []string{"ai-train"}}}}}},
 		{"maxLicenses licences", `<rsl><content url="/">` + strings.Repeat(`<license><payment type="free"/></license>`, maxLicenses) + `</content></rsl>`,
 			[]Content{{URL: "/", Licenses: slices.Repeat([]Terms{{Payment: "free"}}, maxLicenses)}}},
-		{"usage values lower-cased, each once, at most maxUsages", `<rsl><content url="/"><license><permits type="usage">Search AI-Train search</permits>
-			<prohibits type="usage">` + strings.Repeat("x ", 3) + strings.Repeat("a b c d e f g h i j k l m n o p q ", 40) + `</prohibits></license></content></rsl>`,
-			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"search", "ai-train"}, Prohibits: append([]string{"x"}, strings.Fields("a b c d e f g h i j k l m n o")...)}}}}},
+		{"usage values lower-cased, each once, at most maxUsages unknown", `<rsl><content url="/"><license><permits type="usage">Search AI-Train search</permits>
+			<prohibits type="usage">` + strings.Repeat("x ", 3) + strings.Repeat("a b c d e f g h i j k l m n o p q ", 40) + `ALL</prohibits></license></content></rsl>`,
+			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"search", "ai-train"}, Prohibits: append(append([]string{"x"}, strings.Fields("a b c d e f g h i j k l m n o")...), "all")}}}}},
 		{"CDATA", `<rsl><content url="/"><license><permits type="usage"><![CDATA[all]]></permits></license></content></rsl>`,
 			[]Content{{URL: "/", Licenses: []Terms{{Permits: []string{"all"}}}}}},
 	}
@@ -127,6 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"server no host", `<rsl><content url="/" server="https:///olp"/></rsl>`, "rsl: content[1]: server: not an absolute http(s) URL"},
 		{"server bad port", `<rsl><content url="/" server="https://l.example:99999"/></rsl>`, "rsl: content[1]: server: not an absolute http(s) URL"},
 		{"server space", `<rsl><content url="/" server="https://l.example/a b"/></rsl>`, "rsl: content[1]: server: holds white space"},
+		{"server quote", `<rsl><content url="/" server="https://l.example/a&quot;b"/></rsl>`, "rsl: content[1]: server: holds a quote or a backslash"},
 		{"payment without type", `<rsl><content url="/"><license><payment><amount currency="USD">1</amount></payment></license></content></rsl>`, "rsl: content[1]: license[1]: payment: no type attribute"},
 		{"long permits", `<rsl><content url="/"><license><permits type="usage">` + strings.Repeat("all ", 1025) + `</permits></license></content></rsl>`, "rsl: content[1]: license[1]: permits: text longer than 4096 bytes"},
 		{"too many contents", many, "rsl: more than 1000 content elements"},

@@ -437,6 +437,10 @@ func (v *Verifier) introspect(ctx context.Context, server, requestURL, token str
 			return nil, fmt.Errorf("license: introspection at %s: empty aud", endpoint)
 		}
 		r.aud, r.hasAud = c.aud, true
+	} else {
+		// The server judged the token for this resource only: without
+		// an audience, the answer is not reused for another.
+		r.resource = requestURL
 	}
 	if raw, ok := m["permitted"]; ok {
 		var permitted bool

@@ -7,8 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -461,5 +463,28 @@ func TestCached(t *testing.T) {
 	}
 	if ok, _ := v.Cached("ftp://x", pageURL, valid); ok {
 		t.Error("Cached of a server Verify refuses: true")
+	}
+}
+
+// TestIntrospectionWithoutAudience: an introspection answer with neither
+// aud nor permitted judged the token for the one resource asked about: it
+// is not reused for another page (which could be another site's).
+func TestIntrospectionWithoutAudience(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"active":true,"exp":`+strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)+`}`)
+	}))
+	defer srv.Close()
+	v := NewVerifier(VerifierConfig{})
+	ctx := context.Background()
+	for _, u := range []string{pageURL, pageURL, "https://other.example/x"} {
+		if err := v.Verify(ctx, srv.URL, u, "opaque-token"); err != nil {
+			t.Fatalf("Verify %s: %v", u, err)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d introspections for two resources (one asked twice), want 2", n)
 	}
 }

@@ -112,13 +112,22 @@ func TestTermsForBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &doc.Contents[0]
-	if n := len(c.Licenses[0].Permits); n != 16 {
-		t.Errorf("%d values kept, want 16", n)
+	if n := len(c.Licenses[0].Permits); n != 17 {
+		t.Errorf("%d values kept, want 17 (16 others and ai-train)", n)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { c.TermsFor(policy.PurposeAITrain) }); allocs != 0 {
 		t.Errorf("TermsFor: %v allocations, want 0", allocs)
 	}
-	if _, ok := c.TermsFor(policy.PurposeAITrain); ok {
-		t.Error("ai-train, written after 16 other values, is kept")
+	if _, ok := c.TermsFor(policy.PurposeAITrain); !ok {
+		t.Error("ai-train, written after 16 other values, is dropped")
+	}
+	// A prohibition after 16 other values still holds (a cap on every
+	// value let it through).
+	doc, err = Parse([]byte(`<rsl><content url="/"><license><prohibits type="usage">x1 x2 x3 x4 x5 x6 x7 x8 x9 x10 x11 x12 x13 x14 x15 x16 x17 ai-train</prohibits></license></content></rsl>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Contents[0].TermsFor(policy.PurposeAITrain); ok {
+		t.Error("ai-train, prohibited after 17 other values, is granted")
 	}
 }

@@ -9,14 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/robotsguard/robotsguard/policy"
 )
@@ -327,73 +324,6 @@ func (s *urlSource) Fetch(ctx context.Context, req Request) (Result, error) {
 	return s.get(ctx, req)
 }
 
-// publicOnlyKey marks the context of a request that may connect to public
-// addresses only (see guardedDial).
-type publicOnlyKey struct{}
-
-// isPublic reports whether ip is an address a redirect may lead to:
-// not loopback, private (RFC 1918, RFC 4193), link-local, unspecified or
-// multicast.
-func isPublic(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsValid() && !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified())
-}
-
-// privateHost reports whether host is, or resolves to, an address that is
-// not public; "localhost" is private.
-func privateHost(ctx context.Context, host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return !isPublic(ip)
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return false
-	}
-	for _, ip := range ips {
-		if !isPublic(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// guardedDial dials as d does; for a request marked public-only it
-// resolves the host itself and connects only to public addresses, so a
-// redirect cannot make the guard connect into the private network (a
-// name that resolves to 127.0.0.1 included: the check is on the address
-// dialled, not on the name).
-func guardedDial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if ctx.Value(publicOnlyKey{}) == nil {
-			return d.DialContext(ctx, network, addr)
-		}
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, err
-		}
-		err = fmt.Errorf("%s refused: a site's file chose it (a robots.txt redirect, a licence's URL), and it resolves to no public address", host)
-		for _, ip := range ips {
-			if !isPublic(ip) {
-				continue
-			}
-			c, derr := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
-			if derr == nil {
-				return c, nil
-			}
-			err = derr
-		}
-		return nil, err
-	}
-}
-
 func (s *urlSource) get(ctx context.Context, req Request) (Result, error) {
 	return fetchURL(ctx, s.client, req, req.URL)
 }
@@ -479,28 +409,6 @@ func (s *originSource) Fetch(ctx context.Context, req Request) (Result, error) {
 // URL, which fetchURL names in X-Forwarded-Proto and X-Forwarded-Host.
 type forwardedKey struct{}
 
-// NewHTTPClient returns the client of URL sources: it never follows
-// redirects (the Cache does, counting them) and gives up after timeout.
-func NewHTTPClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
-	if rt == nil {
-		rt = &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           guardedDial(&net.Dialer{Timeout: timeout}),
-			TLSHandshakeTimeout:   timeout,
-			ResponseHeaderTimeout: timeout,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       time.Minute,
-		}
-	}
-	return &http.Client{
-		Transport: rt,
-		Timeout:   timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-}
-
 // FileSource returns a source that reads robots.txt from a file for every
 // site. A refresh first compares the file's size and modification time with
 // those of the copy in use and reads the file only when they differ, so a
@@ -551,18 +459,4 @@ type bytesSource []byte
 
 func (b bytesSource) Fetch(context.Context, Request) (Result, error) {
 	return Result{StatusCode: http.StatusOK, Body: b}, nil
-}
-
-// Foreign returns ctx marked, for a client of NewHTTPClient, to connect to
-// public addresses only when rawURL's host is not siteHost (the site's own
-// host name) and siteHost is not in the private network itself: for a
-// fetch whose URL a site's file chose (an RSL document that robots.txt
-// names, its licence server), as for a robots.txt redirect away from the
-// site. An unparsable URL is marked too.
-func Foreign(ctx context.Context, siteHost, rawURL string) context.Context {
-	u, err := url.Parse(rawURL)
-	if err == nil && strings.EqualFold(u.Hostname(), siteHost) || privateHost(ctx, siteHost) {
-		return ctx
-	}
-	return context.WithValue(ctx, publicOnlyKey{}, true)
 }

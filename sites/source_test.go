@@ -114,3 +114,34 @@ func TestIsSelfFetch(t *testing.T) {
 		}
 	}
 }
+
+// TestForeign: a fetch whose URL a site's file chose, on another host
+// than the site's, reaches public addresses only, unless the site's own
+// host is private (found when the fetch dials, for the first time).
+func TestForeign(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	client := NewHTTPClient(nil, 5*time.Second)
+	for _, tt := range []struct {
+		siteHost string
+		ok       bool
+	}{
+		{"127.0.0.1", true},     // the URL's own host: not marked
+		{"localhost", true},     // a private site may reach its private network
+		{"192.168.1.10", true},  // so may one on a private address
+		{"203.0.113.5", false},  // a public site may not
+		{"site.invalid", false}, // nor one whose host does not resolve
+	} {
+		req, err := http.NewRequestWithContext(Foreign(context.Background(), tt.siteHost, srv.URL), http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if (err == nil) != tt.ok {
+			t.Errorf("site %s, a fetch of %s: %v; want allowed %v", tt.siteHost, srv.URL, err, tt.ok)
+		}
+	}
+}
