@@ -44,7 +44,7 @@ var (
 		"Clients banned for ignoring robots.txt, by trigger (trap, ban_after), outcome (banned; dropped: the ban list held bans.max_entries live bans, none of which is lifted for a new one) and dry_run (true: logged, not enforced).",
 		"trigger", "outcome", "dry_run")
 	licenseFetchesTotal = counterVec("license_fetches_total",
-		"Fetches of the RSL documents that robots.txt License lines name, by outcome (ok; error and invalid keep the last good copy, or leave the content unenforced when none is known).",
+		"Fetches of the RSL documents that robots.txt License lines name, by outcome (ok; not_modified: a 304 to a revalidation, the copy kept; error and invalid keep the last good copy, or leave the content unenforced when none is known).",
 		"outcome")
 	undeclaredTotal = counterVec("undeclared_total",
 		"Requests of undeclared bots (a User-Agent that names a browser, contradicted by the request's other headers), by rule (classify.UndeclaredRules: no-accept-language, no-client-hints, no-fetch-metadata) and action (allow, deny, throttle, and dry_run_deny, dry_run_throttle in dry run or with bots undeclared report).",

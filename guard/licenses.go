@@ -20,7 +20,8 @@ import (
 )
 
 // LicenseObserver is the part of an Observer that counts the fetches of
-// RSL documents, by outcome: "ok", "error" (the last good copy, or none,
+// RSL documents, by outcome: "ok", "not_modified" (a 304 to a
+// revalidation: the copy stands), "error" (the last good copy, or none,
 // stays: enforcement is weaker until a fetch succeeds) and "invalid".
 type LicenseObserver interface {
 	ObserveLicenseFetch(outcome string)
@@ -60,6 +61,9 @@ type licenseDoc struct {
 	matcher *license.Matcher
 	due     time.Time // when it is fetched again
 	tried   bool
+	// etag and lastModified are the validators of the answer the copy
+	// came from: a refresh asks with them, and a 304 keeps the copy.
+	etag, lastModified string
 }
 
 // newLicenses returns the licences of an Engine of cfg, fetching through
@@ -131,9 +135,17 @@ func (l *licenses) matcher(ctx context.Context, site, u string, origin http.Hand
 // fetch fetches the document at u for site into d (d.mu held).
 func (l *licenses) fetch(ctx context.Context, site, u string, origin http.Handler, d *licenseDoc) {
 	d.due = l.now().Add(time.Duration(l.cfg.Refresh))
-	doc, err := l.get(ctx, site, u, origin)
+	doc, err := l.get(ctx, site, u, origin, d)
 	outcome := "ok"
 	switch {
+	case errors.Is(err, errNotModified) && d.matcher != nil:
+		if l.obs != nil {
+			l.obs.ObserveLicenseFetch("not_modified")
+		}
+		return // the copy in force stands
+	case errors.Is(err, errNotModified):
+		err = fmt.Errorf("%s answered 304 Not Modified to a request for a copy the guard does not hold", u)
+		outcome = "error"
 	case errors.Is(err, errInvalidDoc):
 		outcome = "invalid"
 	case err != nil:
@@ -157,6 +169,9 @@ func (l *licenses) fetch(ctx context.Context, site, u string, origin http.Handle
 // errInvalidDoc marks a document that was fetched but could not be read.
 var errInvalidDoc = errors.New("not an RSL document")
 
+// errNotModified is a 304 to a revalidation: the copy in force stands.
+var errNotModified = errors.New("not modified")
+
 // errNotGiven is the error of a document WithOfflineLicenses lacks.
 var errNotGiven = errors.New("not given (offline licences: nothing is fetched)")
 
@@ -165,11 +180,13 @@ var errNotGiven = errors.New("not given (offline licences: nothing is fetched)")
 // own handler (origin, in-process, as its robots.txt) when u is on the
 // site and the guard reads robots.txt so, else over the network, where a
 // host other than the site's is reached on public addresses only (a
-// site's file chose the URL: sites.Foreign).
-func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler) (*license.Document, error) {
+// site's file chose the URL: sites.Foreign). It asks with d's validators,
+// and records the answer's in d; a 304 is errNotModified.
+func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler, d *licenseDoc) (*license.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(l.cfg.FetchTimeout))
 	defer cancel()
 	var body []byte
+	var etag, lastModified string
 	du, err := url.Parse(u)
 	su, serr := url.Parse(site)
 	if l.given != nil {
@@ -178,48 +195,64 @@ func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler)
 			return nil, errNotGiven
 		}
 	} else if err == nil && serr == nil && origin != nil && l.self && strings.EqualFold(du.Scheme+"://"+du.Host, site) {
-		res, err := sites.SelfSource().Fetch(ctx, sites.Request{Site: su, URL: du, Origin: origin})
-		if err != nil {
+		res, err := sites.SelfSource().Fetch(ctx, sites.Request{Site: su, URL: du, Origin: origin, IfNoneMatch: d.etag, IfModifiedSince: d.lastModified})
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if res.StatusCode != http.StatusOK {
+		case res.StatusCode == http.StatusNotModified && (d.etag != "" || d.lastModified != ""):
+			return nil, errNotModified
+		case res.StatusCode != http.StatusOK:
 			return nil, fmt.Errorf("%s answered %d", u, res.StatusCode)
 		}
-		body = res.Body
-	} else if body, err = l.download(ctx, site, u); err != nil {
+		body, etag, lastModified = res.Body, res.ETag, res.LastModified
+	} else if body, etag, lastModified, err = l.download(ctx, site, u, d); err != nil {
 		return nil, err
 	}
 	doc, err := license.Parse(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidDoc, err)
 	}
+	// The validators of a copy in force only: a document that could not
+	// be read is fetched whole again, and warned about again.
+	d.etag, d.lastModified = etag, lastModified
 	return doc, nil
 }
 
-// download fetches u over the network, bounded.
-func (l *licenses) download(ctx context.Context, site, u string) ([]byte, error) {
+// download fetches u over the network, bounded, with d's validators (a
+// 304 is errNotModified), and returns the body and its validators.
+func (l *licenses) download(ctx context.Context, site, u string, d *licenseDoc) (body []byte, etag, lastModified string, err error) {
 	req, err := http.NewRequestWithContext(sites.Foreign(ctx, hostOf(site), u), http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	req.Header.Set("Accept", "application/rsl+xml, application/xml;q=0.9, text/xml;q=0.8")
 	req.Header.Set("User-Agent", "robotsguard (licence fetch)")
+	if d.etag != "" {
+		req.Header.Set("If-None-Match", d.etag)
+	}
+	if d.lastModified != "" {
+		req.Header.Set("If-Modified-Since", d.lastModified)
+	}
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %d", u, resp.StatusCode)
+	switch {
+	case resp.StatusCode == http.StatusNotModified && (d.etag != "" || d.lastModified != ""):
+		return nil, "", "", errNotModified
+	case resp.StatusCode != http.StatusOK:
+		return nil, "", "", fmt.Errorf("%s answered %d", u, resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, license.MaxDocumentBytes+1))
+	etag, lastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	body, err = io.ReadAll(io.LimitReader(resp.Body, license.MaxDocumentBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	if len(body) > license.MaxDocumentBytes {
-		return nil, fmt.Errorf("%w: longer than %d bytes", errInvalidDoc, license.MaxDocumentBytes)
+		return nil, "", "", fmt.Errorf("%w: longer than %d bytes", errInvalidDoc, license.MaxDocumentBytes)
 	}
-	return body, nil
+	return body, etag, lastModified, nil
 }
 
 // checkLicense judges a bot's request that robots.txt lets pass against

@@ -367,3 +367,77 @@ func BenchmarkLicenseUsage(b *testing.B) {
 	})
 	runBench(b, serve(e, origin), benchRequest(uaGPTBot, "/news/1"), 403)
 }
+
+// licenseFetchCounter is a countObserver that counts the fetches of RSL
+// documents too ("license/<outcome>").
+type licenseFetchCounter struct{ *countObserver }
+
+func (o licenseFetchCounter) ObserveLicenseFetch(outcome string) { o.inc("license/" + outcome) }
+
+// TestLicenseRevalidation: an RSL document is revalidated as robots.txt
+// is: a refresh asks with the copy's ETag, a 304 keeps the copy (counted
+// not_modified, not parsed again), and a document that could not be read
+// is fetched whole again (its validators are not kept).
+func TestLicenseRevalidation(t *testing.T) {
+	ls := testlicense.Start(t)
+	var full, conditional, notModified atomic.Int32
+	var broken atomic.Bool
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "" {
+			conditional.Add(1)
+			if r.Header.Get("If-None-Match") == `"v1"` && !broken.Load() {
+				notModified.Add(1)
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+		full.Add(1)
+		w.Header().Set("ETag", `"v1"`)
+		if broken.Load() {
+			w.Header().Set("ETag", `"v2"`)
+			io.WriteString(w, "<html>not an RSL document</html>")
+			return
+		}
+		io.WriteString(w, `<rsl><content url="/articles/*" server="`+ls.URL+`"><license/></content></rsl>`)
+	}))
+	defer docs.Close()
+	clk := testclock.New()
+	obs := licenseFetchCounter{&countObserver{}}
+	robots := "License: " + docs.URL + "/license.xml\nUser-agent: *\nAllow: /\n"
+	e := mustNew(t, Config{}, WithSource(sites.BytesSource([]byte(robots))), WithClock(clk.Now), WithTransport(http.DefaultTransport), WithObserver(obs))
+	defer e.Close()
+	ask := func() Verdict {
+		return e.DecideHTTP(licenseRequest(uaGPTBot, "/articles/1", ""), nil, "192.0.2.9", nil)
+	}
+	// waitFor waits for the background refresh that a request after the
+	// refresh period starts.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for range 200 {
+			if cond() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s: never happened", what)
+	}
+	if v := ask(); v.Reason != ReasonLicense {
+		t.Fatalf("first request: %s, want license", v.Reason)
+	}
+	clk.Add(2 * time.Hour)
+	ask() // due: refreshed in the background
+	waitFor("a 304", func() bool { return notModified.Load() == 1 && obs.get("license/not_modified") == 1 })
+	if v := ask(); v.Reason != ReasonLicense || full.Load() != 1 {
+		t.Errorf("after a 304: %s, %d full fetches; want the copy kept (license), 1", v.Reason, full.Load())
+	}
+	broken.Store(true)
+	clk.Add(2 * time.Hour)
+	ask()
+	waitFor("an invalid document", func() bool { return obs.get("license/invalid") == 1 })
+	clk.Add(2 * time.Hour)
+	ask()
+	waitFor("a second invalid document", func() bool { return obs.get("license/invalid") == 2 })
+	if full.Load() != 3 {
+		t.Errorf("%d full fetches, want 3: a document that could not be read is asked for whole again", full.Load())
+	}
+}
