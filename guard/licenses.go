@@ -169,6 +169,12 @@ func (l *licenses) fetch(ctx context.Context, site, u string, origin http.Handle
 // errInvalidDoc marks a document that was fetched but could not be read.
 var errInvalidDoc = errors.New("not an RSL document")
 
+// notModified reports whether status answers a revalidation of d's copy
+// with 304 (a 304 to a request without validators is not one).
+func (d *licenseDoc) notModified(status int) bool {
+	return status == http.StatusNotModified && (d.etag != "" || d.lastModified != "")
+}
+
 // errNotModified is a 304 to a revalidation: the copy in force stands.
 var errNotModified = errors.New("not modified")
 
@@ -199,7 +205,7 @@ func (l *licenses) get(ctx context.Context, site, u string, origin http.Handler,
 		switch {
 		case err != nil:
 			return nil, err
-		case res.StatusCode == http.StatusNotModified && (d.etag != "" || d.lastModified != ""):
+		case d.notModified(res.StatusCode):
 			return nil, errNotModified
 		case res.StatusCode != http.StatusOK:
 			return nil, fmt.Errorf("%s answered %d", u, res.StatusCode)
@@ -239,7 +245,7 @@ func (l *licenses) download(ctx context.Context, site, u string, d *licenseDoc) 
 	}
 	defer resp.Body.Close()
 	switch {
-	case resp.StatusCode == http.StatusNotModified && (d.etag != "" || d.lastModified != ""):
+	case d.notModified(resp.StatusCode):
 		return nil, "", "", errNotModified
 	case resp.StatusCode != http.StatusOK:
 		return nil, "", "", fmt.Errorf("%s answered %d", u, resp.StatusCode)
