@@ -136,15 +136,15 @@ func TestSameResultAnyCores(t *testing.T) {
 }
 
 // TestVerificationAtLogSpeed: with verification on, the audit of a
-// 2,000,000-line log costs little more than its --offline time (issue 46,
+// 2,000,000-line log takes at most twice its --offline time (issue 46,
 // part 7). With a resolver that answers no query, one dns_timeout (1 s
-// here) more: the first lookups fail, the rest are not asked; the goal,
-// within 2× the offline time, holds. With one that answers the claims of
-// 50,000 addresses, each address is asked once (a PTR, and an A for a
-// name under googlebot.com), 32 at a time; the goal was 2×, and on this
-// 2-core machine, where the DNS server shares the cores, 2.5–3× is
-// measured: the lookups' own CPU (about 100 µs a query, resolver and
-// server together) is the bound, and the test holds 3.5× (docs/audit.md).
+// here) more: the first lookups fail, the rest are not asked. With one
+// that answers the claims of 50,000 addresses, each address is asked once
+// (a PTR, and an A for a name under googlebot.com), 32 at a time, by the
+// verifier's own DNS client on reused loopback sockets; the DNS server
+// shares the two cores (docs/audit.md). The machine's speed drifts from
+// minute to minute: the offline time is the mean of one audit before and
+// one after the two others.
 func TestVerificationAtLogSpeed(t *testing.T) {
 	if os.Getenv("AUDIT_SPEED") == "" || raceEnabled {
 		// Wall-clock ratios mean nothing while other packages' tests
@@ -156,25 +156,31 @@ func TestVerificationAtLogSpeed(t *testing.T) {
 	answerClaims(dns, claimers)
 	silent := testdns.Start(t)
 	silent.Drop(netip.MustParsePrefix("11.0.0.0/8"))
-	// Other packages' tests may share the cores: up to three tries, each
-	// of the three audits in turn, and one that holds is enough.
+	offline := func() time.Duration {
+		_, took := auditJSON(t, googleOnly(dns.Addr, time.Second), Options{Offline: true}, claimsLog(lines, claimers))
+		return took
+	}
+	// Other packages' tests may share the cores: up to three tries, and
+	// one that holds is enough.
 	for try := 1; ; try++ {
-		_, offline := auditJSON(t, googleOnly(dns.Addr, time.Second), Options{Offline: true}, claimsLog(lines, claimers))
+		before := offline()
 		_, dropped := auditJSON(t, googleOnly(silent.Addr, time.Second), Options{}, claimsLog(lines, claimers))
 		queries := dns.Queries()
 		_, answered := auditJSON(t, googleOnly(dns.Addr, time.Second), Options{}, claimsLog(lines, claimers))
 		queries = dns.Queries() - queries
-		t.Logf("%d lines: offline %s, silent resolver %s (%.2f×), answering resolver %s (%.2f×, %d queries for %d addresses)",
-			lines, offline.Round(time.Millisecond), dropped.Round(time.Millisecond), float64(dropped)/float64(offline),
-			answered.Round(time.Millisecond), float64(answered)/float64(offline), queries, claimers)
+		after := offline()
+		base := (before + after) / 2
+		t.Logf("%d lines: offline %s and %s, silent resolver %s (%.2f×), answering resolver %s (%.2f×, %d queries for %d addresses)",
+			lines, before.Round(time.Millisecond), after.Round(time.Millisecond), dropped.Round(time.Millisecond), float64(dropped)/float64(base),
+			answered.Round(time.Millisecond), float64(answered)/float64(base), queries, claimers)
 		if try == 1 && queries > 2*claimers {
 			t.Errorf("%d queries for %d addresses: each is to be asked once (a PTR, then an A for a name under googlebot.com)", queries, claimers)
 		}
-		if dropped <= 2*offline && answered <= offline*7/2 {
+		if dropped <= 2*base && answered <= 2*base {
 			return
 		}
 		if try == 3 {
-			t.Fatalf("three tries: with a silent resolver more than twice the offline time, or with one that answers more than 3.5 times")
+			t.Fatalf("three tries: with a silent resolver or one that answers, more than twice the offline time")
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robotsguard/robotsguard/identity"
 	"github.com/robotsguard/robotsguard/limit"
 )
 
@@ -93,8 +94,9 @@ func (a *Auditor) startPipeline(ctx context.Context, cancel context.CancelCauseF
 	p := &pipeline{jobs: make(chan *chunk, a.workers), order: make(chan *chunk, a.workers*pipelineDepth)}
 	for range a.workers {
 		p.wg.Go(func() {
+			memo := &claimsMemo{v: a.verifier, of: make(map[string]identity.Claims)}
 			for c := range p.jobs {
-				a.parseChunk(c)
+				a.parseChunk(c, memo)
 				close(c.done)
 			}
 		})
@@ -201,8 +203,9 @@ type lineBuffer struct {
 	ends []int32
 }
 
-// parseChunk parses the lines of c into c.out.
-func (a *Auditor) parseChunk(c *chunk) {
+// parseChunk parses the lines of c into c.out, and starts the checks of
+// their claims (the worker's memo of headers' claims).
+func (a *Auditor) parseChunk(c *chunk, memo *claimsMemo) {
 	p := parserOf(c.format)
 	text := ""
 	if p.text != nil {
@@ -240,7 +243,7 @@ func (a *Auditor) parseChunk(c *chunk) {
 		if en.UserAgent == "" {
 			out.noUserAgent++
 		} else if a.prefetch != nil {
-			if cl := a.verifier.Claims(en.UserAgent); cl != 0 {
+			if cl := memo.claims(en.UserAgent); cl != 0 {
 				if addr := limit.ParseAddr(en.ClientIP); addr.IsValid() {
 					if done := a.prefetch.check(addr, cl); done != nil {
 						out.checks = append(out.checks, done)

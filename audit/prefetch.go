@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 
 	"github.com/robotsguard/robotsguard/identity"
@@ -20,6 +21,10 @@ const (
 	// maxPrefetched bounds the addresses whose checks are remembered;
 	// beyond it, claims are checked by their judging, one at a time.
 	maxPrefetched = 1 << 18
+	// maxMemoUAs bounds the User-Agent headers whose claims a parse
+	// worker remembers (forgotten all at once beyond it), and
+	// maxMemoUALen the length of one.
+	maxMemoUAs, maxMemoUALen = 1024, 512
 )
 
 // claim is a request's claim to be a known crawler, to be checked.
@@ -27,6 +32,30 @@ type claim struct {
 	addr   netip.Addr
 	claims identity.Claims
 	done   chan struct{}
+}
+
+// claimsMemo remembers the claims of the User-Agent headers a parse
+// worker met. A log repeats few headers, and reading one's claims scans it
+// once per operator of the registry: 340 ns a line with one operator in
+// TestVerificationAtLogSpeed, a tenth of the parse's time.
+type claimsMemo struct {
+	v  *identity.Verifier
+	of map[string]identity.Claims
+}
+
+// claims returns the claims of ua.
+func (m *claimsMemo) claims(ua string) identity.Claims {
+	if c, ok := m.of[ua]; ok {
+		return c
+	}
+	c := m.v.Claims(ua)
+	if len(ua) <= maxMemoUALen {
+		if len(m.of) >= maxMemoUAs {
+			clear(m.of)
+		}
+		m.of[strings.Clone(ua)] = c // not to keep the chunk's text
+	}
+	return c
 }
 
 // prefetcher checks the claims of a log ahead of the judging, each

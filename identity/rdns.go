@@ -69,21 +69,6 @@ type dnsAnswer struct {
 	noPTR      bool   // the address has no PTR record (NXDOMAIN, or an empty answer)
 }
 
-// newResolver returns the system resolver, or one that asks the DNS server
-// at addr (host:port) only.
-func newResolver(addr string) *net.Resolver {
-	if addr == "" {
-		return net.DefaultResolver
-	}
-	return &net.Resolver{
-		PreferGo: true,
-		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
-}
-
 // prefixState is what the verifier knows of one client network's reverse
 // DNS, made when a lookup starts; guarded by Verifier.callsMu.
 type prefixState struct {
@@ -264,7 +249,7 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 	// slot, which is the verifier's own congestion).
 	dl, _ := ctx.Deadline()
 	fairTry := time.Until(dl) >= v.cfg.DNSTimeout/2
-	names, err := v.resolver.LookupAddr(ctx, addr.String())
+	names, err := v.resolver.ptr(ctx, addr)
 	if err != nil && len(names) == 0 {
 		if isNotFound(err) {
 			a := ans(Spoofed, SpoofedTTL, LookupFailed, "no PTR record for "+addr.String())
@@ -290,7 +275,7 @@ func (v *Verifier) lookup(op *opEntry, addr netip.Addr, good bool) dnsAnswer {
 			outside = append(outside, name)
 			continue
 		}
-		ips, err := v.resolver.LookupNetIP(ctx, family, name)
+		ips, err := v.resolver.forward(ctx, family, name)
 		if err != nil {
 			if !isNotFound(err) {
 				sawErr = "forward lookup of " + name + " failed: " + err.Error()

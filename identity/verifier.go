@@ -98,7 +98,7 @@ type Verifier struct {
 	cfg        Config
 	ops        []*opEntry
 	feeds      []*feed
-	resolver   *net.Resolver
+	resolver   resolver
 	dnsCache   *lru.Cache[dnsKey, dnsAnswer]
 	callsMu    sync.Mutex
 	calls      map[dnsKey]*dnsCall
@@ -180,7 +180,6 @@ func New(cfg Config) (*Verifier, error) {
 	v := &Verifier{
 		cfg:        cfg,
 		ops:        compile(cfg.Operators),
-		resolver:   newResolver(cfg.Resolver),
 		slots:      make(chan struct{}, MaxConcurrentLookups),
 		goodSlots:  make(chan struct{}, GoodSlots),
 		calls:      make(map[dnsKey]*dnsCall),
@@ -189,6 +188,7 @@ func New(cfg Config) (*Verifier, error) {
 		minRefresh: MinRefresh,
 		retryFirst: retryFirst,
 	}
+	v.resolver = newResolver(cfg.Resolver)
 	v.dnsCache, _ = lru.New[dnsKey, dnsAnswer](cfg.CacheSize)
 	v.prefixes, _ = lru.New[netip.Prefix, *prefixState](MaxTrackedPrefixes)
 	v.good, _ = lru.New[netip.Prefix, int64](MaxTrackedPrefixes)
@@ -239,6 +239,7 @@ func (v *Verifier) Close() error {
 	v.startMu.Unlock()
 	v.cancel()
 	v.wg.Wait()
+	v.resolver.close()
 	v.cfg.HTTPClient.CloseIdleConnections()
 	return nil
 }

@@ -33,6 +33,16 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{ptr: map[string][]string{}, addrs: map[string][]netip.Addr{}}
+	s.Addr = Serve(t, dns.HandlerFunc(s.serve))
+	return s
+}
+
+// Serve starts a DNS server on 127.0.0.1 (UDP and TCP on the same port)
+// whose answers h writes, for tests of odd answers (a truncated one, a
+// forged one, a failure code); it stops when the test ends. It returns
+// the server's host:port.
+func Serve(t testing.TB, h dns.Handler) string {
+	t.Helper()
 	// The UDP port is free, the same TCP port may not be (another test's
 	// connection): a few tries at other ports.
 	var pc net.PacketConn
@@ -50,8 +60,6 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("testdns: no port free for both UDP and TCP: %v", err)
 	}
-	s.Addr = pc.LocalAddr().String()
-	h := dns.HandlerFunc(s.serve)
 	udp := &dns.Server{PacketConn: pc, Handler: h}
 	tcp := &dns.Server{Listener: ln, Handler: h}
 	go udp.ActivateAndServe()
@@ -60,7 +68,7 @@ func Start(t testing.TB) *Server {
 		udp.Shutdown()
 		tcp.Shutdown()
 	})
-	return s
+	return pc.LocalAddr().String()
 }
 
 // PTR makes the reverse lookup of addr answer names (fully qualified or
