@@ -58,19 +58,19 @@ func (systemResolver) close() {}
 
 // dnsClient asks one DNS server (the resolver setting) a PTR, an A or an
 // AAAA question, in messages of golang.org/x/net/dns/dnsmessage (the
-// package Go's resolver is built on): one attempt within the check's
-// deadline, over TCP again when the answer is truncated. It reads answers
-// as Go's resolver does: an NXDOMAIN, or an answer without a record of the
-// type asked, is "not found"; a name that is not a domain name is dropped;
-// an answer whose ID or question is not the query's is passed over (a late
-// answer to an earlier query, or a forgery). It has none of Go's
-// resolver's per-query goroutines and /etc/hosts reads: with udpPool's
-// sockets, that took the audit's lookups from 3.0× to 2.0× its time
-// offline (docs/audit.md). For a server on a loopback address (a caching
-// resolver on this machine, the tests' internal/testdns) the UDP sockets
-// are kept for reuse; elsewhere each query has a socket of its own, so
-// that it leaves from a random port (a forger off the path must guess the
-// port as well as the query's ID).
+// package Go's resolver is built on): one query within the check's
+// deadline, and over TCP again when the answer is truncated. It reads answers as Go's
+// resolver does (readAnswer, plainName): an NXDOMAIN, or an answer
+// without a record of the type asked, is "not found"; a name that is not
+// a host name is dropped; an answer whose ID or question is not the
+// query's is passed over (a late answer to an earlier query, or a
+// forgery). It has none of Go's resolver's per-query goroutines and
+// /etc/hosts reads: with udpPool's sockets, that took the audit's lookups
+// from 3× to under 2× its time offline (docs/audit.md). For a server on
+// a loopback IP address (a caching resolver on this machine, the tests'
+// internal/testdns) the UDP sockets are kept for reuse; elsewhere each
+// query has a socket of its own, so that it leaves from a random port (a
+// forger off the path must guess the port as well as the query's ID).
 type dnsClient struct {
 	server  string
 	pool    *udpPool  // nil: a socket per query
@@ -177,8 +177,12 @@ func (c *dnsClient) ask(ctx context.Context, name string, qtype dnsmessage.Type,
 }
 
 // readAnswer reads msg, the answer to the question (name, qtype) asked of
-// server: an NXDOMAIN is "not found", another failure code an error, and
-// each is called with the header of each answer record of type qtype.
+// server, with the checks of Go's resolver: an NXDOMAIN is "not found";
+// another failure code (the extended one of an EDNS0 record included) is
+// an error, and so is a lame referral (success without a record, without
+// the authoritative or recursion-available flags: a server that is not a
+// resolver); each is called with the header of each answer record of type
+// qtype.
 func readAnswer(msg []byte, name, server string, qtype dnsmessage.Type, each func(*dnsmessage.Parser, dnsmessage.ResourceHeader) error) error {
 	dnsErr := func(text string) *net.DNSError { return &net.DNSError{Err: text, Name: name, Server: server} }
 	var p dnsmessage.Parser
@@ -189,21 +193,24 @@ func readAnswer(msg []byte, name, server string, qtype dnsmessage.Type, each fun
 	if err != nil {
 		return dnsErr("unreadable answer: " + err.Error())
 	}
-	switch h.RCode {
+	rcode, additional := extendedRCode(p, h)
+	switch rcode {
 	case dnsmessage.RCodeSuccess:
 	case dnsmessage.RCodeNameError:
 		return notFound(name, server)
 	default:
-		de := dnsErr("server answered " + h.RCode.String())
-		de.IsTemporary = h.RCode == dnsmessage.RCodeServerFailure
+		de := dnsErr("server answered " + rcode.String())
+		de.IsTemporary = rcode == dnsmessage.RCodeServerFailure
 		return de
 	}
+	seen := false
 	for {
 		ah, err := p.AnswerHeader()
 		if err == dnsmessage.ErrSectionDone {
-			return nil
+			break
 		}
 		if err == nil {
+			seen = true
 			if ah.Type == qtype && ah.Class == dnsmessage.ClassINET {
 				err = each(&p, ah)
 			} else {
@@ -212,6 +219,31 @@ func readAnswer(msg []byte, name, server string, qtype dnsmessage.Type, each fun
 		}
 		if err != nil {
 			return dnsErr("unreadable answer: " + err.Error())
+		}
+	}
+	if !seen && !h.Authoritative && !h.RecursionAvailable && !additional {
+		return dnsErr("lame referral")
+	}
+	return nil
+}
+
+// extendedRCode returns the answer's failure code, with the upper bits of
+// an EDNS0 record, and whether it has additional records; p (a copy) is at
+// the answers.
+func extendedRCode(p dnsmessage.Parser, h dnsmessage.Header) (dnsmessage.RCode, bool) {
+	if p.SkipAllAnswers() != nil || p.SkipAllAuthorities() != nil {
+		return h.RCode, false
+	}
+	for additional := false; ; additional = true {
+		ah, err := p.AdditionalHeader()
+		if err != nil {
+			return h.RCode, additional
+		}
+		if ah.Type == dnsmessage.TypeOPT {
+			return ah.ExtendedRCode(h.RCode), true
+		}
+		if p.SkipAdditional() != nil {
+			return h.RCode, true
 		}
 	}
 }
@@ -262,7 +294,9 @@ func equalFoldName(a, b dnsmessage.Name) bool {
 }
 
 // udp sends query (its length prefix left out) and reads into buf until
-// the answer to it.
+// the answer to it, the deadline of ctx, or its cancellation. The query is
+// sent once, as Go's resolver sends it within a check's deadline under its
+// defaults (5 s a try; a check has 2 s): a silent zone costs one query.
 func (c *dnsClient) udp(ctx context.Context, id uint16, q dnsmessage.Question, query, buf []byte) ([]byte, error) {
 	var conn *net.UDPConn
 	var err error
@@ -278,15 +312,19 @@ func (c *dnsClient) udp(ctx context.Context, id uint16, q dnsmessage.Question, q
 	if err != nil {
 		return nil, err
 	}
+	// A cancelled ctx ends the read at once; the socket is then not
+	// reused.
+	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer func() {
-		if c.pool != nil {
+		if stop() && c.pool != nil {
 			c.pool.put(conn)
 		} else {
 			conn.Close()
 		}
 	}()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+	dl, _ := ctx.Deadline() // zero: none
+	if err := conn.SetDeadline(dl); err != nil {
+		return nil, err
 	}
 	if _, err := conn.Write(query[2:]); err != nil {
 		return nil, err
@@ -294,6 +332,9 @@ func (c *dnsClient) udp(ctx context.Context, id uint16, q dnsmessage.Question, q
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, err
 		}
 		if isAnswer(buf[:n], id, q) {
@@ -311,6 +352,7 @@ func (c *dnsClient) tcp(ctx context.Context, id uint16, q dnsmessage.Question, q
 		return nil, err
 	}
 	defer conn.Close()
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
@@ -362,21 +404,31 @@ func notFound(name, server string) error {
 	return &net.DNSError{Err: "no such host", Name: name, Server: server, IsNotFound: true}
 }
 
-// plainName reports whether s is a domain name in presentation form
-// without escapes (letters, digits, '-', '_' and dots), as Go's resolver
-// requires of the names it returns.
+// plainName reports whether s (with or without its final dot) is a host
+// name as Go's resolver requires of the names it returns: labels of 1 to
+// 63 letters, digits, '_' and '-', none beginning or ending with '-', at
+// most 253 bytes in all, and not all digits (an address, not a name).
 func plainName(s string) bool {
-	if s == "" || len(s) > 254 {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; {
-		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9', ch == '-', ch == '_', ch == '.':
-		default:
+	letters := false
+	for label := range strings.SplitSeq(s, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
 			return false
 		}
+		for i := 0; i < len(label); i++ {
+			switch ch := label[i]; {
+			case '0' <= ch && ch <= '9':
+			case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', ch == '_', ch == '-':
+				letters = true
+			default:
+				return false
+			}
+		}
 	}
-	return true
+	return letters
 }
 
 // udpPool keeps the connected UDP sockets of a resolver on a loopback

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,6 +72,22 @@ func oddServer(t *testing.T) (addr string, tcpQueries *atomic.Int64) {
 			m.Answer = []dns.RR{ptr(q, "late.crawler.example.")}
 		case rev("10.0.0.10"): // silent
 			return
+		case rev("10.0.0.13"): // a lame referral: no record, not authoritative, no recursion
+		case rev("10.0.0.14"): // no record, authoritative
+			m.Authoritative = true
+		case rev("10.0.0.15"):
+			m.Rcode = dns.RcodeRefused
+		case rev("10.0.0.16"): // BADVERS, in the EDNS0 record's upper bits
+			m.SetEdns0(1232, false)
+			m.IsEdns0().SetExtendedRcode(dns.RcodeBadVers)
+			m.Rcode = dns.RcodeBadVers
+		case rev("10.0.0.17"): // an address for a name, and a good one
+			m.Answer = []dns.RR{ptr(q, "1.2.3.4."), ptr(q, "good.crawler.example.")}
+		case rev("10.0.0.18"): // a label that begins with '-'
+			m.Answer = []dns.RR{ptr(q, "-bad.crawler.example.")}
+		case rev("10.0.0.19"): // a label that ends with '-', and a good one
+			m.Answer = []dns.RR{ptr(q, "bad-.crawler.example."), ptr(q, "good.crawler.example.")}
+
 		case "host.crawler.example.": // a CNAME before the addresses
 			m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET}, Target: "real.crawler.example."})
 			h := dns.RR_Header{Name: "real.crawler.example.", Rrtype: q.Qtype, Class: dns.ClassINET, Ttl: 60}
@@ -87,46 +104,64 @@ func oddServer(t *testing.T) (addr string, tcpQueries *atomic.Int64) {
 	return addr, tcpQueries
 }
 
+// readPTR asks r for the PTR records of addr and says what it read:
+// "names" and the names, "not found", or "failure" (with why, if detail).
+func readPTR(r resolver, addr string, timeout time.Duration, detail bool) string {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	names, err := r.ptr(ctx, netip.MustParseAddr(addr))
+	var de *net.DNSError
+	switch {
+	case len(names) > 0: // Go's resolver gives the names it kept with an error for the others
+		return "names " + strings.Join(names, " ")
+	case errors.As(err, &de) && de.IsNotFound:
+		return "not found"
+	case err != nil && detail && errors.As(err, &de):
+		return "failure: " + de.Err
+	case err != nil:
+		return "failure"
+	}
+	return "nothing"
+}
+
+// TestDNSClient: what the client reads of each answer of oddServer (as Go's
+// resolver reads it: a label with a dot makes an answer unreadable, a name
+// with other bytes than a host name's is dropped).
 func TestDNSClient(t *testing.T) {
 	addr, tcpQueries := oddServer(t)
 	r := newResolver(addr)
 	defer r.close()
-	ask := func(a string, timeout time.Duration) ([]string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		return r.ptr(ctx, netip.MustParseAddr(a))
+	const want = `
+10.0.0.1  names a.crawler.example. b.crawler.example.
+10.0.0.2  not found
+10.0.0.4  failure: server answered RCodeServerFailure
+10.0.0.3  not found
+10.0.0.5  failure: unreadable answer: invalid dns name
+10.0.0.6  names good.crawler.example.
+10.0.0.11 failure: PTR records that are not domain names
+10.0.0.7  names real.crawler.example.
+10.0.0.10 failure: i/o timeout
+10.0.0.8  names long.crawler.example.
+10.0.0.13 failure: lame referral
+10.0.0.14 not found
+10.0.0.15 failure: server answered RCodeRefused
+10.0.0.17 names good.crawler.example.
+10.0.0.16 failure: server answered 16
+10.0.0.19 names good.crawler.example.
+10.0.0.18 failure: PTR records that are not domain names
+`
+	for _, line := range strings.Split(strings.TrimSpace(want), "\n") {
+		a, outcome, _ := strings.Cut(line, " ")
+		if got := readPTR(r, a, 200*time.Millisecond, true); got != strings.TrimSpace(outcome) {
+			t.Errorf("%s: read %q, want %q", a, got, strings.TrimSpace(outcome))
+		}
 	}
-	for _, tc := range []struct {
-		addr     string
-		names    []string
-		notFound bool
-		err      string // a failure that is not "not found"
-	}{
-		{addr: "10.0.0.1", names: []string{"a.crawler.example.", "b.crawler.example."}},
-		{addr: "10.0.0.2", notFound: true},
-		{addr: "10.0.0.3", notFound: true},
-		{addr: "10.0.0.4", err: "server answered RCodeServerFailure"},
-		// As Go's resolver: a label with a dot makes the answer unreadable,
-		// and a name with other bytes than a host name's is dropped.
-		{addr: "10.0.0.5", err: "unreadable answer: invalid dns name"},
-		{addr: "10.0.0.6", names: []string{"good.crawler.example."}},
-		{addr: "10.0.0.11", err: "PTR records that are not domain names"},
-		{addr: "10.0.0.7", names: []string{"real.crawler.example."}},
-		{addr: "10.0.0.8", names: []string{"long.crawler.example."}},
-		{addr: "10.0.0.10", err: "i/o timeout"},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			names, err := ask(tc.addr, 200*time.Millisecond)
-			var de *net.DNSError
-			switch {
-			case tc.names != nil && (err != nil || !slices.Equal(names, tc.names)):
-				t.Fatalf("got %q, %v; want %q", names, err, tc.names)
-			case tc.notFound && (!errors.As(err, &de) || !de.IsNotFound):
-				t.Fatalf("got %q, %v; want not found", names, err)
-			case tc.err != "" && (!errors.As(err, &de) || de.IsNotFound || de.Err != tc.err):
-				t.Fatalf("got %q, %v; want the failure %q", names, err, tc.err)
-			}
-		})
+	// A cancelled lookup ends at once, not at its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := r.ptr(ctx, netip.MustParseAddr("10.0.0.10")); err == nil || time.Since(start) > 2*time.Second {
+		t.Errorf("a cancelled lookup: %v after %s", err, time.Since(start))
 	}
 	if n := tcpQueries.Load(); n != 1 {
 		t.Errorf("%d queries over TCP, want 1 (the truncated answer's)", n)
@@ -253,24 +288,20 @@ func TestDNSClientReadsAsGo(t *testing.T) {
 	gos := systemResolver{&net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return d.DialContext(ctx, network, addr)
 	}}}
-	read := func(r resolver, a string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		names, err := r.ptr(ctx, netip.MustParseAddr(a))
-		var de *net.DNSError
-		switch {
-		case len(names) > 0: // Go's gives the names it kept with an error for the others
-			return "names " + strings.Join(names, " ")
-		case errors.As(err, &de) && de.IsNotFound:
-			return "not found"
-		case err != nil:
-			return "failure"
+	for i := 1; i <= 19; i++ {
+		if i == 9 || i == 10 { // late, silent: no answer to read
+			continue
 		}
-		return "nothing"
-	}
-	for _, a := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7", "10.0.0.8", "10.0.0.11", "10.0.0.12"} {
-		if got, want := read(ours, a), read(gos, a); got != want {
+		a := "10.0.0." + strconv.Itoa(i)
+		if got, want := readPTR(ours, a, time.Second, false), readPTR(gos, a, time.Second, false); got != want {
 			t.Errorf("%s: the client read %q, Go's resolver %q", a, got, want)
+		}
+	}
+	for _, q := range []struct{ family, name string }{{"ip4", "host.crawler.example"}, {"ip6", "host.crawler.example"}, {"ip4", "none.crawler.example"}} {
+		got, gerr := ours.forward(context.Background(), q.family, q.name)
+		want, werr := gos.forward(context.Background(), q.family, q.name)
+		if !slices.Equal(got, want) || (gerr == nil) != (werr == nil) {
+			t.Errorf("forward %s %s: the client read %v, %v; Go's resolver %v, %v", q.family, q.name, got, gerr, want, werr)
 		}
 	}
 }

@@ -95,10 +95,11 @@ type VerifyConfig struct {
 	DNSTimeout duration.Duration `json:"dns_timeout,omitempty"`
 
 	// Resolver is the host:port of the DNS server to ask, with the
-	// verifier's own DNS client (one query per lookup, TCP after a
-	// truncated answer; on a loopback address, such as a local caching
-	// resolver, its UDP sockets are reused). Default: the system's
-	// resolver (Go's, reading /etc/resolv.conf and /etc/hosts).
+	// verifier's own DNS client: one query per lookup, TCP after a
+	// truncated answer, no /etc/hosts and no resolv.conf options; for a loopback IP
+	// address (127.0.0.53:53, not localhost:53) its UDP sockets are
+	// reused. Default: the system's resolver (Go's, reading
+	// /etc/resolv.conf and /etc/hosts).
 	Resolver string `json:"resolver,omitempty"`
 
 	// DNSCacheSize bounds the cached reverse-DNS answers (one per address
