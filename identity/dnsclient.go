@@ -63,7 +63,7 @@ func (systemResolver) close() {}
 // resolver does (readAnswer, plainName): an NXDOMAIN, or an answer
 // without a record of the type asked, is "not found"; a name that is not
 // a host name is dropped; an answer whose ID or question is not the
-// query's is passed over (a late answer to an earlier query, or a
+// query's is passed over (a second answer to an earlier query, or a
 // forgery). It has none of Go's resolver's per-query goroutines and
 // /etc/hosts reads: with udpPool's sockets, that took the audit's lookups
 // from 3× to under 2× its time offline (docs/audit.md). For a server on
@@ -312,11 +312,13 @@ func (c *dnsClient) udp(ctx context.Context, id uint16, q dnsmessage.Question, q
 	if err != nil {
 		return nil, err
 	}
-	// A cancelled ctx ends the read at once; the socket is then not
-	// reused.
+	// A cancelled ctx ends the read at once. A socket is reused only
+	// after its query was answered: one that timed out may still get
+	// the late answer.
+	answered := false
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer func() {
-		if stop() && c.pool != nil {
+		if stop() && answered && c.pool != nil {
 			c.pool.put(conn)
 		} else {
 			conn.Close()
@@ -338,6 +340,7 @@ func (c *dnsClient) udp(ctx context.Context, id uint16, q dnsmessage.Question, q
 			return nil, err
 		}
 		if isAnswer(buf[:n], id, q) {
+			answered = true
 			return buf[:n], nil
 		}
 	}
@@ -436,8 +439,10 @@ func plainName(s string) bool {
 // port, so that a forger off the path must guess it as well as the query's
 // ID; on loopback nobody off this machine can send an answer, and
 // creating, connecting and closing a socket per query was about a third
-// of the audit's lookup CPU (docs/audit.md). A reused socket may still
-// hold a late answer to an earlier query: dnsClient.udp reads past it.
+// of the audit's lookup CPU (docs/audit.md). A socket whose query went
+// unanswered is closed, not reused; a reused one may still get a second
+// answer to its earlier query (a duplicate, a forgery): dnsClient.udp
+// reads past it.
 type udpPool struct {
 	addr *net.UDPAddr
 

@@ -72,6 +72,15 @@ func oddServer(t *testing.T) (addr string, tcpQueries *atomic.Int64) {
 			m.Answer = []dns.RR{ptr(q, "late.crawler.example.")}
 		case rev("10.0.0.10"): // silent
 			return
+		case rev("10.0.0.21"): // answered, then a forged answer to another question
+			m.Authoritative = true // no such record
+			w.WriteMsg(m)
+			forged := new(dns.Msg)
+			forged.SetQuestion(rev("10.0.0.1"), dns.TypePTR)
+			forged.Response = true
+			forged.Answer = []dns.RR{ptr(forged.Question[0], "forged.example.")}
+			w.WriteMsg(forged)
+			return
 		case rev("10.0.0.13"): // a lame referral: no record, not authoritative, no recursion
 		case rev("10.0.0.14"): // no record, authoritative
 			m.Authoritative = true
@@ -174,9 +183,9 @@ func TestDNSClient(t *testing.T) {
 	}
 }
 
-// TestDNSClientReusesSockets: a resolver on loopback keeps its sockets,
-// and an answer that comes after its query's deadline, waiting in a
-// reused socket, is not taken for the next query's.
+// TestDNSClientReusesSockets: a resolver on loopback keeps the sockets of
+// answered queries, and a packet that comes after an answer, waiting in a
+// reused socket, is not taken for the next query's answer.
 func TestDNSClientReusesSockets(t *testing.T) {
 	addr, _ := oddServer(t)
 	c := newResolver(addr).(*dnsClient)
@@ -192,15 +201,25 @@ func TestDNSClientReusesSockets(t *testing.T) {
 	if n := len(c.pool.idle); n != 1 {
 		t.Fatalf("%d idle sockets after 20 lookups one after the other, want 1", n)
 	}
+	// A query that times out closes its socket: the late answer has
+	// nowhere to wait.
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if _, err := c.ptr(short, netip.MustParseAddr("10.0.0.9")); err == nil {
 		t.Fatal("the late answer came in time")
 	}
-	time.Sleep(400 * time.Millisecond) // the late answer waits in the socket
+	if n := len(c.pool.idle); n != 0 {
+		t.Fatalf("%d idle sockets after a timeout, want 0 (its socket closed)", n)
+	}
+	// A forgery that comes after an answer waits in the reused socket,
+	// and is not taken for the next query's answer.
+	if got := readPTR(c, "10.0.0.21", time.Second, false); got != "not found" {
+		t.Fatalf("10.0.0.21: read %q, want not found", got)
+	}
+	time.Sleep(100 * time.Millisecond)
 	names, err := c.ptr(ctx, netip.MustParseAddr("10.0.0.1"))
-	if err != nil || len(names) != 2 || names[0] != "a.crawler.example." {
-		t.Fatalf("after a late answer: got %q, %v", names, err)
+	if err != nil || len(names) != 2 || names[0] != "a.crawler.example." || len(c.pool.idle) != 1 {
+		t.Fatalf("after a forged answer in a reused socket: got %q, %v, %d idle sockets", names, err, len(c.pool.idle))
 	}
 	c.close()
 	if len(c.pool.idle) != 0 {
