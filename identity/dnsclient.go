@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -288,9 +289,9 @@ func isAnswer(msg []byte, id uint16, q dnsmessage.Question) bool {
 	return err == nil && got.Type == q.Type && got.Class == q.Class && equalFoldName(got.Name, q.Name)
 }
 
-// equalFoldName reports whether two names are equal, ignoring ASCII case.
+// equalFoldName reports whether two names are equal, ignoring case.
 func equalFoldName(a, b dnsmessage.Name) bool {
-	return strings.EqualFold(string(a.Data[:a.Length]), string(b.Data[:b.Length]))
+	return bytes.EqualFold(a.Data[:a.Length], b.Data[:b.Length])
 }
 
 // udp sends query (its length prefix left out) and reads into buf until
